@@ -1,0 +1,221 @@
+"""The ``TurnEnv`` base class: the turn contract, implemented once.
+
+A subclass supplies the game (``_reset``, ``parse_action``, ``_act``, ``_state_text``,
+``expert_action``) and this class supplies the contract every env shares:
+
+* ``reset`` seeds ``self.np_random`` and returns the first user message;
+* ``step`` accepts *any* value: non-strings, over-long strings and responses the subclass's
+  parser rejects become an invalid turn (``info["action_is_valid"] = False``, reward
+  ``format_penalty``, an observation that says what was wrong and shows the state) instead
+  of an exception;
+* every ``info`` carries ``turn``, ``action_is_valid``, ``action_is_effective``, ``success``,
+  ``score`` and, when the env has a finite action list, ``available_actions``;
+* observations always lie in ``observation_space`` (characters outside it become U+FFFD and
+  an over-long page is cut with a marker), so an echo of the agent's own text is safe;
+* ``render_mode="ansi"`` returns ``_state_text()``.
+
+The turn limit is not the env's business: it is the registered ``max_episode_steps``
+(Gymnasium's ``TimeLimit`` sets ``truncated``), overridable with
+``gymnasium.make(id, max_episode_steps=N)``.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from typing import Any, ClassVar
+
+import gymnasium as gym
+
+from .parsing import InvalidAction
+from .spaces import TurnText, sanitize_text
+
+__all__ = ["TurnEnv", "TurnOutcome", "COMMON_INFO_KEYS", "DEFAULT_MAX_ACTION_LENGTH"]
+
+#: The ``info`` keys every env returns from ``reset`` and ``step``, with their types.
+COMMON_INFO_KEYS: dict[str, type | tuple[type, ...]] = {
+    "turn": int,
+    "action_is_valid": bool,
+    "action_is_effective": bool,
+    "success": bool,
+    "score": float,
+}
+
+#: Default ``max_length`` of the action space: long enough for a response with ``<think>``.
+DEFAULT_MAX_ACTION_LENGTH = 65_536
+#: Default ``max_length`` of the observation space.
+DEFAULT_MAX_OBSERVATION_LENGTH = 65_536
+_TRUNCATION_MARK = "\n…[observation truncated]"
+
+
+class TurnOutcome:
+    """What one valid action did. ``info`` holds env-specific keys (may be empty)."""
+
+    __slots__ = ("observation", "reward", "terminated", "effective", "info")
+
+    def __init__(
+        self,
+        observation: str,
+        reward: float,
+        terminated: bool,
+        effective: bool,
+        info: dict[str, Any] | None = None,
+    ):
+        self.observation = observation
+        self.reward = reward
+        self.terminated = terminated
+        self.effective = effective
+        self.info = info if info is not None else {}
+
+
+class TurnEnv(gym.Env[str, str], abc.ABC):
+    """Base class for text-turn environments (see the module docstring for the contract).
+
+    Args:
+        format_penalty: Reward of an invalid turn (RAGEN's convention: a negative number that is
+            *added*; default -0.1).
+        render_mode: ``None`` or ``"ansi"``.
+        max_action_length: ``action_space.max_length``; a longer response is an invalid turn.
+        max_observation_length: ``observation_space.max_length``.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        *,
+        format_penalty: float = -0.1,
+        render_mode: str | None = None,
+        max_action_length: int = DEFAULT_MAX_ACTION_LENGTH,
+        max_observation_length: int = DEFAULT_MAX_OBSERVATION_LENGTH,
+    ):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode={render_mode!r} is not supported; choose one of "
+                f"{self.metadata['render_modes']} or None."
+            )
+        if not math.isfinite(format_penalty):
+            raise ValueError(f"format_penalty must be a finite number, got {format_penalty!r}.")
+        self.render_mode = render_mode
+        self.format_penalty = float(format_penalty)
+        self.action_space = TurnText(max_action_length)
+        self.observation_space = TurnText(max_observation_length)
+        self.turn = 0
+        self._episode_over = True
+        self._started = False
+        self._last_observation = ""
+
+    # ------------------------------------------------------------------ subclass API
+    @abc.abstractmethod
+    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Start an episode using ``self.np_random``; return the first message and extra info."""
+
+    @abc.abstractmethod
+    def parse_action(self, response: str) -> Any:
+        """Turn a response into an action, or return :class:`InvalidAction`. Must not raise."""
+
+    @abc.abstractmethod
+    def _act(self, action: Any) -> TurnOutcome:
+        """Apply a parsed, valid action."""
+
+    @abc.abstractmethod
+    def _state_text(self) -> str:
+        """The current state as text (used by ``render("ansi")`` and invalid-turn messages)."""
+
+    @abc.abstractmethod
+    def expert_action(self) -> str:
+        """A response an expert would give now (optimal where the env can compute it)."""
+
+    def _success(self) -> bool:
+        """Whether the task is solved (override)."""
+        return False
+
+    def _score(self) -> float:
+        """The benchmark's own metric so far (override)."""
+        return 0.0
+
+    def _available_actions(self) -> list[str] | None:
+        """The finite list of actions allowed now, or ``None`` when the action set is open."""
+        return None
+
+    def _invalid_outcome(self, problem: InvalidAction) -> TurnOutcome:
+        """What an invalid turn returns; override to change the message or info."""
+        return TurnOutcome(
+            observation=f"Invalid action: {problem.message}\n\n{self._state_text()}",
+            reward=self.format_penalty,
+            terminated=False,
+            effective=False,
+        )
+
+    # ------------------------------------------------------------------ Gymnasium API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.turn = 0
+        observation, extra = self._reset(dict(options or {}))
+        self._started = True
+        self._episode_over = False
+        info = self._info(extra, valid=True, effective=False)
+        return self._observe(observation), info
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if not self._started:
+            raise RuntimeError("Call reset() before step().")
+        if self._episode_over:
+            # Stepping a finished episode is a caller bug, but still not an exception.
+            info = self._info({}, valid=False, effective=False)
+            return self._observe("The episode is over. Call reset() to start a new one."), 0.0, True, False, info
+        self.turn += 1
+        parsed = self._parse(action)
+        valid = not isinstance(parsed, InvalidAction)
+        outcome = self._act(parsed) if valid else self._invalid_outcome(parsed)
+        self._episode_over = bool(outcome.terminated)
+        info = self._info(outcome.info, valid=valid, effective=bool(outcome.effective) and valid)
+        return (
+            self._observe(outcome.observation),
+            float(outcome.reward),
+            bool(outcome.terminated),
+            False,
+            info,
+        )
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._state_text() if self._started else ""
+        return None
+
+    # ------------------------------------------------------------------ internals
+    def _parse(self, action: Any) -> Any:
+        if isinstance(action, bytes):
+            action = action.decode("utf-8", errors="replace")
+        if not isinstance(action, str):
+            return InvalidAction(
+                f"A response must be a string, got {type(action).__name__}. Write your action as text."
+            )
+        limit = self.action_space.max_length
+        if len(action) > limit:
+            return InvalidAction(
+                f"The response is {len(action)} characters long; the limit is {limit}. Answer more briefly."
+            )
+        return self.parse_action(str(action))
+
+    def _info(self, extra: dict[str, Any], *, valid: bool, effective: bool) -> dict[str, Any]:
+        info: dict[str, Any] = dict(extra)
+        info["turn"] = int(self.turn)
+        info["action_is_valid"] = bool(valid)
+        info["action_is_effective"] = bool(effective)
+        info["success"] = bool(self._success())
+        info["score"] = float(self._score())
+        actions = self._available_actions()
+        if actions is not None:
+            info["available_actions"] = list(actions)
+        return info
+
+    def _observe(self, text: str) -> str:
+        text = sanitize_text(text)
+        limit = self.observation_space.max_length
+        if len(text) > limit:
+            text = text[: limit - len(_TRUNCATION_MARK)] + _TRUNCATION_MARK
+        self._last_observation = text
+        return text

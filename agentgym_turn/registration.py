@@ -1,0 +1,35 @@
+"""Every env id this package registers, with its turn limit (``max_episode_steps``).
+
+``import agentgym_turn`` calls :func:`register_envs`; registration imports nothing heavy
+(entry points are strings, resolved when ``gymnasium.make`` is called). An env's section is
+added here when the env exists: ids of envs that are not built are never registered.
+The turn limit is Gymnasium's ``max_episode_steps`` (``TimeLimit`` sets ``truncated``);
+change it with ``gymnasium.make(id, max_episode_steps=N)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gymnasium.envs.registration import register, registry
+
+__all__ = ["ENV_SPECS", "register_envs", "env_ids"]
+
+#: ``gymnasium.register`` keyword arguments, one dict per id.
+ENV_SPECS: list[dict[str, Any]] = [
+    # --- TurnSokoban (agentgym_turn/sokoban) ---
+    # --- TurnWebShop (agentgym_turn/webshop) ---
+    # --- TurnSearchQA (agentgym_turn/searchqa) ---
+]
+
+
+def register_envs() -> None:
+    """Register every id in :data:`ENV_SPECS` that Gymnasium does not know yet."""
+    for spec in ENV_SPECS:
+        if spec["id"] not in registry:
+            register(**spec)
+
+
+def env_ids() -> list[str]:
+    """The ids this package registers, in registration order."""
+    return [spec["id"] for spec in ENV_SPECS]

@@ -1,0 +1,81 @@
+"""Every registered id, tested the day it is registered (Minigrid's idea)."""
+
+import pickle
+import re
+
+import gymnasium as gym
+import pytest
+
+import agentgym_turn
+from agentgym_turn.core import COMMON_INFO_KEYS
+from agentgym_turn.testing import check_turn_env
+
+IDS = agentgym_turn.env_ids()
+
+
+def _documented_info_keys(env: gym.Env) -> set[str]:
+    doc = type(env.unwrapped).__doc__ or ""
+    m = re.search(r"^##+ Information\s*$(.*?)(?=^##+ |\Z)", doc, re.S | re.M)
+    assert m, f"{type(env.unwrapped).__name__} docstring has no '## Information' section"
+    return set(re.findall(r"`([a-z_][a-z0-9_]*)`", m.group(1)))
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_registered_env__keeps_the_turn_contract(env_id):
+    report = check_turn_env(env_id, seed=0, episodes=2, fuzz_actions=16)
+    assert report.expert_successes == report.expert_episodes == 2
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_registered_env__has_a_turn_limit_and_kwargs_overrides(env_id):
+    assert gym.spec(env_id).max_episode_steps, "register max_episode_steps as the turn limit"
+    env = gym.make(env_id, format_penalty=-0.5, max_episode_steps=2)
+    env.reset(seed=1)
+    _, r1, term1, trunc1, info = env.step("not an action")
+    _, r2, term2, trunc2, _ = env.step("still not an action")
+    assert (r1, r2) == (-0.5, -0.5) and not info["action_is_valid"]
+    assert not term1 and not trunc1 and trunc2 and not term2
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_registered_env__info_keys_are_documented(env_id):
+    env = gym.make(env_id)
+    documented = _documented_info_keys(env)
+    assert set(COMMON_INFO_KEYS) <= documented
+    seen = set()
+    for seed in range(2):
+        _, info = env.reset(seed=seed)
+        seen |= set(info)
+        _, _, _, _, info = env.step("garbage")
+        seen |= set(info)
+        for _ in range(env.spec.max_episode_steps):
+            _, _, terminated, truncated, info = env.step(env.unwrapped.expert_action())
+            seen |= set(info)
+            if terminated or truncated:
+                break
+    assert seen <= documented, f"undocumented info keys: {sorted(seen - documented)}"
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_registered_env__vectorises(env_id, mode):
+    envs = agentgym_turn.make_vec(env_id, 2, mode=mode)
+    try:
+        obs, _ = envs.reset(seed=[0, 1])
+        assert all(isinstance(o, str) and o for o in obs)
+        obs2, rewards, *_ = envs.step(["garbage", "<answer>garbage</answer>"])
+        assert obs2 != obs and len(rewards) == 2
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_registered_env__pickles_through_gymnasium_make(env_id):
+    env = gym.make(env_id)
+    env.reset(seed=3)
+    env.step(env.unwrapped.expert_action())
+    clone = pickle.loads(pickle.dumps(env))
+    response = env.unwrapped.expert_action()
+    assert clone.unwrapped.expert_action() == response
+    a, b = env.step(response), clone.step(response)
+    assert a[:4] == b[:4] and a[4].keys() == b[4].keys()
