@@ -1,0 +1,73 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+from agentgym_turn.core.bm25 import B, K1, BM25Index, tokenize
+from agentgym_turn.testing import strategies as st_turn
+
+DOCS = [
+    "red running shoes for men",
+    "blue summer dress for women",
+    "a red wine glass set of four",
+    "men's leather running belt",
+    "the cat sat on the mat",
+]
+
+
+def test_tokenize__lowercases_drops_stopwords_and_stems():
+    assert tokenize("The Red RUNNING shoes, for men!") == ["red", "run", "shoe", "men"]
+    assert tokenize("a the of") == []
+
+
+def test_search__ranks_by_lucene_bm25_hand_computed():
+    index = BM25Index.build(DOCS)
+    ids, scores = index.search(["red shoes"], k=3)
+    assert ids[0].tolist() == [0, 2, -1] and scores[0, 2] == 0.0
+    # Lucene BM25 by hand: idf = ln(1 + (N - df + 0.5) / (df + 0.5)); tf part = tf / (tf + k1 (1 - b + b dl / avgdl))
+    lengths = [len(tokenize(d)) for d in DOCS]
+    avgdl = sum(lengths) / len(lengths)
+
+    def term(df, dl):
+        idf = math.log(1 + (len(DOCS) - df + 0.5) / (df + 0.5))
+        return idf * 1 / (1 + K1 * (1 - B + B * dl / avgdl))
+
+    expected_doc0 = term(2, lengths[0]) + term(1, lengths[0])  # "red" in docs 0, 2; "shoe" in doc 0
+    expected_doc2 = term(2, lengths[2])
+    assert scores[0, 0] == pytest.approx(expected_doc0, rel=1e-5)
+    assert scores[0, 1] == pytest.approx(expected_doc2, rel=1e-5)
+
+
+def test_search__pads_when_k_exceeds_the_corpus_and_handles_empty_queries():
+    index = BM25Index.build(DOCS[:2])
+    ids, scores = index.search(["", "zzz", "dress"], k=4)
+    assert ids.shape == (3, 4) and (ids[:2] == -1).all() and ids[2].tolist() == [1, -1, -1, -1]
+
+
+def test_save_and_load_memory_mapped_gives_the_same_results(tmp_path):
+    index = BM25Index.build(DOCS)
+    index.save(tmp_path / "idx")
+    loaded = BM25Index.load(tmp_path / "idx", mmap=True)
+    for q in ("red", "running men", "mat cat"):
+        a, b = index.search([q], 5), loaded.search([q], 5)
+        assert np.array_equal(a[0], b[0]) and np.allclose(a[1], b[1])
+
+
+def test_numba_backend_agrees_with_numpy():
+    pytest.importorskip("numba")
+    texts = [f"item {i} colour {c} size {s}" for i, (c, s) in enumerate(zip(["red", "blue", "green"] * 40, ["small", "large"] * 60))]
+    a = BM25Index.build(texts, backend="numpy")
+    b = BM25Index.build(texts, backend="numba")
+    for q in ("red small", "green", "item 7 large"):
+        ra, rb = a.search([q], 10), b.search([q], 10)
+        assert np.allclose(ra[1], rb[1], atol=1e-5)
+
+
+@given(st_turn.responses())
+def test_search__any_query_string_is_safe(query):
+    ids, scores = _SMALL.search([query[:5000]], k=3)
+    assert ids.shape == (1, 3) and np.isfinite(scores).all()
+
+
+_SMALL = BM25Index.build(DOCS)
