@@ -1,0 +1,487 @@
+"""TurnSearchQA: multi-turn search-then-answer in Search-R1's protocol, fully offline."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..core import InvalidAction, TagMatch, TurnEnv, TurnOutcome, find_tagged, snippet
+from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH, DEFAULT_MAX_OBSERVATION_LENGTH
+from .normalize import LETTERS, choice_index, exact_match, token_f1
+from .questions import Question, split_questions
+from .retrieval import HTTPRetriever, Retriever, format_information
+from .sources import Source, file_source, generated_source, local_retriever
+
+__all__ = ["SearchQAEnv", "SearchQAMCQEnv", "DEFAULT_PROMPT", "DEFAULT_MCQ_PROMPT", "MAX_QUERY_CHARS"]
+
+#: Longest search query accepted, in characters (a longer one is an invalid turn).
+MAX_QUERY_CHARS = 2_000
+
+#: First user message of an open question. ``{question}``, ``{topk}`` and ``{max_searches}`` are filled in.
+DEFAULT_PROMPT = (
+    "Answer the question below. Reason inside <think> and </think> whenever you receive new "
+    "information. If some knowledge is missing, search for it by writing <search> your query "
+    "</search>: the top {topk} passages come back between <information> and </information>. You "
+    "may search up to {max_searches} times. When you know the answer, give it inside <answer> and "
+    "</answer> with no explanation, for example <answer> Paris </answer>.\n"
+    "Question: {question}\n"
+)
+#: First user message of a multiple-choice question; ``{options}`` holds the ``A. ...`` lines.
+DEFAULT_MCQ_PROMPT = (
+    "Answer the multiple-choice question below. Reason inside <think> and </think> whenever you "
+    "receive new information. If some knowledge is missing, search for it by writing <search> "
+    "your query </search>: the top {topk} passages come back between <information> and "
+    "</information>. You may search up to {max_searches} times. When you know the answer, give "
+    "the letter of the correct option inside <answer> and </answer>, for example <answer> B "
+    "</answer>.\n"
+    "Question: {question}\n"
+    "Options:\n{options}\n"
+)
+_HOW = (
+    "If I want to search, I should put the query between <search> and </search>. "
+    "If I want to give the final answer, I should put the answer between <answer> and </answer>. "
+    "Let me try again."
+)
+
+
+def _fill(template: str, **fields: Any) -> str:
+    # str.replace, not str.format: a user's template may hold other braces
+    for name, value in fields.items():
+        template = template.replace("{" + name + "}", str(value))
+    return template
+
+
+class SearchQAEnv(TurnEnv):
+    """Answer a question by searching a corpus, in Search-R1's turn protocol.
+
+## Description
+
+Each episode asks one question. The agent may search a corpus with a free-text query, read
+the top passages, search again, and finally answer. Questions come from a generated world
+of fictional people, cities, countries, organisations and works (default), whose names are
+coined words, so nothing can be answered from memory: single-hop questions ("In which city
+was X born?"), two-hop bridge questions ("In which city was the author of the novel "W"
+born?") and comparisons ("In which city was the elder of X and Y born?"). With
+``dataset_path`` (FlashRAG jsonl) and ``corpus_path`` (wiki-18 style jsonl) or
+``retriever_url``, it runs over real NQ / HotpotQA files instead.
+
+## Action Space
+
+A string, up to ``max_action_length`` (65,536) characters: the whole response of one turn,
+optionally with ``<think>...</think>``. It must hold ``<search> query </search>`` or
+``<answer> text </answer>``. The first complete ``<search>``/``<answer>`` pair outside
+``<think>`` is the action and later pairs are ignored (Search-R1's first-match rule); an
+opening tag nested inside an open pair, a pair closed by the other tag
+(``<search>q</answer>``), an unclosed tag, empty content, or a query longer than 2,000
+characters is an invalid turn. Tag names are case-insensitive (shared parser
+``agentgym_turn.core.find_tagged``).
+
+## Observation Space
+
+A string (printable Unicode, newline, tab), up to ``max_observation_length`` (65,536)
+characters. ``reset`` returns the prompt: the rules and the question (``prompt_template``
+replaces the wording). A search returns Search-R1's block
+``"\\n\\n<information>Doc 1(Title: \\"T\\") text\\nDoc 2(...) ...</information>\\n\\n"``
+with the top ``topk`` passages. An invalid turn returns Search-R1's style of message
+("My previous action is invalid ... Let me try again.") with the reason. A search after the
+budget is spent says that only an answer is possible now. An answer returns a short
+receipt and ends the episode.
+
+## Starting State
+
+A question drawn uniformly (with ``self.np_random``) from the split, or the one chosen with
+``reset(options={"question_index": i})`` (position in the split) or
+``options={"question_id": "..."}``.
+
+## Rewards
+
+Answering earns the exact match: 1.0 if the answer equals any gold answer after Search-R1's
+normalisation (lower-case; ASCII punctuation, the words a/an/the and extra whitespace
+removed), else 0.0. Searches earn 0. An invalid turn earns ``format_penalty`` (default
+-0.1, added).
+
+## Episode End
+
+Terminated when the agent answers. Truncated at the registered turn limit,
+``max_episode_steps = 5``: up to ``max_searches = 4`` searches and then an answer, so the
+last turn can only answer (as in Search-R1, whose final turn cannot search). Searches past
+``max_searches`` are refused (a valid, ineffective turn).
+
+## Information
+
+Common keys: `turn`, `action_is_valid`, `action_is_effective` (a search that ran or an
+answer), `success` (the answer is an exact match), `score` (exact match, 0.0 before
+answering). Extra keys:
+
+* `question_id` (str) and `question_type` (str): ``"single_hop"``, ``"bridge"``,
+  ``"comparison"``, or ``"dataset"`` for loaded files.
+* `searches` (int): searches run so far.
+* `em` (float) and `f1` (float): exact match and SQuAD token F1 of the answer (0.0 before it).
+* `prediction` (str): the answer given (``""`` before it).
+* `golden_answers` (list[str]): the gold answers (aliases included).
+* `retrieved_ids` (list[str]): ids of the passages shown this turn (``[]`` otherwise).
+
+## Arguments
+
+```python
+import gymnasium as gym
+import agentgym_turn
+
+env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_penalty=-0.1)
+```
+
+* ``split``: ``"train"`` (default), ``"dev"``, ``"test"`` or ``"all"`` of the generated
+  world: questions 0-499 are test, 500-999 dev, the rest train (about 7,000).
+* ``world_seed`` (0), ``world_scale`` (1.0): which world; scale multiplies its size.
+* ``dataset_path``, ``corpus_path``: FlashRAG question jsonl and corpus jsonl (``.gz``
+  allowed) instead of the generated world (``split`` is then ignored).
+* ``retriever``: ``"bm25"`` (default), ``"dense"`` (with ``encoder``: a local
+  sentence-transformers model directory or an ``Encoder`` object), or any object with
+  ``retrieve(queries, topk)``. ``index_dir``: where to save/load the index.
+* ``retriever_url``: use a Search-R1 ``/retrieve`` server instead (``agentgym-turn serve
+  retriever`` or Search-R1's own); then ``corpus_path`` is optional.
+* ``topk`` (3): passages per search. ``max_searches`` (4): search budget per episode.
+* ``prompt_template``: replaces the first message; ``{question}``, ``{topk}``,
+  ``{max_searches}`` (and ``{options}`` for multiple choice) are filled in.
+* ``format_penalty`` (-0.1), ``render_mode`` (``None`` or ``"ansi"``),
+  ``max_action_length``, ``max_observation_length``.
+
+## Version History
+
+* v0: Initial version.
+"""
+
+    multiple_choice = False
+
+    def __init__(
+        self,
+        *,
+        split: str = "train",
+        world_seed: int = 0,
+        world_scale: float = 1.0,
+        dataset_path: str | None = None,
+        corpus_path: str | None = None,
+        retriever: str | Retriever = "bm25",
+        encoder: Any = None,
+        index_dir: str | None = None,
+        retriever_url: str | None = None,
+        topk: int = 3,
+        max_searches: int = 4,
+        prompt_template: str | None = None,
+        format_penalty: float = -0.1,
+        render_mode: str | None = None,
+        max_action_length: int = DEFAULT_MAX_ACTION_LENGTH,
+        max_observation_length: int = DEFAULT_MAX_OBSERVATION_LENGTH,
+    ):
+        super().__init__(
+            format_penalty=format_penalty,
+            render_mode=render_mode,
+            max_action_length=max_action_length,
+            max_observation_length=max_observation_length,
+        )
+        if isinstance(topk, bool) or not isinstance(topk, int) or topk < 1:
+            raise ValueError(f"topk must be a positive integer, got {topk!r}.")
+        if isinstance(max_searches, bool) or not isinstance(max_searches, int) or max_searches < 0:
+            raise ValueError(f"max_searches must be a non-negative integer, got {max_searches!r}.")
+        if prompt_template is not None and "{question}" not in prompt_template:
+            raise ValueError("prompt_template must contain '{question}'.")
+        if dataset_path is None and corpus_path is not None:
+            raise ValueError("corpus_path needs dataset_path (the questions asked over that corpus).")
+        self.split = split
+        self.topk = topk
+        self.max_searches = max_searches
+        self.prompt_template = prompt_template
+        self._config = dict(
+            split=split, world_seed=int(world_seed), world_scale=float(world_scale), dataset_path=dataset_path,
+            corpus_path=corpus_path, retriever=retriever, encoder=encoder, index_dir=index_dir,
+            retriever_url=retriever_url,
+        )
+        self._attach()
+        # episode state
+        self._question: Question | None = None
+        self._searches = 0
+        self._queries: list[str] = []
+        self._seen: set[str] = set()  # contents of every passage shown this episode
+        self._prediction = ""
+        self._em = 0.0
+        self._f1 = 0.0
+        self._answered = False
+
+    # ------------------------------------------------------------------ resources
+    def _attach(self) -> None:
+        """Resolve the question source and the retriever (shared per process)."""
+        c = self._config
+        if c["dataset_path"] is not None:
+            source: Source = file_source(c["dataset_path"], c["corpus_path"])
+            questions = list(source.questions)
+        else:
+            source = generated_source(c["world_seed"], c["world_scale"])
+            questions = split_questions(source.questions, c["split"])
+        if not questions:
+            raise ValueError("the chosen split holds no questions")
+        if self.multiple_choice and not all(q.choices for q in questions):
+            raise ValueError("the multiple-choice env needs questions with 'choices'")
+        self._source = source
+        self._questions = questions
+        self._by_id = {q.id: k for k, q in enumerate(questions)}
+        r = c["retriever"]
+        if c["retriever_url"] is not None:
+            self._retriever: Retriever = HTTPRetriever(c["retriever_url"])
+        elif not isinstance(r, str):
+            if not callable(getattr(r, "retrieve", None)):
+                raise TypeError("retriever must be 'bm25', 'dense' or an object with retrieve(queries, topk).")
+            self._retriever = r
+        else:
+            if source.corpus is None:
+                raise ValueError("an in-process retriever needs corpus_path (or pass retriever_url).")
+            self._retriever = local_retriever(source.key, source.corpus, r, encoder=c["encoder"], index_dir=c["index_dir"])
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for name in ("_source", "_questions", "_by_id"):
+            state.pop(name, None)
+        if isinstance(self._config["retriever"], str) or self._config["retriever_url"] is not None:
+            state.pop("_retriever", None)  # re-resolved from the process cache
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        user_retriever = state.get("_retriever")
+        self._attach()
+        if user_retriever is not None:
+            self._retriever = user_retriever
+
+    @property
+    def questions(self) -> list[Question]:
+        """The questions this env draws from (its split)."""
+        return self._questions
+
+    @property
+    def question(self) -> Question | None:
+        """The current episode's question."""
+        return self._question
+
+    # ------------------------------------------------------------------ TurnEnv API
+    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        if "question_id" in options:
+            qid = str(options["question_id"])
+            if qid not in self._by_id:
+                raise ValueError(f"no question with id {qid!r} in this env's questions")
+            index = self._by_id[qid]
+        elif "question_index" in options:
+            index = int(options["question_index"])
+            if not 0 <= index < len(self._questions):
+                raise ValueError(f"question_index must lie in [0, {len(self._questions)}), got {index}")
+        else:
+            index = int(self.np_random.integers(0, len(self._questions)))
+        self._question = self._questions[index]
+        self._searches = 0
+        self._queries = []
+        self._seen = set()
+        self._prediction = ""
+        self._em = self._f1 = 0.0
+        self._answered = False
+        return self._prompt(), self._extra([])
+
+    def _prompt(self) -> str:
+        q = self._question
+        assert q is not None
+        fields = dict(question=q.question, topk=self.topk, max_searches=self.max_searches)
+        if self.multiple_choice:
+            fields["options"] = self._options_text()
+            return _fill(self.prompt_template or DEFAULT_MCQ_PROMPT, **fields)
+        return _fill(self.prompt_template or DEFAULT_PROMPT, **fields)
+
+    def _options_text(self) -> str:
+        q = self._question
+        assert q is not None
+        return "\n".join(f"{LETTERS[k]}. {c}" for k, c in enumerate(q.choices))
+
+    def parse_action(self, response: str) -> Any:
+        m = find_tagged(response, ("search", "answer"))
+        if isinstance(m, InvalidAction):
+            return m
+        assert isinstance(m, TagMatch)
+        if m.tag == "search":
+            if len(m.content) > MAX_QUERY_CHARS:
+                return InvalidAction(f"The query is {len(m.content)} characters long; the limit is {MAX_QUERY_CHARS}.")
+            return ("search", m.content)
+        if self.multiple_choice:
+            q = self._question
+            k = choice_index(m.content, q.choices) if q is not None else None
+            if k is None:
+                letters = ", ".join(LETTERS[: len(q.choices)]) if q is not None else "A-D"
+                return InvalidAction(f"The answer {snippet(m.content)!r} names no option; answer with one letter of {letters}.")
+            return ("answer", LETTERS[k])
+        return ("answer", m.content)
+
+    def _act(self, action: tuple[str, str]) -> TurnOutcome:
+        kind, content = action
+        q = self._question
+        assert q is not None
+        if kind == "search":
+            if self._searches >= self.max_searches:
+                return TurnOutcome(
+                    f"\nMy search budget ({self.max_searches} searches) is used up, so I cannot search again. "
+                    "I should give the final answer between <answer> and </answer> now.\n",
+                    0.0, False, False, self._extra([]),
+                )
+            hits = self._retriever.retrieve([content], self.topk)[0][: self.topk]
+            self._searches += 1
+            self._queries.append(content)
+            for h in hits:
+                self._seen.add(h.document.contents)
+            observation = f"\n\n<information>{format_information(hits).strip()}</information>\n\n"
+            return TurnOutcome(observation, 0.0, False, True, self._extra([h.document.id for h in hits]))
+        # answer
+        self._answered = True
+        self._prediction = content
+        if self.multiple_choice:
+            self._em = self._f1 = 1.0 if content == q.answer_letter else 0.0
+        else:
+            self._em = exact_match(content, q.golden_answers)
+            self._f1 = token_f1(content, q.golden_answers)
+        receipt = f"\nFinal answer: {snippet(content, 200)}. Exact match: {'yes' if self._em == 1.0 else 'no'}.\n"
+        return TurnOutcome(receipt, self._em, True, True, self._extra([]))
+
+    def _invalid_outcome(self, problem: InvalidAction) -> TurnOutcome:
+        return TurnOutcome(
+            f"\nMy previous action is invalid ({problem.message.rstrip('.')}). {_HOW}\n",
+            self.format_penalty, False, False, self._extra([]),
+        )
+
+    def _extra(self, retrieved_ids: Sequence[str]) -> dict[str, Any]:
+        q = self._question
+        assert q is not None
+        golds = [q.answer_letter] if self.multiple_choice else list(q.golden_answers)
+        return {
+            "question_id": q.id,
+            "question_type": q.type,
+            "searches": self._searches,
+            "em": self._em,
+            "f1": self._f1,
+            "prediction": self._prediction,
+            "golden_answers": golds,
+            "retrieved_ids": list(retrieved_ids),
+        }
+
+    def _state_text(self) -> str:
+        q = self._question
+        if q is None:
+            return ""
+        lines = [f"Question: {q.question}"]
+        if self.multiple_choice:
+            lines.append(self._options_text())
+        lines.append(f"Searches: {self._searches}/{self.max_searches}")
+        lines.extend(f"  query {k + 1}: {query}" for k, query in enumerate(self._queries))
+        if self._answered:
+            lines.append(f"Answer: {self._prediction} (exact match {self._em:.0f}, F1 {self._f1:.2f})")
+        return "\n".join(lines)
+
+    def _success(self) -> bool:
+        return self._answered and self._em == 1.0
+
+    def _score(self) -> float:
+        return float(self._em)
+
+    # ------------------------------------------------------------------ oracle
+    def _final_answer(self) -> str:
+        q = self._question
+        assert q is not None
+        return q.answer_letter if self.multiple_choice else q.golden_answers[0]
+
+    def expert_action(self) -> str:
+        """An oracle searcher: it searches until it has read every supporting passage, then answers.
+
+        For each hop of the question's search plan whose passage has not been shown yet, it
+        issues the hop's queries in turn (the entity's name first, then fallbacks); once every
+        supporting passage has appeared in the information it answers with the gold answer (the
+        correct letter for multiple choice). If the budget runs out before the evidence is
+        found it answers "unknown" (guesses "A" for multiple choice), so its success rate
+        measures retrievability. For loaded
+        datasets (no known supporting passages) it searches the question once and answers.
+        """
+        q = self._question
+        if q is None:
+            return "<answer> unknown </answer>"
+        can_search = self._searches < self.max_searches
+        contents = self._source.corpus.contents if self._source.corpus is not None else None
+        if not q.hops or contents is None:
+            if can_search and not self._queries:
+                return f"<think>I should look this up.</think>\n<search> {q.question[:MAX_QUERY_CHARS]} </search>"
+            return f"<think>I can answer now.</think>\n<answer> {self._final_answer()} </answer>"
+        for hop in q.hops:
+            if contents[hop.passage] in self._seen:
+                continue
+            if not can_search:
+                break
+            fresh = [x for x in hop.queries + (q.question[:MAX_QUERY_CHARS],) if x not in self._queries]
+            if not fresh:
+                break
+            return f"<think>I need to {hop.purpose}.</think>\n<search> {fresh[0]} </search>"
+        else:
+            return f"<think>The passages I found give the answer.</think>\n<answer> {self._final_answer()} </answer>"
+        if self.multiple_choice:  # without evidence an expert still picks an option: the first
+            return f"<think>I could not find the evidence; I will guess.</think>\n<answer> {LETTERS[0]} </answer>"
+        return "<think>I could not find the evidence.</think>\n<answer> unknown </answer>"
+
+
+class SearchQAMCQEnv(SearchQAEnv):
+    """Multiple-choice search QA: the same world and protocol, answered with a letter A-D.
+
+## Description
+
+The multiple-choice variant of :class:`SearchQAEnv`, standing in for the medical
+multiple-choice sets (MedQA, MedMCQA, ...) that the ST-PPO paper trains on. Every generated
+question comes with four options: the correct answer and three of the same type (cities
+for a city, years within 40 of the right one, people of the same occupation pool, the
+other entity's fact in comparisons). A FlashRAG file with ``choices`` runs the same way.
+
+## Action Space
+
+As :class:`SearchQAEnv`: ``<search> query </search>`` or ``<answer> X </answer>``
+(first complete pair outside ``<think>``). The answer must name an option: a letter alone
+or leading (``B``, ``(B)``, ``B.``, ``B) text``, ``Option B``) or the exact text of an
+option; anything else is an invalid turn (the agent may answer again).
+
+## Observation Space
+
+As :class:`SearchQAEnv`; the prompt lists the options as ``A. ...`` lines.
+
+## Starting State
+
+As :class:`SearchQAEnv`.
+
+## Rewards
+
+1.0 for the correct letter, 0.0 for another; ``format_penalty`` (default -0.1) for an
+invalid turn. Random guessing scores 0.25 on average.
+
+## Episode End
+
+As :class:`SearchQAEnv`: terminated on an answer, truncated after ``max_episode_steps =
+5`` turns (at most ``max_searches = 4`` searches).
+
+## Information
+
+Common keys `turn`, `action_is_valid`, `action_is_effective`, `success`, `score` (1.0 for
+the correct letter), and as in :class:`SearchQAEnv`: `question_id`, `question_type`,
+`searches`, `em`, `f1` (equal to `em` here), `prediction` (the chosen letter),
+`golden_answers` (the correct letter), `retrieved_ids`.
+
+## Arguments
+
+```python
+import gymnasium as gym
+import agentgym_turn
+
+env = gym.make("TurnSearchQA-MCQ-v0", split="test")
+```
+
+The arguments of :class:`SearchQAEnv`.
+
+## Version History
+
+* v0: Initial version.
+"""
+
+    multiple_choice = True

@@ -1,0 +1,103 @@
+"""Where an env's questions and passages come from, loaded once per process and shared.
+
+Generating a world, reading a corpus file and building an index are the slow parts of making a
+TurnSearchQA env; every env (and the retrieval server) in a process that asks for the same
+source gets the same objects, so ``gymnasium.make`` is cheap after the first call and vector
+envs do not multiply memory within one process.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Hashable
+
+from .corpus import Corpus, RenderedWorld, render_corpus
+from .datasets import load_flashrag
+from .questions import Question, generate_questions
+from .world import WorldConfig, generate_world
+
+__all__ = ["Source", "generated_source", "file_source", "corpus_source", "local_retriever", "file_key"]
+
+_LOCK = threading.RLock()
+_CACHE: dict[Hashable, Any] = {}
+
+
+@dataclass
+class Source:
+    """Questions (all splits, in split order) and the corpus they are asked over (may be ``None``)."""
+
+    key: Hashable
+    questions: list[Question]
+    corpus: Corpus | None
+    rendered: RenderedWorld | None = None
+
+
+def _cached(key: Hashable, build):
+    with _LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = build()
+        return _CACHE[key]
+
+
+def generated_source(seed: int = 0, scale: float = 1.0) -> Source:
+    """The generated world ``WorldConfig.scaled(scale, seed=seed)``: its corpus and questions."""
+    key = ("generated", int(seed), float(scale))
+
+    def build() -> Source:
+        world = generate_world(WorldConfig.scaled(scale, seed=seed))
+        rendered = render_corpus(world)
+        return Source(key, generate_questions(world, rendered), rendered.corpus, rendered)
+
+    return _cached(key, build)
+
+
+def file_key(path: str | os.PathLike) -> tuple[str, int, int]:
+    p = Path(path).resolve()
+    st = p.stat()
+    return (str(p), st.st_size, st.st_mtime_ns)
+
+
+def corpus_source(corpus_path: str | os.PathLike) -> Corpus:
+    """A corpus jsonl file, read once per process (re-read when the file changes)."""
+    key = ("corpus", file_key(corpus_path))
+    return _cached(key, lambda: Corpus.from_jsonl(corpus_path))
+
+
+def file_source(dataset_path: str | os.PathLike, corpus_path: str | os.PathLike | None) -> Source:
+    """Questions from a FlashRAG jsonl file, over a corpus jsonl file (``None`` with a remote retriever)."""
+    key = ("file", file_key(dataset_path), file_key(corpus_path) if corpus_path is not None else None)
+
+    def build() -> Source:
+        corpus = corpus_source(corpus_path) if corpus_path is not None else None
+        return Source(key, load_flashrag(dataset_path), corpus)
+
+    return _cached(key, build)
+
+
+def local_retriever(corpus_key: Hashable, corpus: Corpus, kind: str, *, encoder: Any = None,
+                    index_dir: str | os.PathLike | None = None):
+    """A BM25 or dense retriever over ``corpus``, shared per process.
+
+    ``kind`` is ``"bm25"`` or ``"dense"``. A dense retriever needs ``encoder``: a local
+    sentence-transformers model directory (str or path) or any object with ``encode``; only
+    path encoders are shared (an encoder object is the caller's, so its retriever is not cached).
+    """
+    from .retrieval import BM25Retriever, DenseRetriever, SentenceTransformerEncoder
+
+    if kind == "bm25":
+        key = ("bm25", corpus_key, str(index_dir) if index_dir is not None else None)
+        return _cached(key, lambda: BM25Retriever.build(corpus, index_dir=index_dir))
+    if kind == "dense":
+        if encoder is None:
+            raise ValueError("retriever='dense' needs encoder=: a local sentence-transformers model path or an Encoder object.")
+        if isinstance(encoder, (str, os.PathLike)):
+            cache = Path(index_dir) / "embeddings.npy" if index_dir is not None else None
+            if cache is not None:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+            key = ("dense", corpus_key, str(Path(encoder).resolve()), str(cache))
+            return _cached(key, lambda: DenseRetriever.build(corpus, SentenceTransformerEncoder(encoder), cache_path=cache))
+        return DenseRetriever(corpus, encoder)
+    raise ValueError(f"retriever must be 'bm25', 'dense' or a Retriever object, got {kind!r}.")
