@@ -18,6 +18,22 @@ __all__ = ["ENV_SPECS", "register_envs", "env_ids"]
 #: ``gymnasium.register`` keyword arguments, one dict per id.
 ENV_SPECS: list[dict[str, Any]] = [
     # --- TurnSokoban (agentgym_turn/sokoban) ---
+    # RAGEN's SimpleSokoban (the papers' setting): 6x6, 1 box, 5 turns, <= 5 moves a turn, 10 an episode.
+    {"id": "TurnSokoban-v0", "entry_point": "agentgym_turn.sokoban.env:TurnSokobanEnv", "max_episode_steps": 5},
+    # 2 boxes: 99% of levels need <= 30 moves; 8 turns leave 2 spare turns over 30 moves at 5 a turn.
+    {
+        "id": "TurnSokoban-8x8-v0",
+        "entry_point": "agentgym_turn.sokoban.env:TurnSokobanEnv",
+        "max_episode_steps": 8,
+        "kwargs": {"dim": (8, 8), "num_boxes": 2, "max_actions_per_turn": 5, "max_actions_per_episode": 30},
+    },
+    # Boxoban-sized: 4 boxes, 10 moves a turn, 100 an episode, 12 turns.
+    {
+        "id": "TurnSokoban-10x10-v0",
+        "entry_point": "agentgym_turn.sokoban.env:TurnSokobanEnv",
+        "max_episode_steps": 12,
+        "kwargs": {"dim": (10, 10), "num_boxes": 4, "max_actions_per_turn": 10, "max_actions_per_episode": 100, "solver_budget": 5000},
+    },
     # --- TurnWebShop (agentgym_turn/webshop) ---
     # --- TurnSearchQA (agentgym_turn/searchqa) ---
     # 5 turns: up to 4 searches (max_searches) and an answer, as Search-R1.

@@ -1,0 +1,548 @@
+"""``TurnSokoban``: Sokoban as a text-turn environment (RAGEN's text setting, gym-sokoban's rules)."""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..core.parsing import InvalidAction, TagMatch, find_tagged, snippet, split_moves
+from ..core.turn_env import TurnEnv, TurnOutcome
+from .board import Board, apply_move, board_for, cells_of, is_deadlocked, mask_of
+from .constants import (
+    CELL_KINDS,
+    CELL_WORDS,
+    MOVE_BY_NAME,
+    MOVE_NAMES,
+    PENALTY_BOX_OFF_TARGET,
+    PENALTY_FOR_STEP,
+    REWARD_BOX_ON_TARGET,
+    REWARD_FINISHED,
+    resolve_symbols,
+)
+from .generator import GeneratedLevel, generate_level
+from .levels import Level, load_levels, parse_level
+from .render import grid_rows, rgb_array
+from .solver import DEFAULT_SOLVER_BUDGET, SolveResult, solve
+
+__all__ = ["TurnSokobanEnv", "PROMPT_STYLES"]
+
+#: Accepted values of ``prompt_style``.
+PROMPT_STYLES = ("full", "compact")
+#: The one message of an invalid turn in the compact style (it never changes).
+COMPACT_INVALID = "invalid: answer like <answer>Up || Left</answer>"
+_EXAMPLE = "<answer>Right || Right || Up</answer>"
+_MAX_CACHED_LEVELS = 4096
+# (level seed, generator settings) -> GeneratedLevel: evaluation re-uses seeds, so a re-reset is free.
+_LEVEL_CACHE: "OrderedDict[tuple, GeneratedLevel]" = OrderedDict()
+
+
+def _generated(level_seed: int, settings: tuple) -> GeneratedLevel:
+    key = (level_seed, settings)
+    hit = _LEVEL_CACHE.get(key)
+    if hit is not None:
+        _LEVEL_CACHE.move_to_end(key)
+        return hit
+    dim, num_boxes, min_moves, max_moves, num_gen_steps, budget = settings
+    level = generate_level(
+        np.random.default_rng(level_seed),
+        dim,
+        num_boxes,
+        min_moves=min_moves,
+        max_moves=max_moves,
+        num_gen_steps=num_gen_steps,
+        solver_budget=budget,
+    )
+    _LEVEL_CACHE[key] = level
+    if len(_LEVEL_CACHE) > _MAX_CACHED_LEVELS:
+        _LEVEL_CACHE.popitem(last=False)
+    return level
+
+
+def _money(x: float) -> str:
+    return f"{x:+.1f}".replace("+0.0", "0").replace("-0.0", "0")
+
+
+class TurnSokobanEnv(TurnEnv):
+    """Push every box onto a target; each turn the agent sends a few moves as text.
+
+## Description
+
+Sokoban as in gym-sokoban and RAGEN's text setting, which the Turn-PPO paper's Sokoban
+numbers follow. The player walks on floor cells and pushes (never pulls) one box at a
+time; a push into a wall or another box does nothing. Levels come from a seeded
+generator (gym-sokoban's method: random-walk room, reverse play from the solved state)
+that also certifies them: every generated level ships with a plan that was replayed to
+the solved state, and the solver proves the shortest plan's length within a budget
+(`optimal_moves`, `optimal_certified`). Levels can also be loaded from Boxoban files.
+
+## Action Space
+
+Any string (`TurnText`). A valid response holds one or more moves, `Up`, `Down`, `Left`
+or `Right` (any letter case), separated by `||` inside `<answer>...</answer>`, e.g.
+`<answer>Right || Right || Up</answer>`; text outside the first answer pair and
+`<think>...</think>` blocks are ignored. At most `max_actions_per_turn` moves are played
+per turn (the rest are ignored and the message says so), and no more than the moves left
+in the episode. A response without a valid answer is an invalid turn: nothing moves, the
+reward is `format_penalty`, and the message says what was wrong.
+
+## Observation Space
+
+Text (`TurnText`). With `prompt_style="full"` (the default, RAGEN-like) the first
+message states the task, the legend, the rules, the answer format and the move budget,
+then the grid; later messages report the moves played, their reward, what happened, the
+moves left and the grid. Grid cells use RAGEN's symbols by default (`#` wall, `_` floor,
+`O` target, `X` box, `√` box on target, `P` player, `S` player on target; `symbols=`
+changes them) and are separated by one space in the full style.
+
+`prompt_style="compact"` (for small models with short contexts) uses this stable format
+for every message, the first one included::
+
+    [status line]          only when something ended the turn: "solved", "deadlock",
+                           "out of moves", or "invalid: answer like <answer>Up || Left</answer>"
+    turn T moves M         T: the turn about to be played (1 at reset); M: moves left
+                           ("moves M" is left out when the episode has no move cap)
+    ######                 the grid, one symbol per cell, no separators
+    #_OX_#
+    ...
+
+## Starting State
+
+A level generated from `self.np_random` (reset with a seed for a fixed level): a
+`dim` room with `num_boxes` boxes off their targets and the player off the targets,
+whose shortest solution has `min_moves..max_moves` moves (by default at most the
+episode's move cap, so every level can be solved within it). With `levels=` a level of
+the file(s) is drawn instead; `reset(options={"level": ...})` picks one (an index into
+`levels`, a level text in Boxoban/XSB symbols, or a `Level`).
+
+## Rewards
+
+Per move, gym-sokoban's constants: -0.1 for every move (also one that bumps a wall),
++1 when the move pushes a box onto a target, -1 when it pushes one off, and +10 more
+when the move puts the last box on its target. A turn's reward is the sum over its moves
+(computed in tenths, so it is exact); an invalid turn gets `format_penalty` (-0.1).
+
+## Episode End
+
+`terminated` when all boxes are on targets (success), when a box is provably stuck
+(`terminate_on_deadlock=True`, the default: a box on a dead square, from which no target
+can be reached, or boxes frozen against walls and each other off target;
+`info["deadlocked"]`), or when the episode's moves are used up. `truncated` when the
+registered turn limit (`max_episode_steps`) is reached.
+
+## Information
+
+Every `reset` and `step` returns:
+
+* `turn`: turns played so far (0 after reset).
+* `action_is_valid`: the response held a valid answer.
+* `action_is_effective`: the state changed this turn.
+* `success`: all boxes are on targets.
+* `score`: the episode's return so far (format penalties included).
+* `boxes_on_target`: boxes on targets now.
+* `moves`: moves played in the episode so far.
+* `moves_left`: moves the episode still allows (-1 without a cap).
+* `executed_moves`: the moves played this turn, e.g. `["Up", "Left"]`.
+* `deadlocked`: a box is provably stuck (the level can no longer be solved).
+* `optimal_moves`: length of the shortest known plan for the level from its start (-1 if
+  none is known, for a loaded level the solver could not finish).
+* `optimal_certified`: the solver proved `optimal_moves` optimal within `solver_budget`.
+* `level_name`: `"file.txt;index"` for a level loaded from a file, else `""`.
+
+## Arguments
+
+```python
+import gymnasium as gym
+import agentgym_turn
+env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5,
+               max_actions_per_episode=10, prompt_style="full", max_episode_steps=5)
+```
+
+* `dim`: `(rows, cols)` of the grid, outer walls included, or one int for a square.
+* `num_boxes`: boxes (and targets) per generated level.
+* `max_actions_per_turn`: moves played per turn at most (RAGEN: 5).
+* `max_actions_per_episode`: moves per episode at most (RAGEN: 10); None for no cap.
+* `min_moves`, `max_moves`: range of the optimal solution length of generated levels;
+  `max_moves=None` means the episode's move cap.
+* `prompt_style`: `"full"` or `"compact"` (see Observation Space).
+* `symbols`: `"ragen"`, `"boxoban"`, a 7-character string in the order wall, floor,
+  target, box, box on target, player, player on target, or a mapping of some of those.
+* `terminate_on_deadlock`: end the episode as soon as a box is provably stuck.
+* `levels`: a Boxoban-format file or directory, or a list of `Level`; replaces generation.
+* `solver_budget`: push states the solver may expand to certify a level (and to re-plan
+  for `expert_action()`).
+* `num_gen_steps`: random-walk steps carving a room (gym-sokoban: `1.7 * (rows + cols)`).
+* `format_penalty`: reward of an invalid turn (-0.1).
+* `render_mode`: `"ansi"` (the text grid) or `"rgb_array"` (16 px per cell).
+* `max_episode_steps` (of `gymnasium.make`): the turn limit.
+
+## Version History
+
+* v0: Initial version.
+"""
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(
+        self,
+        dim: int | Sequence[int] = (6, 6),
+        num_boxes: int = 1,
+        *,
+        max_actions_per_turn: int = 5,
+        max_actions_per_episode: int | None = 10,
+        min_moves: int = 1,
+        max_moves: int | None = None,
+        prompt_style: str = "full",
+        symbols: str | Mapping[str, str] | None = "ragen",
+        terminate_on_deadlock: bool = True,
+        levels: str | os.PathLike | Sequence[Level] | None = None,
+        solver_budget: int = DEFAULT_SOLVER_BUDGET,
+        num_gen_steps: int | None = None,
+        format_penalty: float = -0.1,
+        render_mode: str | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(format_penalty=format_penalty, render_mode=render_mode, **kwargs)
+        if isinstance(dim, (int, np.integer)):
+            dim = (int(dim), int(dim))
+        self.dim = (int(dim[0]), int(dim[1]))
+        if min(self.dim) < 3:
+            raise ValueError(f"dim must be at least 3x3, got {dim!r}.")
+        if int(num_boxes) < 1:
+            raise ValueError(f"num_boxes must be >= 1, got {num_boxes}.")
+        self.num_boxes = int(num_boxes)
+        if int(max_actions_per_turn) < 1:
+            raise ValueError(f"max_actions_per_turn must be >= 1, got {max_actions_per_turn}.")
+        self.max_actions_per_turn = int(max_actions_per_turn)
+        if max_actions_per_episode is not None and int(max_actions_per_episode) < 1:
+            raise ValueError(f"max_actions_per_episode must be >= 1 or None, got {max_actions_per_episode}.")
+        self.max_actions_per_episode = None if max_actions_per_episode is None else int(max_actions_per_episode)
+        self.min_moves = int(min_moves)
+        self.max_moves = self.max_actions_per_episode if max_moves is None else int(max_moves)
+        if self.max_moves is not None and self.min_moves > self.max_moves:
+            raise ValueError(f"min_moves={min_moves} exceeds max_moves={self.max_moves}.")
+        if prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"prompt_style must be one of {PROMPT_STYLES}, got {prompt_style!r}.")
+        self.prompt_style = prompt_style
+        self.symbols = resolve_symbols(symbols)
+        self.terminate_on_deadlock = bool(terminate_on_deadlock)
+        if levels is None:
+            self.levels: list[Level] | None = None
+        elif isinstance(levels, (str, os.PathLike)):
+            self.levels = load_levels(levels)
+        else:
+            self.levels = list(levels)
+            if not self.levels or not all(isinstance(lv, Level) for lv in self.levels):
+                raise TypeError("levels must be a path or a non-empty sequence of Level objects.")
+        self.solver_budget = int(solver_budget)
+        self.num_gen_steps = num_gen_steps
+        self._gen_settings = (self.dim, self.num_boxes, self.min_moves, self.max_moves, num_gen_steps, self.solver_budget)
+        self._sep = " " if prompt_style == "full" else ""
+        # Episode state (set by reset).
+        self.level: Level | None = None
+        self._board: Board | None = None
+        self._boxes = 0
+        self._player = 0
+        self._moves = 0
+        self._reward_tenths = 0
+        self._penalties = 0.0
+        self._deadlocked = False
+        self._solved = False
+        self._executed: list[str] = []
+        self.optimal_moves = -1
+        self.optimal_certified = False
+        self._plan: list[int] | None = None
+
+    # ------------------------------------------------------------------ episode set-up
+    def _pick_level(self, options: dict[str, Any]) -> tuple[Level, tuple[int, ...] | None, bool]:
+        """The level to play, its best known plan (or None) and whether that plan is optimal."""
+        choice = options.get("level")
+        if choice is None and self.levels is None:
+            level_seed = int(self.np_random.integers(0, 2**63 - 1))
+            gen = _generated(level_seed, self._gen_settings)
+            return gen.level, gen.solution, gen.certified
+        if choice is None:
+            level = self.levels[int(self.np_random.integers(len(self.levels)))]
+        elif isinstance(choice, Level):
+            level = choice
+        elif isinstance(choice, (int, np.integer)) and not isinstance(choice, bool):
+            if self.levels is None:
+                raise ValueError("options['level'] is an index, but the env has no levels= to index.")
+            if not -len(self.levels) <= int(choice) < len(self.levels):
+                raise IndexError(f"level index {choice} is out of range (0..{len(self.levels) - 1}).")
+            level = self.levels[int(choice)]
+        elif isinstance(choice, str):
+            level = parse_level(choice, "options")
+        else:
+            raise TypeError(f"options['level'] must be an int, a level text or a Level, got {type(choice).__name__}.")
+        result = self._solve_level(level)
+        if result.unsolvable:
+            raise ValueError(f"level {level.name or '(options)'} has no solution.")
+        return level, result.moves, result.optimal
+
+    def _solve_level(self, level: Level) -> SolveResult:
+        board = board_for(level)
+        return solve(board, mask_of(level.boxes), level.player, max_expansions=self.solver_budget)
+
+    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        level, plan, certified = self._pick_level(options)
+        self.level = level
+        self._board = board_for(level)
+        self._boxes = mask_of(level.boxes)
+        self._player = level.player
+        self._moves = 0
+        self._reward_tenths = 0
+        self._penalties = 0.0
+        self._executed = []
+        self._solved = self._boxes == self._board.target_mask
+        self._deadlocked = not self._solved and is_deadlocked(self._board, self._boxes)
+        self.optimal_moves = len(plan) if plan is not None else -1
+        self.optimal_certified = bool(certified and plan is not None)
+        self._plan = list(plan) if plan is not None else None
+        return self._first_message(), self._extra_info()
+
+    # ------------------------------------------------------------------ the turn
+    def parse_action(self, response: str) -> list[int] | InvalidAction:
+        m = find_tagged(response, ("answer",))
+        if isinstance(m, InvalidAction):
+            return InvalidAction(f"{m.message} Moves are Up, Down, Left, Right, separated by ||, e.g. {_EXAMPLE}.")
+        assert isinstance(m, TagMatch)
+        pieces = split_moves(m.content)
+        if not pieces:
+            return InvalidAction(f"The answer holds no move. Moves are Up, Down, Left, Right, separated by ||, e.g. {_EXAMPLE}.")
+        moves = []
+        for piece in pieces:
+            move = MOVE_BY_NAME.get(piece.lower())
+            if move is None:
+                return InvalidAction(
+                    f"'{snippet(piece, 30)}' is not a move. Use only Up, Down, Left, Right, separated by ||, e.g. {_EXAMPLE}."
+                )
+            moves.append(move)
+        return moves
+
+    def _act(self, moves: list[int]) -> TurnOutcome:
+        board = self._board
+        assert board is not None
+        notes = []
+        if len(moves) > self.max_actions_per_turn:
+            notes.append(
+                f"Only your first {self.max_actions_per_turn} moves were played (the limit is {self.max_actions_per_turn} per turn)."
+            )
+            moves = moves[: self.max_actions_per_turn]
+        executed: list[str] = []
+        tenths = 0
+        on_before = bin(self._boxes & board.target_mask).count("1")
+        start_state = (self._boxes, self._player)
+        for i, move in enumerate(moves):
+            if self.max_actions_per_episode is not None and self._moves >= self.max_actions_per_episode:
+                notes.append("The episode's moves ran out before all your moves were played.")
+                break
+            res = apply_move(board, self._boxes, self._player, move)
+            self._moves += 1
+            tenths += res.reward_tenths
+            executed.append(MOVE_NAMES[move])
+            self._follow_plan(move, res.moved)
+            self._boxes, self._player = res.boxes, res.player
+            if res.pushed_to >= 0:
+                if self._boxes == board.target_mask:
+                    self._solved = True
+                elif not self._deadlocked and is_deadlocked(board, self._boxes, res.pushed_to):
+                    self._deadlocked = True
+            if self._solved or (self._deadlocked and self.terminate_on_deadlock):
+                if i + 1 < len(moves):
+                    notes.append("The moves after that were not played: the episode is over.")
+                break
+        self._executed = executed
+        self._reward_tenths += tenths
+        out_of_moves = (
+            self.max_actions_per_episode is not None and self._moves >= self.max_actions_per_episode and not self._solved
+        )
+        terminated = self._solved or (self._deadlocked and self.terminate_on_deadlock) or out_of_moves
+        on_after = bin(self._boxes & board.target_mask).count("1")
+        observation = self._turn_message(executed, tenths, on_after - on_before, notes, out_of_moves)
+        effective = (self._boxes, self._player) != start_state
+        return TurnOutcome(observation, tenths / 10, terminated, effective, self._extra_info())
+
+    def _invalid_outcome(self, problem: InvalidAction) -> TurnOutcome:
+        self._penalties += self.format_penalty
+        self._executed = []
+        if self.prompt_style == "compact":
+            text = f"{COMPACT_INVALID}\n{self._state_text()}"
+        else:
+            text = f"Invalid answer: {problem.message} Nothing moved.\n\n{self._state_text()}"
+        return TurnOutcome(text, self.format_penalty, False, False, self._extra_info())
+
+    # ------------------------------------------------------------------ text
+    def _grid(self) -> str:
+        assert self._board is not None
+        return "\n".join(grid_rows(self._board, self._boxes, self._player, self.symbols, self._sep))
+
+    def _moves_left(self) -> int:
+        if self.max_actions_per_episode is None:
+            return -1
+        return max(self.max_actions_per_episode - self._moves, 0)
+
+    def _state_text(self) -> str:
+        if self._board is None:
+            return ""
+        left = self._moves_left()
+        if self.prompt_style == "compact":
+            header = f"turn {self.turn + 1}" + (f" moves {left}" if left >= 0 else "")
+            return f"{header}\n{self._grid()}"
+        on = bin(self._boxes & self._board.target_mask).count("1")
+        budget = f"Moves left: {left}. " if left >= 0 else ""
+        return f"Turn {self.turn + 1}. {budget}Boxes on targets: {on}/{self.level.num_boxes}.\n{self._grid()}"
+
+    def _legend(self) -> str:
+        return " | ".join(f"{self.symbols[k]} {CELL_WORDS[k]}" for k in CELL_KINDS)
+
+    def _first_message(self) -> str:
+        if self.prompt_style == "compact":
+            return self._state_text()
+        assert self.level is not None
+        n = self.level.num_boxes
+        boxes = "the box onto the target" if n == 1 else f"all {n} boxes onto targets"
+        rows, cols = self.level.rows, self.level.cols
+        cap = self.max_actions_per_episode
+        budget = (
+            f"You have {cap} moves in total, at most {self.max_actions_per_turn} per turn."
+            if cap is not None
+            else f"You may play at most {self.max_actions_per_turn} moves per turn."
+        )
+        deadlock = (
+            "\n- If a box gets stuck where it can never reach a target (in a corner, or against a wall "
+            "with no target along it), the episode ends."
+            if self.terminate_on_deadlock
+            else ""
+        )
+        return (
+            f"You are solving a Sokoban puzzle on a {rows}x{cols} grid. You are the player; push {boxes}.\n\n"
+            f"Symbols: {self._legend()}\n\n"
+            "Rules:\n"
+            "- Up, Down, Left and Right move you one cell (rows run top to bottom).\n"
+            "- Walking into a box pushes it one cell the same way, if the cell behind it is free.\n"
+            "- You cannot pull a box, push two boxes at once, or walk through walls."
+            f"{deadlock}\n\n"
+            f"Answer: give one or more moves separated by || inside <answer></answer>, for example {_EXAMPLE}. "
+            f"You may think first inside <think></think>. {budget}\n"
+            f"Rewards: {_money(PENALTY_FOR_STEP)} per move, {_money(REWARD_BOX_ON_TARGET)} for pushing a box onto a target, "
+            f"{_money(PENALTY_BOX_OFF_TARGET)} for pushing one off, {_money(REWARD_FINISHED)} when all boxes are on targets.\n\n"
+            f"{self._state_text()}"
+        )
+
+    def _turn_message(self, executed: list[str], tenths: int, on_change: int, notes: list[str], out_of_moves: bool) -> str:
+        if self.prompt_style == "compact":
+            status = ""
+            if self._solved:
+                status = "solved\n"
+            elif self._deadlocked and self.terminate_on_deadlock:
+                status = "deadlock\n"
+            elif out_of_moves:
+                status = "out of moves\n"
+            return f"{status}{self._state_text()}"
+        lines = [f"You played {', '.join(executed) or 'no move'} (reward {tenths / 10:+.1f})."]
+        if on_change > 0:
+            lines.append("A box reached a target." if on_change == 1 else f"{on_change} boxes reached targets.")
+        elif on_change < 0:
+            lines.append("A box left its target." if on_change == -1 else f"{-on_change} boxes left targets.")
+        lines.extend(notes)
+        if self._solved:
+            lines.append("Solved: all boxes are on targets!")
+        elif self._deadlocked and self.terminate_on_deadlock:
+            lines.append("Deadlock: a box is stuck and can never reach a target. The episode is over.")
+        elif out_of_moves:
+            lines.append("You have used all your moves. The episode is over.")
+        elif self._deadlocked:
+            lines.append("Warning: a box is stuck; the puzzle can no longer be solved.")
+        return " ".join(lines) + "\n\n" + self._state_text()
+
+    # ------------------------------------------------------------------ info, score, render
+    def _extra_info(self) -> dict[str, Any]:
+        assert self._board is not None and self.level is not None
+        return {
+            "boxes_on_target": bin(self._boxes & self._board.target_mask).count("1"),
+            "moves": self._moves,
+            "moves_left": self._moves_left(),
+            "executed_moves": list(self._executed),
+            "deadlocked": self._deadlocked,
+            "optimal_moves": self.optimal_moves,
+            "optimal_certified": self.optimal_certified,
+            "level_name": self.level.name,
+        }
+
+    def _success(self) -> bool:
+        return self._solved
+
+    def _score(self) -> float:
+        return self._reward_tenths / 10 + self._penalties
+
+    def render(self) -> Any:
+        if self.render_mode == "rgb_array":
+            if self._board is None:
+                return None
+            return rgb_array(self._board, self._boxes, self._player)
+        return super().render()
+
+    # ------------------------------------------------------------------ state access
+    @property
+    def boxes(self) -> frozenset[int]:
+        """Cells (row-major indices) of the boxes now."""
+        return frozenset(cells_of(self._boxes))
+
+    @property
+    def player(self) -> int:
+        """Cell (row-major index) of the player now."""
+        return self._player
+
+    @property
+    def board(self) -> Board | None:
+        """The static geometry of the current level."""
+        return self._board
+
+    # ------------------------------------------------------------------ expert
+    def _follow_plan(self, move: int, moved: bool) -> None:
+        """Keep the cached plan while the agent follows it (a bump into a wall changes nothing)."""
+        if self._plan is None:
+            return
+        if self._plan and self._plan[0] == move:
+            self._plan.pop(0)
+        elif moved:
+            self._plan = None
+
+    def expert_action(self) -> str:
+        """The next moves of a shortest plan from the current state (re-planned after deviations).
+
+        Up to ``max_actions_per_turn`` moves (and no more than the moves left). When the
+        solver's budget is not enough to prove a shortest plan, a plan from a weighted search
+        is used; in a state that cannot be solved any more, the first move that changes the
+        state is returned.
+        """
+        if self._board is None or self._solved:
+            return "<answer>Up</answer>"
+        if self._plan is None:
+            self._plan = self._replan()
+        take = self.max_actions_per_turn
+        left = self._moves_left()
+        if left >= 0:
+            take = min(take, max(left, 1))
+        moves = self._plan[:take] if self._plan else self._fallback_move()
+        return "<answer>" + " || ".join(MOVE_NAMES[m] for m in moves) + "</answer>"
+
+    def _replan(self) -> list[int]:
+        board = self._board
+        assert board is not None
+        if self._deadlocked:
+            return []
+        result = solve(board, self._boxes, self._player, max_expansions=self.solver_budget)
+        if result.moves is None and not result.unsolvable:
+            result = solve(board, self._boxes, self._player, max_expansions=self.solver_budget, weight=3.0)
+        return list(result.moves) if result.moves is not None else []
+
+    def _fallback_move(self) -> list[int]:
+        assert self._board is not None
+        for m in range(4):
+            if apply_move(self._board, self._boxes, self._player, m).moved:
+                return [m]
+        return [0]

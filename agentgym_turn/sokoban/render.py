@@ -1,0 +1,86 @@
+"""Drawing a Sokoban state: text rows of symbols, and a small RGB image."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Mapping
+
+import numpy as np
+
+from .board import Board, cells_of
+from .constants import BOX, BOX_ON_TARGET, CELL_KINDS, FLOOR, PLAYER, PLAYER_ON_TARGET, TARGET, WALL
+
+__all__ = ["grid_rows", "cell_codes", "rgb_array", "TILE"]
+
+#: Side of one cell in :func:`rgb_array` images, in pixels.
+TILE = 16
+
+
+def cell_codes(board: Board, boxes: int, player: int) -> list[int]:
+    """One code per cell (``constants.WALL .. PLAYER_ON_TARGET``), row-major."""
+    codes = list(_static_codes(board))
+    tm = board.target_mask
+    for b in cells_of(boxes):
+        codes[b] = BOX_ON_TARGET if (tm >> b) & 1 else BOX
+    codes[player] = PLAYER_ON_TARGET if (tm >> player) & 1 else PLAYER
+    return codes
+
+
+def _static_codes(board: Board) -> tuple[int, ...]:
+    cached = getattr(board, "_static_codes", None)
+    if cached is None:
+        tm = board.target_mask
+        cached = tuple(
+            WALL if not board.free[i] else (TARGET if (tm >> i) & 1 else FLOOR) for i in range(board.n)
+        )
+        board._static_codes = cached
+    return cached
+
+
+def grid_rows(board: Board, boxes: int, player: int, symbols: Mapping[str, str], sep: str = "") -> list[str]:
+    """The grid as text rows, one symbol per cell, cells joined by ``sep``."""
+    table = [symbols[k] for k in CELL_KINDS]
+    chars = [table[c] for c in cell_codes(board, boxes, player)]
+    cols = board.cols
+    return [sep.join(chars[r * cols : (r + 1) * cols]) for r in range(board.rows)]
+
+
+@lru_cache(maxsize=1)
+def _tiles() -> np.ndarray:
+    """``(7, TILE, TILE, 3)`` uint8 sprites, one per cell code, drawn with numpy."""
+    t = TILE
+    yy, xx = np.mgrid[0:t, 0:t]
+    centre = (t - 1) / 2
+    radius = np.hypot(yy - centre, xx - centre)
+    floor = np.empty((t, t, 3), np.uint8)
+    floor[:] = (236, 228, 206)
+    wall = np.empty((t, t, 3), np.uint8)
+    wall[:] = (122, 74, 52)
+    mortar = (yy % 8 == 7) | ((xx + 4 * ((yy // 8) % 2)) % 8 == 7)
+    wall[mortar] = (176, 160, 140)
+    target = floor.copy()
+    target[(radius >= t * 0.22) & (radius <= t * 0.36)] = (214, 48, 49)
+    box_mask = (yy >= 2) & (yy <= t - 3) & (xx >= 2) & (xx <= t - 3)
+    box_edge = box_mask & ((yy <= 3) | (yy >= t - 4) | (xx <= 3) | (xx >= t - 4) | (np.abs(yy - xx) <= 0) | (np.abs(yy + xx - (t - 1)) <= 0))
+    box = floor.copy()
+    box[box_mask] = (214, 153, 68)
+    box[box_edge] = (133, 87, 35)
+    box_on = target.copy()
+    box_on[box_mask] = (120, 190, 90)
+    box_on[box_edge] = (50, 120, 45)
+    body = radius <= t * 0.34
+    player = floor.copy()
+    player[body] = (45, 95, 200)
+    player_on = target.copy()
+    player_on[body] = (45, 95, 200)
+    sprites = {WALL: wall, FLOOR: floor, TARGET: target, BOX: box, BOX_ON_TARGET: box_on, PLAYER: player, PLAYER_ON_TARGET: player_on}
+    out = np.stack([sprites[k] for k in range(7)])
+    out.setflags(write=False)
+    return out
+
+
+def rgb_array(board: Board, boxes: int, player: int) -> np.ndarray:
+    """The state as an image of shape ``(rows * TILE, cols * TILE, 3)``, dtype uint8."""
+    codes = np.asarray(cell_codes(board, boxes, player), dtype=np.intp)
+    tiles = _tiles()[codes].reshape(board.rows, board.cols, TILE, TILE, 3)
+    return np.ascontiguousarray(tiles.transpose(0, 2, 1, 3, 4).reshape(board.rows * TILE, board.cols * TILE, 3))

@@ -1,0 +1,248 @@
+"""Move-optimal Sokoban solver: A* over push states with dead-square and freeze pruning.
+
+The search runs over states ``(boxes, player)`` reached right after a push. From a state, the
+player walks (breadth-first, around the boxes) to any cell next to a box and pushes it; that
+edge costs the walk plus one move. The heuristic is the least total number of pushes over
+all assignments of boxes to distinct targets (each box's pushes measured on the empty board),
+an admissible and consistent bound on the moves left, so the first solved state popped is
+move-optimal. A known plan (the generator's) caps the search: a node that cannot beat it is
+never queued, and an exhausted queue proves that plan optimal.
+
+The search has a budget in expanded states. When it runs out, the result still carries a
+proven lower bound on the optimal number of moves.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Sequence
+
+from .board import UNREACHABLE, Board, apply_move, cells_of, is_deadlocked, player_distances, walk_path
+from .constants import OPPOSITE
+
+__all__ = ["SolveResult", "solve", "replay", "push_lower_bound", "DEFAULT_SOLVER_BUDGET"]
+
+#: Default budget of :func:`solve`, in expanded push states.
+DEFAULT_SOLVER_BUDGET = 20_000
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """What :func:`solve` found.
+
+    Attributes:
+        moves: A plan (move indices) that solves the state, or None when none was found.
+        optimal: True when ``moves`` is proven to be a shortest plan.
+        unsolvable: True when the search proved that no plan exists.
+        lower_bound: A proven lower bound on the length of a shortest plan (moves).
+        expansions: Push states expanded.
+    """
+
+    moves: tuple[int, ...] | None
+    optimal: bool
+    unsolvable: bool
+    lower_bound: int
+    expansions: int
+
+    @property
+    def length(self) -> int | None:
+        return None if self.moves is None else len(self.moves)
+
+
+def replay(board: Board, boxes: int, player: int, moves: Sequence[int]) -> tuple[int, int]:
+    """Play ``moves`` from ``(boxes, player)``; return the final ``(boxes, player)``."""
+    for m in moves:
+        boxes, player = apply_move(board, boxes, player, m)[:2]
+    return boxes, player
+
+
+def _matching_heuristic(board: Board):
+    """``h(boxes)``: least pushes over one-to-one assignments of boxes to targets (cached)."""
+    pd = board.push_dist
+    k = len(pd)
+    cache: dict[int, int] = {}
+
+    if k == 1:
+        row = pd[0]
+
+        def h1(boxes: int) -> int:
+            return row[boxes.bit_length() - 1]
+
+        return h1
+
+    if k <= 10:
+        full = (1 << k) - 1
+
+        def h(boxes: int) -> int:
+            v = cache.get(boxes)
+            if v is not None:
+                return v
+            # dp over subsets of targets: dp[mask] = least pushes sending the first
+            # popcount(mask) boxes onto the targets in mask.
+            dp = {0: 0}
+            for b in cells_of(boxes):
+                nxt: dict[int, int] = {}
+                for mask, cost in dp.items():
+                    for t in range(k):
+                        if not (mask >> t) & 1:
+                            c = cost + pd[t][b]
+                            m2 = mask | (1 << t)
+                            if c < nxt.get(m2, UNREACHABLE):
+                                nxt[m2] = c
+                dp = nxt
+            v = min(dp.get(full, UNREACHABLE), UNREACHABLE)
+            cache[boxes] = v
+            return v
+
+        return h
+
+    def h_big(boxes: int) -> int:
+        v = cache.get(boxes)
+        if v is None:
+            cells = cells_of(boxes)
+            per_box = sum(min(pd[t][b] for t in range(k)) for b in cells)
+            per_target = sum(min(pd[t][b] for b in cells) for t in range(k))
+            v = min(max(per_box, per_target), UNREACHABLE)
+            cache[boxes] = v
+        return v
+
+    return h_big
+
+
+def _push_table(board: Board) -> list[list[tuple[int, int, int]]]:
+    """``table[b]``: the pushes of a box on ``b`` that keep it off dead squares, as
+    ``(cell the player pushes from, cell the box lands on, move)``."""
+    table = getattr(board, "_push_table", None)
+    if table is None:
+        step, dead = board.step, board.dead
+        table = []
+        for b in range(board.n):
+            row = []
+            for d in range(4):
+                frm, to = step[OPPOSITE[d]][b], step[d][b]
+                if frm >= 0 and to >= 0 and not dead[to]:
+                    row.append((frm, to, d))
+            table.append(row)
+        board._push_table = table
+    return table
+
+
+def push_lower_bound(board: Board, boxes: int) -> int:
+    """Least pushes (hence moves) any solution needs; ``>= UNREACHABLE`` when impossible."""
+    return _matching_heuristic(board)(boxes)
+
+
+def solve(
+    board: Board,
+    boxes: int,
+    player: int,
+    *,
+    max_expansions: int = DEFAULT_SOLVER_BUDGET,
+    known_plan: Sequence[int] | None = None,
+    weight: float = 1.0,
+) -> SolveResult:
+    """Find a shortest plan (in moves) from ``(boxes, player)`` to all boxes on targets.
+
+    Args:
+        board: The level's geometry.
+        boxes, player: The state to solve from.
+        max_expansions: Budget in expanded push states.
+        known_plan: A plan known to solve the state (it is not re-checked); the search then
+            only looks for shorter ones and returns this plan, proven optimal, if none exists.
+        weight: ``f = g + weight * h``. Above 1 the search is faster and no longer optimal
+            (``optimal`` is then False unless it matched a proven bound).
+    """
+    tm = board.target_mask
+    if boxes == tm:
+        return SolveResult((), True, False, 0, 0)
+    h = _matching_heuristic(board)
+    h0 = h(boxes)
+    if h0 >= UNREACHABLE or is_deadlocked(board, boxes):
+        return SolveResult(None, True, True, UNREACHABLE, 0)
+    incumbent = tuple(known_plan) if known_plan is not None else None
+    bound = len(incumbent) if incumbent is not None else UNREACHABLE
+    if bound <= h0:  # the plan already meets the lower bound
+        return SolveResult(incumbent, True, False, bound, 0)
+
+    pushes_from = _push_table(board)
+    multi = bin(tm).count("1") > 1
+    start = (boxes, player)
+    best_g = {start: 0}
+    parent: dict[tuple[int, int], tuple[tuple[int, int], int, int]] = {}
+    # Heap entries: (f, -g, boxes, player, pushed_to). A child is queued with the lower bound
+    # f = g + weight * (h(parent) - 1) (one push lowers h by at most one) and pushed_to >= 0;
+    # its own h and deadlock test run only if it is popped, which most children never are.
+    heap = [(weight * h0, 0, boxes, player, -1)]
+    expansions = 0
+    proven_lb = h0
+    goal = None
+    exhausted = False
+    while heap:
+        f, neg_g, bx, pl, pushed_to = heapq.heappop(heap)
+        g = -neg_g
+        if g > best_g.get((bx, pl), UNREACHABLE):
+            continue  # stale entry
+        if pushed_to >= 0:
+            hv = h(bx)
+            if hv >= UNREACHABLE or g + hv >= bound:
+                continue
+            if multi and is_deadlocked(board, bx, pushed_to):
+                continue
+            fe = g + weight * hv
+            if fe > f:
+                heapq.heappush(heap, (fe, neg_g, bx, pl, -1))
+                continue
+            f = fe
+        if weight == 1.0 and f > proven_lb:
+            proven_lb = int(f)  # consistent heuristic: popped f never decreases
+        if bx == tm:
+            goal = (bx, pl)
+            break
+        if expansions >= max_expansions:
+            exhausted = True
+            break
+        expansions += 1
+        dist = player_distances(board, bx, pl)
+        child_h = weight * (h(bx) - 1)
+        for b in cells_of(bx):
+            for frm, to, d in pushes_from[b]:
+                if dist[frm] < 0 or (bx >> to) & 1:
+                    continue
+                ng = g + dist[frm] + 1
+                if ng >= bound:
+                    continue
+                nbx = bx ^ (1 << b) ^ (1 << to)
+                key = (nbx, b)
+                if ng >= best_g.get(key, UNREACHABLE):
+                    continue
+                best_g[key] = ng
+                parent[key] = ((bx, pl), frm, d)
+                heapq.heappush(heap, (ng + child_h, -ng, nbx, b, to))
+
+    if goal is None:
+        if exhausted:
+            lb = min(proven_lb, bound)
+            return SolveResult(incumbent, incumbent is not None and lb >= bound, False, lb, expansions)
+        # Queue empty: every state that could beat the incumbent was expanded (pruning used
+        # only admissible bounds), so the incumbent is optimal, or no solution exists.
+        if incumbent is not None:
+            return SolveResult(incumbent, True, False, bound, expansions)
+        return SolveResult(None, True, True, UNREACHABLE, expansions)
+
+    # Rebuild the plan: walks between pushes are re-derived with a breadth-first path.
+    pushes = []
+    key = goal
+    while key != start:
+        prev, frm, d = parent[key]
+        pushes.append((prev, frm, d))
+        key = prev
+    pushes.reverse()
+    moves: list[int] = []
+    for (pbx, ppl), frm, d in pushes:
+        walk = walk_path(board, pbx, ppl, frm)
+        assert walk is not None
+        moves.extend(walk)
+        moves.append(d)
+    optimal = weight == 1.0
+    return SolveResult(tuple(moves), optimal, False, len(moves) if optimal else proven_lb, expansions)
