@@ -35,6 +35,8 @@ ENV_SPECS: list[dict[str, Any]] = [
         "kwargs": {"dim": (10, 10), "num_boxes": 4, "max_actions_per_turn": 10, "max_actions_per_episode": 100, "solver_budget": 5000},
     },
     # --- TurnWebShop (agentgym_turn/webshop) ---
+    # 15 turns: the papers' cap. A generated 1,000-product catalog unless num_products/data_path say otherwise.
+    {"id": "TurnWebShop-v0", "entry_point": "agentgym_turn.webshop.env:TurnWebShopEnv", "max_episode_steps": 15},
     # --- TurnSearchQA (agentgym_turn/searchqa) ---
     # 5 turns: up to 4 searches (max_searches) and an answer, as Search-R1.
     {"id": "TurnSearchQA-v0", "entry_point": "agentgym_turn.searchqa.env:SearchQAEnv", "max_episode_steps": 5},

@@ -1,0 +1,429 @@
+"""``TurnWebShop-v0``: WebShop's shopping task as a turn environment."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core import BracketAction, InvalidAction, TurnEnv, TurnOutcome, find_tagged, parse_bracket_action, snippet
+from . import expert as _expert
+from . import pages
+from .product import Goal, split_range
+from .text import OBSERVATION_MODES, format_strings, fragments_strings
+
+__all__ = ["TurnWebShopEnv", "shared_shop"]
+
+_SHOPS: dict[tuple, Any] = {}
+_SHOPS_LOCK = threading.Lock()
+
+
+def shared_shop(source: tuple):
+    """The process-wide shop for ``source`` (``("generated", n, seed)`` or ``("files", path,
+    num_products, human_goals, seed)``), made on first use and shared by every env."""
+    with _SHOPS_LOCK:
+        shop = _SHOPS.get(source)
+        if shop is None:
+            if source[0] == "generated":
+                from .catalog import GeneratedShop
+
+                shop = GeneratedShop(num_products=source[1], seed=source[2])
+            else:
+                from .loader import LoadedShop
+
+                shop = LoadedShop(source[1], num_products=source[2], human_goals=source[3], seed=source[4])
+            _SHOPS[source] = shop
+        return shop
+
+
+_FIXED = {  # lower-cased button text -> role
+    pages.BACK_TO_SEARCH.lower(): "back",
+    pages.NEXT_PAGE.lower(): "next",
+    pages.PREV_PAGE.lower(): "prev",
+    pages.BUY_NOW.lower(): "buy",
+    **{s.lower(): "sub" for s in pages.SUB_PAGES},
+}
+
+
+@dataclass
+class _State:
+    page: str = "search"  # search | results | item | Description | Features | Reviews | Attributes | done
+    keywords: list[str] = field(default_factory=list)
+    results: list[int] = field(default_factory=list)
+    page_no: int = 1
+    product: int | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    visited: list[str] = field(default_factory=list)
+    score: float = 0.0
+    breakdown: dict[str, Any] | None = None
+
+
+class TurnWebShopEnv(TurnEnv):
+    """Buy the product an instruction describes, in a simulated WebShop (Yao et al., 2022).
+
+    ## Description
+
+    The agent reads a shopping instruction ("i need a long lasting deodorant with scent:
+    bright citrus, and price lower than 20.00 dollars"), searches a catalog, opens products,
+    picks options and buys. The pages, buttons, text modes, action syntax and reward are
+    WebShop's (``princeton-nlp/WebShop``, ``web_agent_site``); the catalog is generated from a
+    seed at any size, or loaded from WebShop's own ``items_*.json`` files with ``data_path``.
+
+    ## Action Space
+
+    One response per turn (``TurnText``, any string). It holds one action, optionally inside
+    ``<answer>...</answer>`` and after ``<think>...</think>``: ``search[query]`` on the search
+    page, or ``click[x]`` where ``x`` is one of ``info["available_actions"]`` (lower-cased, as
+    in WebShop). Anything else is an invalid turn: the page stays, the message says why.
+
+    ## Observation Space
+
+    ``TurnText``. The first message holds the task, the action format and the search page;
+    later ones hold the page the action led to, in ``observation_mode`` ``"text"`` (visible
+    strings joined by ``[SEP]``), ``"text_rich"`` (``[button] x [button_]`` markers) or
+    ``"html"``, followed by the list of available actions when ``list_actions``.
+
+    ## Starting State
+
+    The search page with a goal drawn uniformly from ``goal_split``, or the goal
+    ``options={"goal_index": i}`` asks for.
+
+    ## Rewards
+
+    0 for every turn until ``Buy Now``; then WebShop's reward
+    ``R = r_type * (n_attr_matched + n_opt_matched + 1[price <= price_upper]) / (n_attrs + n_opts + 1)``
+    (see :mod:`agentgym_turn.webshop.reward`). ``format_penalty`` (default -0.1) on an invalid turn.
+
+    ## Episode End
+
+    Terminates when the agent clicks ``Buy Now``. Truncates at the turn limit (15, the papers'
+    cap; ``gymnasium.make(..., max_episode_steps=N)`` changes it).
+
+    ## Information
+
+    The common keys `turn`, `action_is_valid`, `action_is_effective`, `success` (``R >= 1``;
+    ``R`` exceeds 1 only in WebShop's option over-count case), `score` (``R`` once bought,
+    else 0) and `available_actions` (the clickables of the page, lower-cased; empty on the
+    search page, where `has_search_bar` is true), plus `page` (the page kind), `goal_index`
+    (the goal's index, which fixes its split) and, on the turn that buys, `purchased_asin` and
+    `reward_breakdown` (every term of ``R``).
+
+    ## Arguments
+
+    ```python
+    import gymnasium as gym
+    import agentgym_turn
+    env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goal_split="train")
+    ```
+
+    * ``observation_mode``: ``"text"``, ``"text_rich"`` or ``"html"``.
+    * ``num_products``: catalog size (generated: 10 to millions; files: keep the first N).
+    * ``goal_split``: ``"train"`` (goals 1500+), ``"eval"`` (500-1499), ``"test"`` (0-499) or ``"all"``.
+    * ``data_path``: WebShop's ``data/`` folder (or an ``items_shuffle*.json``) to load instead of generating.
+    * ``human_goals``: with ``data_path``, human (``True``) or synthetic (``False``) goals; default human when present.
+    * ``catalog_seed``: seed of the generated catalog (and of the price draws of loaded files).
+    * ``show_attributes``: show WebShop's hidden ``Attributes`` button (default off, as in WebShop).
+    * ``list_actions``: append the available actions to each observation (default on).
+    * ``search_backend``: ``"auto"``, ``"numpy"`` or ``"numba"`` for the BM25 index.
+    * ``format_penalty``, ``render_mode``, ``max_action_length``, ``max_observation_length``: see ``TurnEnv``.
+
+    ## Version History
+
+    * v0: initial version.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        *,
+        observation_mode: str = "text",
+        num_products: int | None = 1000,
+        goal_split: str = "train",
+        data_path: str | None = None,
+        human_goals: bool | None = None,
+        catalog_seed: int = 0,
+        show_attributes: bool = False,
+        list_actions: bool = True,
+        search_backend: str = "auto",
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        if observation_mode not in OBSERVATION_MODES:
+            raise ValueError(f"observation_mode must be one of {OBSERVATION_MODES}, got {observation_mode!r}.")
+        self.observation_mode = observation_mode
+        self.goal_split = goal_split
+        self.show_attributes = bool(show_attributes)
+        self.list_actions = bool(list_actions)
+        self.search_backend = search_backend
+        if data_path is None:
+            self._source: tuple = ("generated", int(num_products if num_products is not None else 1000), int(catalog_seed))
+        else:
+            self._source = ("files", str(data_path), None if num_products is None else int(num_products), human_goals, int(catalog_seed))
+        self._attach()
+        self._goals = split_range(goal_split, self.shop.num_goals)
+        if len(self._goals) == 0:
+            raise ValueError(f"goal_split={goal_split!r} is empty for a shop with {self.shop.num_goals} goals.")
+        self.goal: Goal | None = None
+        self.state = _State()
+        self._plan: tuple | None = None
+
+    # ------------------------------------------------------------ shared catalog
+    def _attach(self) -> None:
+        from .search import search_for
+
+        self.shop = shared_shop(self._source)
+        self.search_engine = search_for(self.shop, backend=self.search_backend)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("shop", None)
+        state.pop("search_engine", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._attach()
+
+    # ------------------------------------------------------------ pages
+    def _fragments(self) -> list[str]:
+        s, goal = self.state, self.goal
+        instruction = goal.instruction_text if goal else ""
+        if s.page == "search":
+            return pages.search_fragments(instruction)
+        if s.page == "results":
+            start = (s.page_no - 1) * 10
+            shown = [self.shop.product(i) for i in s.results[start : start + 10]]
+            return pages.results_fragments(instruction, s.keywords, s.page_no, len(s.results), shown)
+        if s.page == "done":
+            asin = self.shop.product(s.product).asin if s.product is not None else ""
+            return pages.done_fragments(asin, s.options, s.score)
+        product = self.shop.product(s.product)
+        if s.page == "item":
+            return pages.item_fragments(instruction, product, s.keywords, s.page_no, s.options, show_attributes=self.show_attributes)
+        return pages.sub_fragments(instruction, s.page, product, s.keywords, s.page_no, s.options)
+
+    def _clickables(self) -> dict[str, tuple[str, Any]]:
+        """Lower-cased clickable text -> (role, value), as the page shows them (fixed buttons win)."""
+        s = self.state
+        out: dict[str, tuple[str, Any]] = {}
+        if s.page == "results":
+            start = (s.page_no - 1) * 10
+            for i in s.results[start : start + 10]:
+                out.setdefault(self.shop.product(i).asin.lower(), ("product", i))
+            out[pages.BACK_TO_SEARCH.lower()] = ("back", None)
+            if s.page_no > 1:
+                out[pages.PREV_PAGE.lower()] = ("prev", None)
+            if s.page_no * 10 < len(s.results):
+                out[pages.NEXT_PAGE.lower()] = ("next", None)
+        elif s.page == "item":
+            product = self.shop.product(s.product)
+            for name, values in product.options.items():
+                for value in values:
+                    out[value] = ("option", name)  # a later group wins a shared value, as in WebShop
+            for key in (pages.BACK_TO_SEARCH, pages.PREV_PAGE, pages.BUY_NOW, *pages.SUB_PAGES):
+                if key == "Attributes" and not self.show_attributes:
+                    continue
+                out[key.lower()] = (_FIXED[key.lower()], key)
+        elif s.page in pages.SUB_PAGES:
+            out[pages.BACK_TO_SEARCH.lower()] = ("back", None)
+            out[pages.PREV_PAGE.lower()] = ("prev", None)
+        return out
+
+    def _page_text(self) -> str:
+        fragments = self._fragments()
+        if self.observation_mode == "html":
+            page = "".join(fragments)
+        else:
+            s = self.state
+            product = self.shop.product(s.product) if s.product is not None else None
+            chosen = list(s.options.values()) if product is not None and s.page == "item" else []
+            page = format_strings(fragments_strings(fragments), self.observation_mode, chosen_options=chosen, visited_asins=s.visited)
+        if not self.list_actions or self.state.page == "done":
+            return page
+        if self.state.page == "search":
+            return page + "\n\nAvailable actions: search[<your query>]"
+        acts = ", ".join(f"click[{c}]" for c in self._clickables())
+        return page + f"\n\nAvailable actions: {acts}"
+
+    # ------------------------------------------------------------ TurnEnv API
+    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        if "goal_index" in options:
+            index = int(options["goal_index"])
+            if not 0 <= index < self.shop.num_goals:
+                raise ValueError(f"goal_index must lie in [0, {self.shop.num_goals}), got {index}.")
+        else:
+            index = self._goals[int(self.np_random.integers(0, len(self._goals)))]
+        self.goal = self.shop.goal(index)
+        self.state = _State()
+        self._plan = None
+        intro = (
+            "You are shopping on WebShop. Find the product the instruction describes, choose its "
+            "options and buy it.\n"
+            "Each turn, write exactly one action, optionally inside <answer>...</answer>: "
+            "search[your query] on the search page, or click[x] where x is one of the available "
+            "actions (for example click[buy now] on a product page). You may think first inside "
+            "<think>...</think>.\n\n"
+        )
+        return intro + self._page_text(), self._extra()
+
+    def _extra(self) -> dict[str, Any]:
+        return {"page": self.state.page, "goal_index": int(self.goal.index) if self.goal else -1, "has_search_bar": self.state.page == "search"}
+
+    def parse_action(self, response: str) -> Any:
+        s = self.state
+        clickables = self._clickables()
+        exact = self._exact_click(response, clickables)
+        if exact is not None:
+            return ("click", exact)
+        action = parse_bracket_action(response, ("search", "click"))
+        if isinstance(action, InvalidAction):
+            return InvalidAction(action.message + self._hint())
+        assert isinstance(action, BracketAction)
+        if action.verb == "search":
+            if s.page != "search":
+                return InvalidAction(
+                    "search[...] works only on the search page; click[back to search] first." + self._hint()
+                )
+            return ("search", action.argument)
+        name = action.argument.lower()
+        if name in clickables:
+            return ("click", name)
+        greedy = self._greedy_argument(response)
+        if greedy is not None and greedy in clickables:
+            return ("click", greedy)
+        if s.page == "search":
+            return InvalidAction("There is nothing to click on the search page; write search[your query]." + self._hint())
+        return InvalidAction(f"click[{snippet(action.argument)}] is not on this page." + self._hint())
+
+    @staticmethod
+    def _exact_click(response: str, clickables: dict) -> str | None:
+        text = response.strip()
+        tagged = find_tagged(text, ("answer",))
+        if not isinstance(tagged, InvalidAction) and tagged.count == 1:
+            text = tagged.content
+        if len(text) > 7 and text[:6].lower() == "click[" and text.endswith("]"):
+            inner = text[6:-1]
+            for candidate in (inner, inner.lower(), inner.strip().lower()):
+                if candidate in clickables:
+                    return candidate
+        return None
+
+    @staticmethod
+    def _greedy_argument(response: str) -> str | None:
+        low = response.lower()
+        start = low.find("click[")
+        end = low.rfind("]")
+        if start < 0 or end <= start + 6:
+            return None
+        return response[start + 6 : end].strip().lower()
+
+    def _hint(self) -> str:
+        if self.state.page == "search":
+            return " Allowed now: search[your query]."
+        names = list(self._clickables())
+        shown = ", ".join(f"click[{snippet(n, 40)}]" for n in names[:12])
+        more = f" and {len(names) - 12} more" if len(names) > 12 else ""
+        return f" Allowed now: {shown}{more}."
+
+    def _act(self, action: tuple[str, Any]) -> TurnOutcome:
+        s = self.state
+        before = (s.page, s.page_no, s.product, tuple(sorted(s.options.items())), tuple(s.keywords))
+        verb, arg = action
+        reward, terminated, extra = 0.0, False, {}
+        if verb == "search":
+            keywords = arg.lower().split(" ")
+            s.keywords = keywords
+            s.results = self.search_engine.search(" ".join(keywords))
+            s.page, s.page_no, s.product, s.options = "results", 1, None, {}
+        else:
+            role, value = self._clickables()[arg]
+            if role == "back":
+                self.state = s = _State(visited=s.visited)
+            elif role == "next":
+                s.page_no += 1
+            elif role == "prev":
+                if s.page == "results":
+                    s.page_no -= 1
+                elif s.page == "item":
+                    s.page, s.product, s.options = "results", None, {}
+                else:
+                    s.page = "item"
+            elif role == "product":
+                s.page, s.product, s.options = "item", value, {}
+                asin = self.shop.product(value).asin
+                if asin not in s.visited:
+                    s.visited.append(asin)
+            elif role == "option":
+                s.options[value] = arg
+            elif role == "sub":
+                s.page = value
+            elif role == "buy":
+                product = self.shop.product(s.product)
+                s.score, s.breakdown = _webshop_reward(product, self.goal, s.options)
+                s.page = "done"
+                reward, terminated = s.score, True
+                extra = {"purchased_asin": product.asin, "reward_breakdown": dict(s.breakdown)}
+        after = (s.page, s.page_no, s.product, tuple(sorted(s.options.items())), tuple(s.keywords))
+        info = self._extra()
+        info.update(extra)
+        return TurnOutcome(self._page_text(), reward, terminated, after != before, info)
+
+    def _invalid_outcome(self, problem: InvalidAction) -> TurnOutcome:
+        outcome = super()._invalid_outcome(problem)
+        outcome.info = self._extra()
+        return outcome
+
+    def _state_text(self) -> str:
+        return self._page_text()
+
+    def _success(self) -> bool:
+        return self.state.score >= 1.0
+
+    def _score(self) -> float:
+        return float(self.state.score)
+
+    def _available_actions(self) -> list[str]:
+        return list(self._clickables()) if self._started else []
+
+    # ------------------------------------------------------------ expert
+    def expert_action(self) -> str:
+        """The oracle shopper's next action (see :mod:`agentgym_turn.webshop.expert`)."""
+        s, goal, shop = self.state, self.goal, self.shop
+        if goal is None or s.page == "done":
+            return "click[buy now]"
+        target = shop.index_of(goal.asin)
+        if s.page == "search":
+            query = _expert.goal_query(goal)
+            results = self.search_engine.search(query)
+            if _expert.pick(results, shop, goal, target) is None:
+                query = goal.name
+            return f"search[{query}]"
+        if s.page in pages.SUB_PAGES:
+            return "click[< prev]"
+        if s.page == "item":
+            product = shop.product(s.product)
+            if s.product != target and _expert.best_reward(product, goal)[0] < 1.0:
+                return "click[< prev]"
+            todo = _expert.options_to_click(product, goal, s.options)
+            return f"click[{todo[0]}]" if todo else "click[buy now]"
+        # results page
+        pos = _expert.pick(s.results, shop, goal, target)
+        if pos is None:
+            return "click[back to search]"
+        wanted_page = pos // 10 + 1
+        if wanted_page > s.page_no:
+            return "click[next >]"
+        if wanted_page < s.page_no:
+            return "click[< prev]"
+        return f"click[{shop.product(s.results[pos]).asin.lower()}]"
+
+
+def _webshop_reward(product, goal, options):
+    from .reward import webshop_reward
+
+    return webshop_reward(product, goal, product.price, options)
+
+
+# Section headers at line start, as the docs and tests read them (Python 3.11 keeps indentation).
+TurnWebShopEnv.__doc__ = __import__("inspect").cleandoc(TurnWebShopEnv.__doc__ or "")

@@ -1,0 +1,300 @@
+"""Load WebShop's own data files, so users with the real data run the real benchmark.
+
+Reads the files of ``princeton-nlp/WebShop``'s ``data/`` folder with the field names and
+semantics of ``web_agent_site/engine/engine.py`` (``load_products``) and ``goal.py``:
+
+* ``items_shuffle*.json``: a list of products (``asin``, ``name``, ``category``, ``query``,
+  ``product_category``, ``full_description``, ``small_description``, ``pricing`` as
+  ``"$12.99"`` or ``"$10.00 - $20.00"``, ``customization_options`` as
+  ``{name: [{"value": ..., "image": ...}]}``, ``images``);
+* ``items_ins_v2*.json``: ``{asin: {"attributes": [...], "instruction": ...,
+  "instruction_attributes": [...]}}`` (synthetic goals);
+* ``items_human_ins.json``: ``{asin: [{"instruction": ..., "instruction_attributes": [...],
+  "instruction_options": [...]}, ...]}`` (human goals);
+* ``reviews.json`` (optional): ``[{"asin", "reviews": [{"title", "score"|"stars",
+  "review"|"body"}], "average_rating"}]``.
+
+As in WebShop: the first ``num_products`` entries are kept, ASINs ``"nan"`` or longer than 10
+characters and repeated ASINs are skipped, option names and values are lower-cased with ``/``
+written `` | ``, a product without attributes gets ``["DUMMY_ATTR"]``, synthetic goals are every
+option combination of every product with an instruction, and the goal list is shuffled with
+``random.seed(233)``, whose order fixes the splits (test 0-499, eval 500-1499, train the rest).
+WebShop draws the price of a price range and every goal's ``price_upper`` from Python's
+unseeded global RNG, so they change from run to run; we draw them from ``random.Random(seed)``.
+Malformed entries never raise: missing text becomes ``""`` and an unreadable price $100.
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import json
+import os
+import random
+import re
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from .catalog import NO_PRICE_UPPER
+from .product import Goal, Product, Review
+from .vocab import PRICE_RANGE
+
+__all__ = ["LoadedShop", "find_data_files", "parse_pricing"]
+
+_SHUFFLE_SEED = 233
+
+
+def _s(x: Any) -> str:
+    return "" if x is None else str(x)
+
+
+def parse_pricing(pricing: Any) -> tuple[tuple[float, ...], str]:
+    """WebShop's price parsing: ``("$10.00 - $20.00") -> ((10.0, 20.0), "$10.0 to $20.0")``."""
+    values: list[float] = []
+    if isinstance(pricing, str) and pricing:
+        for piece in pricing.split("$")[1:]:
+            digits = re.sub(r"[^\d.]", "", piece)
+            try:
+                values.append(float(Decimal(digits)))
+            except (InvalidOperation, ValueError):
+                continue
+    values = [v for v in values if v == v and v not in (float("inf"),)]
+    if not values:
+        return (100.0,), "$100.0"
+    if len(values) == 1:
+        return (values[0],), f"${values[0]}"
+    return (values[0], values[1]), f"${values[0]} to ${values[1]}"
+
+
+def _read_json(path: str | None) -> Any:
+    if path is None:
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def find_data_files(data_path: str | os.PathLike) -> dict[str, str | None]:
+    """Locate ``products``, ``attributes``, ``human`` and ``reviews`` files for ``data_path``.
+
+    ``data_path`` is WebShop's ``data/`` folder or one ``items_shuffle*.json`` file in it. In a
+    folder with several product files, ``items_shuffle.json`` (the full catalog) is used; the
+    attribute file with the same suffix (``items_ins_v2_1000.json`` for
+    ``items_shuffle_1000.json``) is preferred.
+    """
+    path = Path(data_path)
+    if path.is_file():
+        folder, products = path.parent, str(path)
+    elif path.is_dir():
+        folder = path
+        found = sorted(glob.glob(str(path / "items_shuffle*.json")))
+        if not found:
+            raise FileNotFoundError(f"No items_shuffle*.json in {path}; pass WebShop's data/ folder or a products file.")
+        full = path / "items_shuffle.json"
+        products = str(full) if full.exists() else found[0]
+    else:
+        raise FileNotFoundError(f"data_path {str(data_path)!r} does not exist.")
+    suffix = Path(products).stem.removeprefix("items_shuffle")
+    attributes = None
+    for name in (f"items_ins_v2{suffix}.json", "items_ins_v2.json"):
+        if (folder / name).exists():
+            attributes = str(folder / name)
+            break
+    else:
+        others = sorted(glob.glob(str(folder / "items_ins_v2*.json")))
+        attributes = others[0] if others else None
+    human = folder / "items_human_ins.json"
+    reviews = folder / "reviews.json"
+    return {
+        "products": products,
+        "attributes": attributes,
+        "human": str(human) if human.exists() else None,
+        "reviews": str(reviews) if reviews.exists() else None,
+    }
+
+
+class LoadedShop:
+    """A shop read from WebShop's files (see the module docstring).
+
+    Args:
+        data_path: WebShop's ``data/`` folder, or one ``items_shuffle*.json`` file.
+        num_products: Keep the first ``num_products`` entries (``None``: all).
+        human_goals: Use ``items_human_ins.json`` goals (``True``), synthetic goals from
+            ``items_ins_v2*.json`` (``False``), or the human ones when that file exists (``None``).
+        seed: Seed of the price draws (see the module docstring).
+    """
+
+    def __init__(self, data_path: str | os.PathLike, num_products: int | None = None, human_goals: bool | None = None, seed: int = 0):
+        files = find_data_files(data_path)
+        self.files = files
+        if human_goals is None:
+            human_goals = files["human"] is not None
+        if human_goals and files["human"] is None:
+            raise FileNotFoundError(f"human_goals=True needs items_human_ins.json beside {files['products']}.")
+        self.human_goals = bool(human_goals)
+        self.seed = int(seed)
+        self.key = ("files", os.path.abspath(files["products"]), num_products, self.human_goals, self.seed)
+        raw = _read_json(files["products"])
+        if not isinstance(raw, list):
+            raise ValueError(f"{files['products']} must hold a JSON list of products.")
+        if num_products is not None:
+            raw = raw[: int(num_products)]
+        attributes = _read_json(files["attributes"]) or {}
+        human = _read_json(files["human"]) if self.human_goals else None
+        reviews: dict[str, tuple[list, Any]] = {}
+        for r in _read_json(files["reviews"]) or []:
+            if isinstance(r, dict) and "asin" in r:
+                reviews[_s(r["asin"])] = (r.get("reviews") or [], r.get("average_rating", "N.A."))
+        rng = random.Random(self.seed)
+        self._products: list[Product] = []
+        self._index: dict[str, int] = {}
+        self._instructions: list[dict | list | None] = []
+        for p in raw:
+            if not isinstance(p, dict):
+                continue
+            asin = _s(p.get("asin")).strip()
+            if not asin or asin == "nan" or len(asin) > 10 or asin in self._index:
+                continue
+            product = self._product(p, asin, attributes, reviews, rng)
+            self._index[asin] = len(self._products)
+            self._products.append(product)
+            if self.human_goals:
+                self._instructions.append(human.get(asin) if isinstance(human, dict) else None)
+            else:
+                self._instructions.append(attributes.get(asin) if isinstance(attributes, dict) else None)
+        if not self._products:
+            raise ValueError(f"{files['products']} holds no usable product.")
+        self.num_products = len(self._products)
+        self._goals = self._make_goals(random.Random(self.seed + 1))
+        self.num_goals = len(self._goals)
+        if self.num_goals == 0:
+            raise ValueError(f"No goals: no product of {files['products']} has an instruction.")
+
+    @staticmethod
+    def _product(p: dict, asin: str, attributes: Any, reviews: dict, rng: random.Random) -> Product:
+        pricing, price_tag = parse_pricing(p.get("pricing"))
+        price = pricing[0] if len(pricing) == 1 else rng.uniform(*pricing[:2])
+        options: dict[str, tuple[str, ...]] = {}
+        custom = p.get("customization_options")
+        if isinstance(custom, dict):
+            for name, contents in custom.items():
+                if not isinstance(contents, list):
+                    continue
+                values = []
+                for c in contents:
+                    value = c.get("value") if isinstance(c, dict) else None
+                    if value is not None:
+                        values.append(_s(value).strip().replace("/", " | ").lower())
+                options[_s(name).lower()] = tuple(values)
+        info = attributes.get(asin) if isinstance(attributes, dict) else None
+        attrs = info.get("attributes") if isinstance(info, dict) else None
+        attrs = tuple(_s(a) for a in attrs) if isinstance(attrs, list) and attrs else ("DUMMY_ATTR",)
+        small = p.get("small_description")
+        bullets = tuple(_s(b) for b in (small if isinstance(small, list) else [small]) if b is not None)
+        found_reviews, rating = reviews.get(asin, ([], "N.A."))
+        review_list = []
+        for r in found_reviews if isinstance(found_reviews, list) else []:
+            if not isinstance(r, dict):
+                continue
+            score = r.get("score", r.get("stars", 0))
+            try:
+                score = int(float(score))
+            except (TypeError, ValueError):
+                score = 0
+            review_list.append(Review(_s(r.get("title")), max(0, min(5, score)), _s(r.get("review", r.get("body")))))
+        images = p.get("images")
+        name = _s(p.get("name"))
+        return Product(
+            asin=asin,
+            name=name,
+            title=name,
+            category=_s(p.get("category")),
+            query=_s(p.get("query")).lower().strip(),
+            product_category=_s(p.get("product_category")),
+            description=_s(p.get("full_description")),
+            bullet_points=bullets,
+            attributes=attrs,
+            pricing=pricing,
+            price_tag=price_tag,
+            price=float(price),
+            options=options,
+            rating=_s(rating) if rating is not None else "N.A.",
+            reviews=tuple(review_list),
+            main_image=_s(images[0]) if isinstance(images, list) and images else "",
+        )
+
+    def _price_upper(self, price: float, rng: random.Random) -> tuple[float, str]:
+        above = [q for q in PRICE_RANGE if q > price][:4]
+        if len(above) >= 2:
+            _, upper = sorted(rng.sample(above, 2))
+            return upper, f", and price lower than {upper:.2f} dollars"
+        return NO_PRICE_UPPER, ""
+
+    def _make_goals(self, rng: random.Random) -> list[Goal]:
+        goals: list[Goal] = []
+        for product, ins in zip(self._products, self._instructions):
+            if self.human_goals:
+                for entry in ins if isinstance(ins, list) else []:
+                    if not isinstance(entry, dict):
+                        continue
+                    attrs = entry.get("instruction_attributes") or []
+                    if not isinstance(attrs, list) or not attrs:
+                        continue
+                    upper, price_text = self._price_upper(product.price, rng)
+                    opts = entry.get("instruction_options") or []
+                    if isinstance(opts, dict):
+                        goal_options = {_s(k): _s(v) for k, v in opts.items()}
+                    else:
+                        goal_options = {f"option {i + 1}": _s(v) for i, v in enumerate(opts if isinstance(opts, list) else [])}
+                    goals.append(self._goal(product, _s(entry.get("instruction")).strip(".") + price_text, attrs, goal_options, upper, product.name))
+            else:
+                if not isinstance(ins, dict) or ins.get("instruction") is None:
+                    continue
+                attrs = ins.get("instruction_attributes") or []
+                if not isinstance(attrs, list) or not attrs:
+                    continue
+                upper, price_text = self._price_upper(product.price, rng)
+                names = sorted(product.options)
+                for combo in itertools.product(*(product.options[n] for n in names)):
+                    goal_options = dict(zip(names, combo))
+                    option_text = ", and ".join(f"{k}: {v}" for k, v in goal_options.items())
+                    option_text = " with " + option_text if option_text else ""
+                    text = f"{_s(ins.get('instruction'))}{option_text}{price_text}"
+                    goals.append(self._goal(product, text, attrs, goal_options, upper, product.title))
+        random.Random(_SHUFFLE_SEED).shuffle(goals)
+        return [Goal(**{**g.__dict__, "index": i}) for i, g in enumerate(goals)]
+
+    @staticmethod
+    def _goal(product: Product, text: str, attrs: list, goal_options: dict, upper: float, name: str) -> Goal:
+        return Goal(
+            index=-1,
+            asin=product.asin,
+            instruction_text=text,
+            attributes=tuple(_s(a) for a in attrs),
+            goal_options=goal_options,
+            price_upper=float(upper),
+            query=product.query,
+            category=product.category,
+            product_category=product.product_category,
+            name=name,
+        )
+
+    def __len__(self) -> int:
+        return self.num_products
+
+    def product(self, index: int) -> Product:
+        return self._products[int(index)]
+
+    def index_of(self, asin: str) -> int | None:
+        return self._index.get(asin.strip().upper(), self._index.get(asin.strip()))
+
+    def goal(self, index: int) -> Goal:
+        return self._goals[int(index)]
+
+    def index_texts(self) -> list[str]:
+        """WebShop's search documents: title, description, first feature, option text; lower-cased."""
+        out = []
+        for p in self._products:
+            option_text = ", and ".join(f"{n}: {', '.join(v)}" for n, v in p.options.items())
+            out.append(" ".join((p.title, p.description, p.bullet_points[0] if p.bullet_points else "", option_text)).lower())
+        return out

@@ -1,0 +1,246 @@
+"""The shop's pages as HTML: one template layer for the env and the HTTP site.
+
+Each page is a pure function of its inputs returning an HTML string (``*_page``), or the same
+HTML as a list of self-contained fragments (``*_fragments``: the page is their concatenation;
+the env converts and caches text per fragment, since product blocks repeat across pages) with the structure of
+WebShop's templates (``web_agent_site/templates/*.html``: element ids, the ``btn`` class on
+buttons, ``product-link`` anchors, radio ``input`` + ``label`` pairs for options, the same
+visible strings), without the external CSS/JS links, so the text modes derived from it read
+like WebShop's. Every string that comes from the catalog or the agent is HTML-escaped
+(``&``, ``<``, ``>``, quotes), so no product text can add an element to a page.
+
+URLs follow WebShop's routes (``/search_results/<session>/<keywords>/<page>``...) with their
+dynamic parts percent-encoded; the site can serve these strings as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Mapping, Sequence
+from urllib.parse import quote
+
+from .product import Product
+
+__all__ = [
+    "BACK_TO_SEARCH", "NEXT_PAGE", "PREV_PAGE", "BUY_NOW", "SEARCH", "SUB_PAGES",
+    "search_page", "results_page", "item_page", "sub_page", "done_page",
+    "search_fragments", "results_fragments", "item_fragments", "sub_fragments", "done_fragments",
+]
+
+BACK_TO_SEARCH = "Back to Search"
+NEXT_PAGE = "Next >"
+PREV_PAGE = "< Prev"
+BUY_NOW = "Buy Now"
+SEARCH = "Search"
+#: Item sub-pages, in the order of their buttons.
+SUB_PAGES = ("Description", "Features", "Reviews", "Attributes")
+
+_HEAD = (
+    '<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n<title>WebShop</title>\n'
+    '<link rel="stylesheet" href="/static/style.css">\n</head>\n<body>\n<div class="container py-5">\n'
+)
+_TAIL = "</div>\n</body>\n</html>\n"
+
+
+def _e(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+def _u(text: object) -> str:
+    return quote(str(text), safe="")
+
+
+def _instruction(instruction: str, centered: bool = True) -> str:
+    return (
+        f'<div id="instruction-text" class="text-center">\n<h4>Instruction:<br>{_e(instruction)}</h4>\n</div>\n'
+    )
+
+
+def _button(label: str, action: str, css: str = "btn btn-primary") -> str:
+    return (
+        f'<div class="row top-buffer">\n<form method="post" action="{_e(action)}">\n'
+        f'<button type="submit" class="{css}">{_e(label)}</button>\n</form>\n</div>\n'
+    )
+
+
+def _keywords_path(keywords: Sequence[str]) -> str:
+    return _u("+".join(keywords))
+
+
+def search_fragments(instruction: str, *, session_id: str = "session") -> list[str]:
+    """The start page: the logo, the instruction and a search bar."""
+    return [
+        _HEAD,
+        '<div id="logo" class="text-center">\n<h2>WebShop</h2>\n</div>\n',
+        _instruction(instruction),
+        f'<form role="form" id="form-buscar" method="post" action="/{_u(session_id)}">\n'
+        '<div class="input-group">\n<input id="search_input" class="form-control" type="text" '
+        'name="search_query" placeholder="Search..." required/>\n'
+        f'<button class="btn btn-success" type="submit">{SEARCH}</button>\n</div>\n</form>\n',
+        _TAIL,
+    ]
+
+
+def results_fragments(
+    instruction: str,
+    keywords: Sequence[str],
+    page: int,
+    total: int,
+    products: Sequence[Product],
+    *,
+    session_id: str = "session",
+) -> list[str]:
+    """A page of search results: ``Back to Search``, paging buttons and up to 10 products."""
+    base = f"/search_results/{_u(session_id)}/{_keywords_path(keywords)}"
+    parts = [_HEAD, _instruction(instruction), _button(BACK_TO_SEARCH, f"/{_u(session_id)}", "btn btn-success")]
+    parts.append(f'<div class="display-4">\n<h3>Page {int(page)} (Total results: {int(total)})</h3>\n</div>\n')
+    if page > 1:
+        parts.append(_button(PREV_PAGE, f"{base}/{page - 1}"))
+    if page * 10 < total:
+        parts.append(_button(NEXT_PAGE, f"{base}/{page + 1}"))
+    for p in products:
+        url = f"/item_page/{_u(session_id)}/{_u(p.asin)}/{_keywords_path(keywords)}/{page}/%7B%7D"
+        parts.append(
+            '<div class="list-group-item searched-product">\n'
+            f'<h4 class="product-asin"><a class="product-link" href="{_e(url)}">{_e(p.asin)}</a></h4>\n'
+            f'<h4 class="product-title">{_e(p.title)}</h4>\n'
+            f'<h5 class="product-price">{_e(p.price_tag)}</h5>\n'
+            "</div>\n"
+        )
+    parts.append(_TAIL)
+    return parts
+
+
+def _item_base(session_id: str, product: Product, keywords: Sequence[str], page: int) -> str:
+    return f"{_u(session_id)}/{_u(product.asin)}/{_keywords_path(keywords)}/{page}"
+
+
+def item_fragments(
+    instruction: str,
+    product: Product,
+    keywords: Sequence[str],
+    page: int,
+    options: Mapping[str, str],
+    *,
+    show_attributes: bool = False,
+    session_id: str = "session",
+) -> list[str]:
+    """A product page: option radios, title, price, rating, sub-page buttons and ``Buy Now``."""
+    base = _item_base(session_id, product, keywords, page)
+    chosen = json.dumps(dict(options), sort_keys=True)
+    parts = [
+        _HEAD,
+        _instruction(instruction),
+        _button(BACK_TO_SEARCH, f"/{_u(session_id)}", "btn btn-success"),
+        _button(PREV_PAGE, f"/search_results/{_u(session_id)}/{_keywords_path(keywords)}/{page}"),
+    ]
+    for name, values in product.options.items():
+        parts.append(f'<div class="row top-buffer">\n<h4>{_e(name)}</h4>\n<div class="radio-toolbar">\n')
+        for k, value in enumerate(values):
+            picked = dict(options)
+            picked[name] = value
+            url = f"/item_page/{base}/{_u(json.dumps(picked, sort_keys=True))}"
+            checked = " checked" if options.get(name) == value else ""
+            radio_id = f"radio_{name}{k}"
+            parts.append(
+                f'<input type="radio" id="{_e(radio_id)}" name="{_e(name)}" value="{_e(value)}" '
+                f'data-url="{_e(url)}"{checked}>\n<label for="{_e(radio_id)}">{_e(value)}</label>\n'
+            )
+        parts.append("</div>\n</div>\n")
+    parts.append(
+        f'<div class="col-md-6">\n<h2>{_e(product.title)}</h2>\n<h4>Price: {_e(product.price_tag)}</h4>\n'
+        f'<h4>Rating: {_e(product.rating)}</h4>\n'
+    )
+    for name in SUB_PAGES:
+        if name == "Attributes" and not show_attributes:
+            continue
+        parts.append(_button(name, f"/item_sub_page/{base}/{name}/{_u(chosen)}"))
+    parts.append("</div>\n")
+    parts.append(_button(BUY_NOW, f"/done/{_u(session_id)}/{_u(product.asin)}/{_u(chosen)}", "btn btn-lg purchase"))
+    parts.append(_TAIL)
+    return parts
+
+
+def sub_fragments(
+    instruction: str,
+    which: str,
+    product: Product,
+    keywords: Sequence[str],
+    page: int,
+    options: Mapping[str, str],
+    *,
+    session_id: str = "session",
+) -> list[str]:
+    """A product's ``Description``, ``Features``, ``Reviews`` or ``Attributes`` page."""
+    if which not in SUB_PAGES:
+        raise ValueError(f"which must be one of {SUB_PAGES}, got {which!r}.")
+    base = _item_base(session_id, product, keywords, page)
+    parts = [
+        _HEAD,
+        _instruction(instruction),
+        _button(BACK_TO_SEARCH, f"/{_u(session_id)}", "btn btn-success"),
+        _button(PREV_PAGE, f"/item_page/{base}/{_u(json.dumps(dict(options), sort_keys=True))}"),
+        f'<div class="card card-body" name="{which.lower()}">\n',
+    ]
+    if which == "Description":
+        text = product.description if product.description.strip() else "No Description"
+        parts.append(f'<p class="product-info">{_e(text)}</p>\n')
+    elif which == "Features":
+        if product.bullet_points:
+            parts.append("<ul>\n")
+            parts.extend(f'<li><p class="product-info">{_e(b)}</p></li>\n' for b in product.bullet_points)
+            parts.append("</ul>\n")
+        else:
+            parts.append("<p>No Features</p>\n")
+    elif which == "Reviews":
+        if product.reviews:
+            for r in product.reviews:
+                parts.append(
+                    f'<div class="card">\n<h4 class="blue-text mt-3">"{_e(r.title)}"</h4>\n'
+                    f'<p class="text-left"><span>{_e(r.score)}</span></p>\n<p class="content">{_e(r.body)}</p>\n</div>\n'
+                )
+        else:
+            parts.append("<h4>No reviews found</h4>\n")
+    else:  # Attributes
+        parts.append("<ul>\n")
+        parts.extend(f'<li><p class="attribute">{_e(a)}</p></li>\n' for a in product.attributes)
+        parts.append("</ul>\n")
+        parts.append(
+            f'<h5 class="product-category">{_e(product.category)}</h5>\n'
+            f'<h5 class="product-query">{_e(product.query)}</h5>\n'
+            f'<h5 class="product-product_category">{_e(product.product_category)}</h5>\n'
+        )
+    parts.append("</div>\n")
+    parts.append(_TAIL)
+    return parts
+
+
+def done_fragments(asin: str, options: Mapping[str, str], reward: float) -> list[str]:
+    """The thank-you page after ``Buy Now``: what was bought and the score, never the goal."""
+    return [
+        _HEAD,
+        '<div id="thankyou" class="text-center">\n<h1>Thank you for shopping with us!</h1>\n</div>\n'
+        '<div id="stats" class="text-center">\n'
+        f'<h3 id="reward">Your score (min 0.0, max 1.0)</h3>\n<p class="reward">{_e(reward)}</p>\n'
+        f'<h4 id="asin">Purchased</h4>\n<p>{_e(asin)}</p>\n'
+        f'<h4 id="options">Options</h4>\n<p>{_e(json.dumps(dict(options), ensure_ascii=False))}</p>\n'
+        "</div>\n",
+        _TAIL,
+    ]
+
+
+def _joined(fragments_fn):
+    def page(*args, **kwargs) -> str:
+        return "".join(fragments_fn(*args, **kwargs))
+
+    page.__name__ = fragments_fn.__name__.replace("_fragments", "_page")
+    page.__doc__ = (fragments_fn.__doc__ or "") + " Returns the page's HTML."
+    return page
+
+
+search_page = _joined(search_fragments)
+results_page = _joined(results_fragments)
+item_page = _joined(item_fragments)
+sub_page = _joined(sub_fragments)
+done_page = _joined(done_fragments)
