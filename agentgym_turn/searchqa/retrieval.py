@@ -25,6 +25,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import threading
 import zlib
 from dataclasses import dataclass
@@ -368,6 +369,8 @@ class HTTPRetriever:
         if conn is None:
             cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
             conn = cls(self._host, self._port, timeout=self.timeout)
+            conn.connect()
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle delay per request
             self._local.conn = conn
         return conn
 
@@ -385,8 +388,8 @@ class HTTPRetriever:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         last: Exception | None = None
         for _ in range(self.retries + 1):
-            conn = self._connection()
             try:
+                conn = self._connection()
                 conn.request("POST", self._path, body=body, headers=headers)
                 resp = conn.getresponse()
                 data = resp.read()

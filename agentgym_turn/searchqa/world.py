@@ -363,10 +363,8 @@ def generate_world(config: WorldConfig | None = None) -> World:
         creator = int(_pick(rng, creatives))
         person = people[creator]
         kind = OCCUPATION_WORK[person.occupation]
-        year = person.birth_year + int(rng.integers(20, 71))
-        if person.death_year is not None:
-            year = min(year, person.death_year)
-        year = min(year, 2020)
+        last = min(person.death_year or 2020, 2020, person.birth_year + 70)
+        year = int(rng.integers(person.birth_year + 20, max(last, person.birth_year + 20) + 1))
         for attempt in range(6):
             pattern = _pick(rng, _TITLE_PATTERNS)
             if attempt == 5 and "{w}" not in pattern:
