@@ -20,6 +20,7 @@ Consistency rules (so that passages never contradict each other):
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -342,13 +343,29 @@ def generate_world(config: WorldConfig | None = None) -> World:
 
     # --- employers: a fitting organisation, preferably one that existed in the person's career
     rng = _rng(cfg.seed, 4)
+    # organisations of each kind sorted by founding year, so "founded by year y" is a prefix
+    by_year = {k: sorted(v, key=lambda j: (organisations[j].founded, j)) for k, v in orgs_by_kind.items()}
+    years = {k: [organisations[j].founded for j in v] for k, v in by_year.items()}
+
+    def pick_org(kinds: list[str], year: int) -> int:
+        """A random organisation of ``kinds`` founded by ``year`` (any of ``kinds`` if none was)."""
+        counts = [bisect.bisect_right(years[k], year) for k in kinds]
+        total = sum(counts)
+        if total == 0:
+            counts = [len(by_year[k]) for k in kinds]
+            total = sum(counts)
+        r = int(rng.integers(0, total))
+        for k, n in zip(kinds, counts):
+            if r < n:
+                return by_year[k][r]
+            r -= n
+        raise AssertionError("unreachable")
+
     people: list[Person] = []
     for p in people_raw:
         start = p["birth_year"] + int(rng.integers(21, 36))
         kinds = [k for k in EMPLOYER_KINDS[p["occupation"]] if orgs_by_kind[k]] or [k for k in ORG_KINDS if orgs_by_kind[k]]
-        pool = [j for k in kinds for j in orgs_by_kind[k]]
-        fitting = [j for j in pool if organisations[j].founded <= start]
-        employer = int(_pick(rng, fitting or pool))
+        employer = pick_org(kinds, start)
         people.append(Person(**p, employer=employer, employer_since=max(start, organisations[employer].founded)))
 
     # --- works by creative people
@@ -379,9 +396,7 @@ def generate_world(config: WorldConfig | None = None) -> World:
             title = f"{coiner.words(1)[0]} {_pick(rng, nouns)}"
         seen_titles.add(title)
         org_kind = WORK_ROLES[kind][0]
-        candidates = orgs_by_kind[org_kind] or list(range(len(organisations)))
-        existed = [j for j in candidates if organisations[j].founded <= year]
-        publisher = int(_pick(rng, existed or candidates))
+        publisher = pick_org([org_kind] if orgs_by_kind[org_kind] else [k for k in ORG_KINDS if orgs_by_kind[k]], year)
         works.append(Work(title=title, kind=kind, year=max(year, organisations[publisher].founded), creator=creator, publisher=publisher))
 
     # --- events: exhibitions and festivals that mention works (distractor passages)
