@@ -1,0 +1,163 @@
+"""WebShop's reward, term by term, on hand-built products and goals.
+
+Cases marked "WebShop" are the ones of WebShop's own ``tests/web-agent-site/engine/test_goal.py``
+with the values it asserts.
+"""
+
+from math import isclose
+
+import pytest
+
+from agentgym_turn.webshop.product import Goal, Product
+from agentgym_turn.webshop.reward import (
+    attribute_reward,
+    normalize_color,
+    option_reward,
+    title_nouns,
+    token_set_ratio,
+    type_reward,
+    webshop_reward,
+)
+
+
+def product(**kw) -> Product:
+    base = dict(
+        asin="B000000001", name="", title="", category="c", query="q", product_category="a › b › c",
+        description="", bullet_points=(), attributes=(), pricing=(10.0,), price_tag="$10.0", price=10.0,
+    )
+    base.update(kw)
+    if "title" not in kw and "name" in kw:
+        base["title"] = kw["name"]
+    return Product(**base)
+
+
+def goal(**kw) -> Goal:
+    base = dict(
+        index=0, asin="B000000001", instruction_text="", attributes=(), goal_options={}, price_upper=40.0,
+        query="q", category="c", product_category="a › b › c", name="",
+    )
+    base.update(kw)
+    return Goal(**base)
+
+
+def test_normalize_color__first_colour_of_webshop_list_wins():  # WebShop
+    cases = [("", ""), ("black forest", "black"), ("violet lavender", "lavender"),
+             ("steelivy fuchsia", "fuchsia"), ("123alabaster", "alabaster"), ("webshop", "webshop")]
+    for raw, want in cases:
+        assert normalize_color(raw) == want
+
+
+def test_token_set_ratio__matches_thefuzz_019_on_known_values():
+    assert token_set_ratio("essential oil", "essential oils") == 96
+    assert token_set_ratio("cool powder snow", "powder snow") == 100  # a subset scores 100
+    assert token_set_ratio("Tea-Tree!", "tea tree") == 100  # punctuation and case are ignored
+    assert token_set_ratio("", "x") == 0 and token_set_ratio("é", "é") == 0  # Latin-1 letters dropped
+    assert token_set_ratio("pack of 12", "pack of 24") == 90  # SequenceMatcher: 2 * 9 / 20
+
+
+def test_type_reward__query_and_category_matches():  # WebShop
+    g = goal(query="Query 1", product_category="a › b › c", name="Name 1")
+    p = product(query="Query 1", product_category="a › b › c", name="Name 1")
+    r = type_reward(p, g)
+    assert r == {"r_type": 1.0, "query_match": True, "category_match": True, "title_score": 1.0}
+    for cat, match in [("b › c › a", True), ("d › e › f", False), ("a › d › b", True), ("a › a › b", True), ("a › a › d", False)]:
+        assert type_reward(product(query="Query 2", product_category=cat, name="Name 1"), g)["category_match"] is match
+
+
+def test_type_reward__title_scores_of_webshop_cases():  # WebShop (spaCy) values, reproduced by the light rule
+    g = goal(name="adidas Unisex-Adult D.o.n. Issue 2 Basketball Shoe")
+    r = type_reward(product(name="adidas Unisex-Adult D.o.n. Issue 2 Indoor Court Shoe"), g)
+    assert isclose(r["title_score"], 0.85, abs_tol=1e-2)
+    g = goal(name="Saireed UL Listed 2 Prong Power Cord for JBL Bar 3.1 Bar 2.1 Channel 4K Ultra HD Soundbar")
+    p = product(name="BRST AC Power Cord Outlet Socket Cable Plug Lead for Panasonic SC-HT830V DVD/VCR Combo Home Theater System")
+    assert isclose(type_reward(p, g)["title_score"], 0.17, abs_tol=1e-2)
+    g = goal(name="Rusticware 921ORB Kitchen and Bath Cabinet Knob")
+    p = product(name="Minkissy 2pcs Stainless Steel Eyebrow Tweezers Blackhead Acne Remover Portable Makeup Tweezers (Silver)")
+    assert type_reward(p, g)["title_score"] < 0.05
+
+
+@pytest.mark.parametrize(
+    "query, cat, bought_name, r_type",
+    [
+        ("q", "a › b › c", "red shoe", 1.0),  # title overlap 0.5 > 0.2, query matches
+        ("other", "x › y", "red shoe", 1.0),  # no query/category match but title_score 0.5 > 0.2
+        ("other", "x › y", "sock boot hat shoe", 0.5),  # title_score 0.2: no match at all -> 0.5
+        ("q", "a › b › c", "lamp", 0.0),  # title overlap 0 -> 0 even with query and category
+        ("other", "x › y", "lamp", 0.0),
+    ],
+)
+def test_type_reward__every_branch(query, cat, bought_name, r_type):
+    g = goal(query="q", product_category="a › b › c", name="shoe boot")
+    if bought_name == "sock boot hat shoe":
+        g = goal(query="q", product_category="a › b › c", name="shoe sock boot hat cap")
+        bought_name = "shoe"
+    assert type_reward(product(query=query, product_category=cat, name=bought_name), g)["r_type"] == r_type
+
+
+def test_type_reward__below_a_tenth_gives_0_1_and_no_nouns_gives_0_2():
+    g = goal(name=" ".join(f"noun{i}" for i in range(11)))
+    r = type_reward(product(name="noun0 lamp"), g)
+    assert isclose(r["title_score"], 1 / 11) and r["r_type"] == 0.1
+    r = type_reward(product(query="other", product_category="z", name="lamp"), goal(name="the 2 of"))
+    assert r["title_score"] == 0.2 and r["r_type"] == 0.5
+
+
+def test_attribute_reward__fuzzy_partial_text_and_none():  # WebShop
+    g = ("tea tree", "essential oils", "natural ingredients")
+    assert attribute_reward(product(attributes=("tea tree", "essential oil", "natural ingredients")), g) == (1.0, 3)
+    assert attribute_reward(product(attributes=("essential oil", "natural ingredients")), g) == (2 / 3, 2)
+    p = product(bullet_points=("This shampoo has essential oils and smells like lemons",),
+                description="Best shampoo on the market, made with natural ingredients")
+    assert attribute_reward(p, g) == (2 / 3, 2)
+    p = product(attributes=("tea bag", "earl gray", "lipton"), name="English tea for breakfast",
+                bullet_points=("Soothing aroma", "Calming, great feeling"), description="Best tea made by Lipton, great to pair with breakfast")
+    assert attribute_reward(p, g) == (0.0, 0)
+    assert attribute_reward(product(name="Shoe, Tea Tree Scent"), ("tea tree",)) == (1.0, 1)  # title, lower-cased
+
+
+def test_option_reward__exact_size_fuzzy_rest_and_text_fallback():
+    p = product()
+    assert option_reward(p, ["grey", "xl", "pack of 12"], {"a": "pack of 12", "b": "grey", "c": "xl"}) == (1.0, 3)  # WebShop
+    assert option_reward(p, ["grey", "xl", "pack of 12"], {"a": "pack of 12", "b": "blue", "c": "xl"}) == (2 / 3, 2)  # WebShop
+    assert option_reward(p, ["cool powder snow", "xl", "pack of 12"], {"a": "pack of 12", "b": "powder snow", "c": "xl"}) == (1.0, 3)
+    assert option_reward(p, [], {"a": "goal 1"}) == (None, 0)  # WebShop: no goal options
+    assert option_reward(p, ["goal 1", "goal 2"], {}) == (0.0, 0)  # WebShop: nothing bought
+    # size is exact: "x-large" does not match "xx-large"; colour names normalise first
+    assert option_reward(p, ["xx-large"], {"size": "x-large"}) == (0.0, 0)
+    assert option_reward(p, ["x-large"], {"color": "xx-large"}) == (1.0, 1)  # fuzzily, it would
+    # "navy blue heather" normalises to "blue" (earlier in WebShop's list than "navy"): no match
+    assert option_reward(p, ["navy"], {"color": "navy blue heather"}) == (0.0, 0)
+    # a purchased value found in the title counts even when the goal wants something else
+    assert option_reward(product(name="Oak Shelf 24 Inch"), ["36 inch"], {"size": "24 inch"}) == (1.0, 1)
+
+
+def test_webshop_reward__total_and_every_weight():  # WebShop's get_reward cases
+    g = goal(query="Query 1", product_category="a › b › c",
+             name="Mens D.O.N. Issue 2 Gca Basketball Sneakers Shoes Casual - Off White",
+             attributes=("tea tree", "essential oils", "natural ingredients"),
+             goal_options={"color": "grey", "size": "XL"}, price_upper=40.0)
+    p = product(query="Query 1", product_category="a › b › c", name=g.name, title="",
+                attributes=("tea tree", "essential oil", "natural ingredients"))
+    r, info = webshop_reward(p, g, 35, {"color": "grey", "size": "XL"})
+    assert r == 1.0 and info["r_price"] is True and info["n_attr_matched"] == 3 and info["n_opt_matched"] == 2
+    assert isclose(info["w_att"] + info["w_option"] + info["w_price"], 1.0)
+    # WebShop's test passes BulletPoints as a string, which " ".join spells out letter by letter,
+    # so only the description's "natural ingredients" matches: 1 attribute, R = 4/6
+    p2 = product(query="Query 1", product_category="a › b › c", name=g.name, title="",
+                 bullet_points=tuple("This shampoo has essential oils and smells like lemons"),
+                 description="Best shampoo on the market, made with natural ingredients")
+    assert isclose(webshop_reward(p2, g, 35, {"color": "grey", "size": "XL"})[0], 2 / 3, abs_tol=1e-2)
+    g3 = Goal(**{**g.__dict__, "goal_options": {"color": "grey", "size": "XL", "amount": "pack of 12"}})
+    assert isclose(webshop_reward(p2, g3, 35, {"color": "grey", "size": "XL"})[0], 0.5714, abs_tol=1e-2)
+    g4 = Goal(**{**g3.__dict__, "name": "Saireed UL Listed 2 Prong Power Cord for JBL Bar 3.1 Bar 2.1 Channel 4K Ultra HD Soundbar"})
+    p4 = Product(**{**p2.__dict__, "name": "BRST AC Power Cord Outlet Socket Cable Plug Lead for Panasonic SC-HT830V DVD/VCR Combo Home Theater System",
+                    "query": "Query 2", "product_category": "a › d › e"})
+    r4, info4 = webshop_reward(p4, g4, 35, {"color": "grey", "size": "XL"})
+    assert isclose(r4, 0.2857, abs_tol=1e-2) and info4["r_type"] == 0.5
+    # over the price ceiling: the price term is lost
+    r5, info5 = webshop_reward(p, g, 45, {"color": "grey", "size": "XL"})
+    assert info5["r_price"] is False and isclose(r5, 5 / 6)
+
+
+def test_title_nouns__drops_numbers_function_words_and_listed_adjectives():
+    assert title_nouns("Organic Green Tea Bags for Women, 2 Pack (Pack of 24)") == ["green", "tea", "bags", "women", "pack", "pack"]
