@@ -208,22 +208,25 @@ class TurnWebShopEnv(TurnEnv):
         s = self.state
         out: dict[str, tuple[str, Any]] = {}
         if s.page == "results":
-            start = (s.page_no - 1) * 10
-            for i in s.results[start : start + 10]:
-                out.setdefault(self.shop.product(i).asin.lower(), ("product", i))
             out[pages.BACK_TO_SEARCH.lower()] = ("back", None)
             if s.page_no > 1:
                 out[pages.PREV_PAGE.lower()] = ("prev", None)
             if s.page_no * 10 < len(s.results):
                 out[pages.NEXT_PAGE.lower()] = ("next", None)
+            start = (s.page_no - 1) * 10
+            for i in s.results[start : start + 10]:
+                out.setdefault(self.shop.product(i).asin.lower(), ("product", i))
         elif s.page == "item":
             product = self.shop.product(s.product)
+            fixed = [pages.BACK_TO_SEARCH, pages.PREV_PAGE, *(p for p in pages.SUB_PAGES if p != "Attributes" or self.show_attributes), pages.BUY_NOW]
+            names = {k.lower() for k in fixed}
+            out[pages.BACK_TO_SEARCH.lower()] = ("back", None)
+            out[pages.PREV_PAGE.lower()] = ("prev", None)
             for name, values in product.options.items():
                 for value in values:
-                    out[value] = ("option", name)  # a later group wins a shared value, as in WebShop
-            for key in (pages.BACK_TO_SEARCH, pages.PREV_PAGE, pages.BUY_NOW, *pages.SUB_PAGES):
-                if key == "Attributes" and not self.show_attributes:
-                    continue
+                    if value not in names:  # a fixed button wins its name, as WebShop routes by name
+                        out[value] = ("option", name)  # a later group wins a shared value, as in WebShop
+            for key in fixed[2:]:
                 out[key.lower()] = (_FIXED[key.lower()], key)
         elif s.page in pages.SUB_PAGES:
             out[pages.BACK_TO_SEARCH.lower()] = ("back", None)

@@ -58,7 +58,7 @@ def visible_strings(html: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-_cached_strings = lru_cache(maxsize=32_768)(visible_strings)
+_cached_strings = lru_cache(maxsize=8_192)(visible_strings)  # bounded: memory stays flat
 
 
 def fragments_strings(fragments: Sequence[str]) -> list[tuple[str, str]]:

@@ -1,0 +1,240 @@
+"""TurnWebShop speed and memory: catalog + index build, search latency, env steps, episodes/s.
+
+    .venv/bin/python benchmarks/webshop.py            # 1k, 100k and 1M products (about 3 minutes)
+    .venv/bin/python benchmarks/webshop.py --quick    # 1k and 100k only
+
+Each catalog size is measured in a fresh process (peak RSS is per process). The side-by-side
+part plays scripted episodes (search, click product, click option, buy: WebShop's reference
+script) on a synthetic 1,000-product catalog written in WebShop's own file format and loaded
+through our loader, and tracks RSS over 10,000 episodes. The original WebShop text env cannot
+run unpatched here (see docs/benchmarks.md); its figure, 4.7 episodes/s on this kind of
+machine (shared/MEASURED.md), is recorded as a reference measurement, not a same-run one.
+Results go to benchmarks/results/webshop.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "webshop.json"
+REFERENCE_EPISODES_PER_S = 4.7  # original WebShop text env, 1k products (shared/MEASURED.md)
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _pct(values, q):
+    import numpy as np
+
+    return float(np.percentile(np.asarray(values), q))
+
+
+def measure_size(n: int) -> dict:
+    """Build a generated catalog of ``n`` products and its index; time searches and env steps."""
+    import numpy as np
+
+    from agentgym_turn.webshop import search as search_mod
+    from agentgym_turn.webshop.env import TurnWebShopEnv, _SHOPS
+    from agentgym_turn.webshop.catalog import GeneratedShop
+
+    t0 = time.perf_counter()
+    shop = GeneratedShop(n, seed=0)
+    t1 = time.perf_counter()
+    layout = shop.index_layout()
+    index = search_mod._index_from_layout(*layout, backend="auto")
+    t2 = time.perf_counter()
+    index.warmup()
+    t3 = time.perf_counter()
+    build_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    engine = search_mod.ProductSearch.__new__(search_mod.ProductSearch)
+    engine.shop, engine.index = shop, index
+    search_mod._CACHE[(shop.key, "auto")] = engine
+    _SHOPS[("generated", n, 0)] = shop
+    queries = [shop.goal(g).instruction_text for g in range(300)]
+    lat = []
+    for q in queries:
+        s = time.perf_counter()
+        engine.search(q)
+        lat.append((time.perf_counter() - s) * 1000)
+    env = TurnWebShopEnv(num_products=n, goal_split="test")
+    search_steps, other_steps = [], []
+    rng = np.random.default_rng(0)
+    for g in range(200):
+        env.reset(seed=g, options={"goal_index": g})
+        for _ in range(15):
+            action = env.expert_action() if rng.random() < 0.8 else "click[< prev]"
+            s = time.perf_counter()
+            _, _, term, _, _ = env.step(action)
+            (search_steps if action.startswith("search[") else other_steps).append((time.perf_counter() - s) * 1000)
+            if term:
+                break
+    all_steps = search_steps + other_steps
+    return {
+        "num_products": n,
+        "catalog_s": round(t1 - t0, 3),
+        "index_build_s": round(t2 - t1, 3),
+        "catalog_plus_index_s": round(t2 - t0, 3),
+        "search_warmup_s": round(t3 - t2, 3),
+        "backend": index.backend,
+        "peak_rss_mb_after_build": round(build_rss, 1),
+        "search_ms_p50": round(_pct(lat, 50), 3),
+        "search_ms_p95": round(_pct(lat, 95), 3),
+        "step_ms_p50_all": round(_pct(all_steps, 50), 3),
+        "step_ms_p50_search_steps": round(_pct(search_steps, 50), 3),
+        "step_ms_p95_search_steps": round(_pct(search_steps, 95), 3),
+        "step_ms_p50_click_steps": round(_pct(other_steps, 50), 3),
+    }
+
+
+def _write_webshop_files(folder: Path, n: int) -> None:
+    """A synthetic ``n``-product catalog in WebShop's file format (from our generator)."""
+    from agentgym_turn.webshop.catalog import GeneratedShop
+
+    shop = GeneratedShop(n, seed=0)
+    items, attrs = [], {}
+    for i in range(n):
+        p = shop.product(i)
+        price = f"${p.pricing[0]:.2f}" if len(p.pricing) == 1 else f"${p.pricing[0]:.2f} - ${p.pricing[1]:.2f}"
+        items.append({
+            "asin": p.asin, "name": p.name, "category": p.category, "query": p.query, "product_category": p.product_category,
+            "full_description": p.description, "small_description": list(p.bullet_points), "pricing": price,
+            "customization_options": {k: [{"value": v, "image": None} for v in vals] for k, vals in p.options.items()},
+            "images": [""],
+        })
+    for g in range(n):
+        goal = shop.goal(g)
+        attrs.setdefault(goal.asin, {"attributes": list(shop.product(shop.index_of(goal.asin)).attributes),
+                                     "instruction": goal.instruction_text.split(" with ")[0], "instruction_attributes": list(goal.attributes)})
+    for i in range(n):
+        a = shop.product(i).asin
+        attrs.setdefault(a, {"attributes": list(shop.product(i).attributes)})
+    (folder / f"items_shuffle_{n}.json").write_text(json.dumps(items))
+    (folder / f"items_ins_v2_{n}.json").write_text(json.dumps(attrs))
+
+
+def measure_episodes(episodes: int) -> dict:
+    """Scripted and policy episodes per second on a WebShop-format 1k catalog via the loader."""
+    import numpy as np
+
+    from agentgym_turn.webshop.env import TurnWebShopEnv
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        _write_webshop_files(folder, 1000)
+        t = time.perf_counter()
+        env = TurnWebShopEnv(data_path=str(folder), human_goals=False, goal_split="all")
+        load_s = time.perf_counter() - t
+    shop = env.shop
+
+    def scripted(seed: int) -> float:
+        obs, info = env.reset(seed=seed)
+        goal = env.goal
+        env.step(f"search[{goal.instruction_text.split(' with ')[0]}]")
+        acts = env._available_actions()
+        products = [a for a in acts if a not in ("back to search", "next >", "< prev")]
+        env.step(f"click[{products[0]}]")
+        product = shop.product(env.state.product)
+        if product.options:
+            env.step(f"click[{next(iter(product.options.values()))[0]}]")
+        return env.step("click[buy now]")[1]
+
+    for s in range(50):  # warm caches as a long training run would have them
+        scripted(s)
+    t = time.perf_counter()
+    n_timed = 2000
+    for s in range(n_timed):
+        scripted(1000 + s)
+    scripted_eps = n_timed / (time.perf_counter() - t)
+
+    rss = []
+    t = time.perf_counter()
+    for s in range(episodes):
+        scripted(10_000 + s)
+        if s % 1000 == 0 or s == episodes - 1:
+            rss.append(round(_rss_mb(), 1))
+    long_eps = episodes / (time.perf_counter() - t)
+
+    rng = np.random.default_rng(0)
+    t = time.perf_counter()
+    steps = 0
+    for s in range(300):
+        env.reset(seed=s)
+        for _ in range(15):
+            acts = env._available_actions()
+            a = f"click[{acts[rng.integers(len(acts))]}]" if acts else "search[" + env.goal.instruction_text[:40] + "]"
+            steps += 1
+            if env.step(a)[2]:
+                break
+    random_sps = steps / (time.perf_counter() - t)
+    t = time.perf_counter()
+    steps = 0
+    for s in range(300):
+        env.reset(seed=s)
+        for _ in range(15):
+            steps += 1
+            if env.step(env.expert_action())[2]:
+                break
+    expert_sps = steps / (time.perf_counter() - t)
+    return {
+        "catalog": "synthetic 1,000 products in WebShop's file format (items_shuffle_1000.json, items_ins_v2_1000.json), loaded with data_path",
+        "load_and_index_s": round(load_s, 3),
+        "scripted_episodes_per_s": round(scripted_eps, 1),
+        "reference_original_episodes_per_s": REFERENCE_EPISODES_PER_S,
+        "reference_kind": "reference measurement from shared/MEASURED.md (original WebShop text env, unpatched, pyserini 0.17, this kind of machine), not same-run",
+        "speedup_vs_reference": round(scripted_eps / REFERENCE_EPISODES_PER_S, 1),
+        "long_run_episodes": episodes,
+        "long_run_episodes_per_s": round(long_eps, 1),
+        "rss_mb_every_1000_episodes": rss,
+        "rss_growth_mb": round(rss[-1] - rss[0], 1),
+        "random_policy_steps_per_s": round(random_sps, 1),
+        "expert_policy_steps_per_s": round(expert_sps, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="skip the 1M-product catalog")
+    parser.add_argument("--episodes", type=int, default=10_000, help="episodes of the memory run")
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)  # internal: one size, in this process
+    parser.add_argument("--episodes-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.size:
+        print(json.dumps(measure_size(args.size)))
+        return 0
+    if args.episodes_only:
+        print(json.dumps(measure_episodes(args.episodes)))
+        return 0
+    sizes = [1_000, 100_000] + ([] if args.quick else [1_000_000])
+    out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_avg_at_start": os.getloadavg()}, "sizes": []}
+    for n in sizes:
+        res = subprocess.run([sys.executable, __file__, "--size", str(n)], capture_output=True, text=True, check=True, cwd=ROOT)
+        row = json.loads(res.stdout.strip().splitlines()[-1])
+        print(row, flush=True)
+        out["sizes"].append(row)
+    res = subprocess.run([sys.executable, __file__, "--episodes-only", "--episodes", str(args.episodes)], capture_output=True, text=True, check=True, cwd=ROOT)
+    out["episodes"] = json.loads(res.stdout.strip().splitlines()[-1])
+    print(out["episodes"], flush=True)
+    out["machine"]["load_avg_at_end"] = os.getloadavg()
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
