@@ -83,6 +83,12 @@ class Board:
             self.free[i] and all(pd[i] >= UNREACHABLE for pd in self.push_dist) for i in range(self.n)
         ]
         self.floor_cells = [i for i in range(self.n) if self.free[i]]
+        # Bitmasks for bit-parallel flood fills (see solver.solve).
+        self.free_mask = mask_of(self.floor_cells)
+        self.live_mask = mask_of(i for i in self.floor_cells if not self.dead[i])
+        full = (1 << self.n) - 1
+        self.not_first_col = full & ~mask_of(range(0, self.n, cols))
+        self.not_last_col = full & ~mask_of(range(cols - 1, self.n, cols))
 
     def _pull_distances(self, target: int) -> list[int]:
         """Pushes needed to bring a box from each cell to ``target`` (BFS over reverse pushes)."""

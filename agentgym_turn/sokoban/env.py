@@ -251,8 +251,12 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         self._deadlocked = False
         self._solved = False
         self._executed: list[str] = []
+        #: Length of the shortest known plan from the level's start (-1: none known).
         self.optimal_moves = -1
+        #: The solver proved ``optimal_moves`` optimal.
         self.optimal_certified = False
+        #: That plan, as move names (``("Up", "Left", ...)``), or None.
+        self.solution: tuple[str, ...] | None = None
         self._plan: list[int] | None = None
 
     # ------------------------------------------------------------------ episode set-up
@@ -300,6 +304,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         self._deadlocked = not self._solved and is_deadlocked(self._board, self._boxes)
         self.optimal_moves = len(plan) if plan is not None else -1
         self.optimal_certified = bool(certified and plan is not None)
+        self.solution = tuple(MOVE_NAMES[m] for m in plan) if plan is not None else None
         self._plan = list(plan) if plan is not None else None
         return self._first_message(), self._extra_info()
 

@@ -18,8 +18,7 @@ import heapq
 from dataclasses import dataclass
 from typing import Sequence
 
-from .board import UNREACHABLE, Board, apply_move, cells_of, is_deadlocked, player_distances, walk_path
-from .constants import OPPOSITE
+from .board import UNREACHABLE, Board, apply_move, cells_of, is_deadlocked, walk_path
 
 __all__ = ["SolveResult", "solve", "replay", "push_lower_bound", "DEFAULT_SOLVER_BUDGET"]
 
@@ -110,24 +109,6 @@ def _matching_heuristic(board: Board):
     return h_big
 
 
-def _push_table(board: Board) -> list[list[tuple[int, int, int]]]:
-    """``table[b]``: the pushes of a box on ``b`` that keep it off dead squares, as
-    ``(cell the player pushes from, cell the box lands on, move)``."""
-    table = getattr(board, "_push_table", None)
-    if table is None:
-        step, dead = board.step, board.dead
-        table = []
-        for b in range(board.n):
-            row = []
-            for d in range(4):
-                frm, to = step[OPPOSITE[d]][b], step[d][b]
-                if frm >= 0 and to >= 0 and not dead[to]:
-                    row.append((frm, to, d))
-            table.append(row)
-        board._push_table = table
-    return table
-
-
 def push_lower_bound(board: Board, boxes: int) -> int:
     """Least pushes (hence moves) any solution needs; ``>= UNREACHABLE`` when impossible."""
     return _matching_heuristic(board)(boxes)
@@ -165,8 +146,10 @@ def solve(
     if bound <= h0:  # the plan already meets the lower bound
         return SolveResult(incumbent, True, False, bound, 0)
 
-    pushes_from = _push_table(board)
     multi = bin(tm).count("1") > 1
+    cols, nf, nl = board.cols, board.not_first_col, board.not_last_col
+    free_mask, live_mask = board.free_mask, board.live_mask
+    deltas = (-cols, cols, -1, 1)
     start = (boxes, player)
     best_g = {start: 0}
     parent: dict[tuple[int, int], tuple[tuple[int, int], int, int]] = {}
@@ -183,8 +166,8 @@ def solve(
         g = -neg_g
         if g > best_g.get((bx, pl), UNREACHABLE):
             continue  # stale entry
+        hv = h(bx)
         if pushed_to >= 0:
-            hv = h(bx)
             if hv >= UNREACHABLE or g + hv >= bound:
                 continue
             if multi and is_deadlocked(board, bx, pushed_to):
@@ -203,22 +186,45 @@ def solve(
             exhausted = True
             break
         expansions += 1
-        dist = player_distances(board, bx, pl)
-        child_h = weight * (h(bx) - 1)
-        for b in cells_of(bx):
-            for frm, to, d in pushes_from[b]:
-                if dist[frm] < 0 or (bx >> to) & 1:
-                    continue
-                ng = g + dist[frm] + 1
-                if ng >= bound:
-                    continue
-                nbx = bx ^ (1 << b) ^ (1 << to)
-                key = (nbx, b)
-                if ng >= best_g.get(key, UNREACHABLE):
-                    continue
-                best_g[key] = ng
-                parent[key] = ((bx, pl), frm, d)
-                heapq.heappush(heap, (ng + child_h, -ng, nbx, b, to))
+        child_h = hv - 1  # a push lowers h by at most one
+        child_key = weight * child_h
+        # Bit-parallel search: push_from[d] holds the cells from which a push in direction d
+        # is legal (a box next to the cell, a live free cell behind the box); a breadth-first
+        # flood from the player meets them layer by layer, at walking distance k.
+        open_ = free_mask & ~bx
+        dest = live_mask & ~bx
+        push_from = (
+            open_ & (bx << cols) & (dest << (2 * cols)),
+            open_ & (bx >> cols) & (dest >> (2 * cols)),
+            open_ & (bx << 1) & nf & (((dest << 1) & nf) << 1) & nf,
+            open_ & (bx >> 1) & nl & (((dest >> 1) & nl) >> 1) & nl,
+        )
+        any_push = push_from[0] | push_from[1] | push_from[2] | push_from[3]
+        frontier = seen = 1 << pl
+        k = 0
+        while frontier:
+            if frontier & any_push:
+                for d in range(4):
+                    hits = frontier & push_from[d]
+                    while hits:
+                        low = hits & -hits
+                        hits ^= low
+                        frm = low.bit_length() - 1
+                        ng = g + k + 1
+                        if ng + child_h >= bound:
+                            continue
+                        b = frm + deltas[d]
+                        to = b + deltas[d]
+                        nbx = bx ^ (1 << b) ^ (1 << to)
+                        key = (nbx, b)
+                        if ng >= best_g.get(key, UNREACHABLE):
+                            continue
+                        best_g[key] = ng
+                        parent[key] = ((bx, pl), frm, d)
+                        heapq.heappush(heap, (ng + child_key, -ng, nbx, b, to))
+            frontier = ((frontier >> cols) | (frontier << cols) | ((frontier >> 1) & nl) | ((frontier << 1) & nf)) & open_ & ~seen
+            seen |= frontier
+            k += 1
 
     if goal is None:
         if exhausted:
