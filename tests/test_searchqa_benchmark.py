@@ -1,0 +1,22 @@
+"""benchmarks/searchqa.py runs end to end on a tiny corpus (so the recorded numbers stay reproducible)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_searchqa_benchmark__smoke_run_writes_every_measurement(tmp_path):
+    spec = importlib.util.spec_from_file_location("bench_searchqa", ROOT / "benchmarks" / "searchqa.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "searchqa.json"
+    assert bench.main(["--sizes", "3000", "--queries", "40", "--episodes", "20", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    size = result["retrieval"][0]
+    assert 2500 <= size["passages"] <= 3500 and size["queries"] == 40
+    assert size["http_same_results_as_in_process"] is True
+    for key in ("in_process", "raw_bm25s", "http"):
+        assert 0 < size[key]["p50_ms"] <= size[key]["p95_ms"]
+    assert result["env"]["steps_per_s_in_process"] > 0 and result["env"]["steps_per_s_http"] > 0
