@@ -124,3 +124,86 @@ def test_sokoban__symbols_can_be_boxoban_or_custom():
     assert obs.splitlines()[2] == "#PX.T.#"
     with pytest.raises(ValueError):
         make(symbols="##_____")
+
+
+def test_sokoban__levels_file_is_drawn_by_seed_and_picked_by_index(tmp_path):
+    from agentgym_turn.sokoban import builtin_levels_path
+
+    env = make(levels=builtin_levels_path(), max_actions_per_episode=None)
+    names = {env.reset(seed=s)[1]["level_name"] for s in range(30)}
+    assert names <= {f"handmade.txt;{i}" for i in range(6)} and len(names) >= 4
+    _, info = env.reset(options={"level": 3})
+    assert info["level_name"] == "handmade.txt;3" and info["optimal_moves"] == 19 and info["optimal_certified"]
+    # A directory of files and a file given by path load the same way.
+    (tmp_path / "a.txt").write_text("; 7\n#####\n#@$.#\n#####\n")
+    env = make(levels=tmp_path)
+    _, info = env.reset(seed=0)
+    assert info["level_name"] == "a.txt;7" and info["optimal_moves"] == 1
+
+
+def test_sokoban__bad_level_options_raise_clearly():
+    env = make()
+    with pytest.raises(ValueError, match="no levels="):
+        env.reset(options={"level": 0})
+    with pytest.raises(ValueError, match="no solution"):
+        env.reset(options={"level": "#######\n#@$$. #\n#   . #\n#######"})
+    with pytest.raises(ValueError, match="player"):
+        env.reset(options={"level": "#####\n#$ .#\n#####"})
+
+
+def test_sokoban__loaded_level_beyond_the_solver_budget_is_reported_uncertified():
+    from agentgym_turn.sokoban import builtin_levels_path, load_levels
+
+    # 40 push states prove nothing here (the proof takes about 900), but the weighted search
+    # behind it finds a plan.
+    env = make(max_actions_per_episode=None, solver_budget=40)
+    _, info = env.reset(options={"level": load_levels(builtin_levels_path())[5]})
+    assert not info["optimal_certified"] and info["optimal_moves"] >= 19
+    for _ in range(40):
+        _, _, terminated, _, info = env.step(env.expert_action())
+        if terminated:
+            break
+    assert info["success"]
+
+
+def test_expert__replans_after_the_agent_deviates():
+    env = gym.make("TurnSokoban-8x8-v0")
+    _, info = env.reset(seed=11)
+    u = env.unwrapped
+    first = u.solution[0]
+    detour = {"Up": "Down", "Down": "Up", "Left": "Right", "Right": "Left"}[first]
+    env.step(f"<answer>{detour}</answer>")
+    for _ in range(10):
+        _, _, terminated, truncated, info = env.step(u.expert_action())
+        if terminated or truncated:
+            break
+    assert info["success"] and info["moves"] <= info["optimal_moves"] + 2
+
+
+def test_sokoban__parse_and_format_round_trip_in_boxoban_symbols():
+    from agentgym_turn.sokoban import LevelFormatError, parse_levels
+
+    text = "; 0\n#####\n#@$.#\n#####\n\n; 1\n  ####\n###  #\n#+$* #\n######\n"
+    a, b = parse_levels(text, "f.txt")
+    assert (a.name, b.name) == ("f.txt;0", "f.txt;1") and a.to_text() == "#####\n#@$.#\n#####"
+    # Cells outside the room (the leading spaces) become walls; the player stands on a target.
+    assert b.to_text() == "######\n###  #\n#+$* #\n######"
+    assert parse_level(b.to_text()) == b
+    for bad, why in [("#####\n#@$ #\n#####", "as many boxes"), ("####\n#@@#\n####", "one player"), ("#####\n#@$x#\n#####", "unknown symbol")]:
+        with pytest.raises(LevelFormatError, match=why):
+            parse_level(bad)
+
+
+def test_cli__a_person_can_play_sokoban_in_the_terminal():
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "agentgym_turn", "play", "TurnSokoban-v0"],
+        input="<answer>Up\n:auto\n:auto\n:auto\n:quit\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Symbols: # wall" in out.stdout and "(expert) <answer>" in out.stdout and "success True" in out.stdout

@@ -37,6 +37,8 @@ _EXAMPLE = "<answer>Right || Right || Up</answer>"
 _MAX_CACHED_LEVELS = 4096
 # (level seed, generator settings) -> GeneratedLevel: evaluation re-uses seeds, so a re-reset is free.
 _LEVEL_CACHE: "OrderedDict[tuple, GeneratedLevel]" = OrderedDict()
+# (loaded level, solver budget) -> SolveResult: a levels file is played many times.
+_SOLVED_LEVELS: "OrderedDict[tuple, SolveResult]" = OrderedDict()
 
 
 def _generated(level_seed: int, settings: tuple) -> GeneratedLevel:
@@ -287,8 +289,20 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         return level, result.moves, result.optimal
 
     def _solve_level(self, level: Level) -> SolveResult:
-        board = board_for(level)
-        return solve(board, mask_of(level.boxes), level.player, max_expansions=self.solver_budget)
+        key = (level, self.solver_budget)
+        hit = _SOLVED_LEVELS.get(key)
+        if hit is None:
+            board = board_for(level)
+            hit = solve(board, mask_of(level.boxes), level.player, max_expansions=self.solver_budget)
+            if hit.moves is None and not hit.unsolvable:
+                # No proof within the budget: a weighted search still gives a plan to report.
+                fast = solve(board, mask_of(level.boxes), level.player, max_expansions=self.solver_budget, weight=3.0)
+                if fast.moves is not None:
+                    hit = SolveResult(fast.moves, False, False, hit.lower_bound, hit.expansions + fast.expansions)
+            _SOLVED_LEVELS[key] = hit
+            if len(_SOLVED_LEVELS) > _MAX_CACHED_LEVELS:
+                _SOLVED_LEVELS.popitem(last=False)
+        return hit
 
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         level, plan, certified = self._pick_level(options)
