@@ -407,3 +407,30 @@ def test_exported_world__loads_back_as_files_with_the_same_questions_and_passage
     mcq = SearchQAMCQEnv(dataset_path=str(paths["test"]), corpus_path=str(paths["corpus"]))
     mcq.reset(options={"question_index": 0})
     assert mcq.step(f"<answer>{originals[0].answer_letter}</answer>")[1] == 1.0
+
+
+def test_sentence_transformer_encoder__loads_local_only_and_applies_prefixes(tmp_path, monkeypatch):
+    """The wrapper's contract, with a stand-in for the sentence_transformers module."""
+    import sys
+    import types
+
+    import numpy as np
+
+    calls = {}
+
+    class FakeModel:
+        def __init__(self, path, device=None, local_files_only=False):
+            calls["init"] = (path, local_files_only)
+
+        def encode(self, texts, **kwargs):
+            calls.setdefault("texts", []).append(list(texts))
+            calls["kwargs"] = kwargs
+            return np.eye(len(texts), 4, dtype=np.float64)
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", types.SimpleNamespace(SentenceTransformer=FakeModel))
+    enc = SentenceTransformerEncoder(tmp_path, query_prefix="query: ", passage_prefix="passage: ")
+    assert calls["init"] == (str(tmp_path), True)
+    out = enc.encode(["who?"], is_query=True)
+    enc.encode(["a text"], is_query=False)
+    assert calls["texts"] == [["query: who?"], ["passage: a text"]]
+    assert calls["kwargs"]["normalize_embeddings"] is True and out.dtype == np.float32

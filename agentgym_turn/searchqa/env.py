@@ -433,8 +433,9 @@ class SearchQAMCQEnv(SearchQAEnv):
 The multiple-choice variant of :class:`SearchQAEnv`, standing in for the medical
 multiple-choice sets (MedQA, MedMCQA, ...) that the ST-PPO paper trains on. Every generated
 question comes with four options: the correct answer and three of the same type (cities
-for a city, years within 40 of the right one, people of the same occupation pool, the
-other entity's fact in comparisons). A FlashRAG file with ``choices`` runs the same way.
+for a city, years within 40 of the right one, other people for a person, organisations of
+the same kind for an organisation), led by the natural trap where there is one (the other
+person's birthplace in "the elder of X and Y" questions). A FlashRAG file with ``choices`` runs the same way.
 
 ## Action Space
 

@@ -361,7 +361,7 @@ def _normalise_weights() -> np.ndarray:
 
 def _distractors(
     world: World, kind: str, gold: str, rng: np.random.Generator, related: list[str],
-    orgs_by_kind: dict[str, list[int]] | None = None,
+    same_kind: dict[str, list[int]] | None = None,
 ) -> list[str]:
     """Three wrong options of the same answer type as ``gold`` (``related`` first: natural traps)."""
     out: list[str] = []
@@ -381,8 +381,8 @@ def _distractors(
         "person": lambda: world.people[int(rng.integers(0, len(world.people)))].name,
         "organisation": lambda: world.organisations[int(rng.integers(0, len(world.organisations)))].name,
     }
-    if kind == "organisation" and orgs_by_kind is not None:  # same kind: museums for a museum
-        same = orgs_by_kind.get(gold, [])
+    if kind == "organisation" and same_kind is not None:  # same kind: museums for a museum
+        same = same_kind.get(gold, [])
         if len(same) >= 4:
             pools["organisation"] = lambda: world.organisations[same[int(rng.integers(0, len(same)))]].name
     tries = 0
