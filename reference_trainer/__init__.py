@@ -1,0 +1,17 @@
+"""reference_trainer: a compact PyTorch + transformers trainer for multi-turn text envs.
+
+Token-PPO, Turn-PPO, S-PPO, ST-PPO and GRPO on any Gymnasium env that keeps the turn contract,
+token-in/token-out. Start with ``python -m reference_trainer train --help``; the formulas are in
+``docs/algorithms.md``. Modules, in the order data flows through them:
+
+* :mod:`.tiny` builds a small model and tokenizer offline; :mod:`.policy` loads any local
+  checkpoint and adds the value head;
+* :mod:`.tokenization` assembles conversations token by token; :mod:`.rollout` plays batched
+  multi-turn episodes;
+* :mod:`.advantages` and :mod:`.losses` are the math, as pure functions;
+* :mod:`.trainer` is the loop; :mod:`.cli` the command line.
+
+Importing this package imports nothing heavy; the submodules need the ``train`` extra.
+"""
+
+__all__: list[str] = []

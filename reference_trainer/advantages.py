@@ -1,0 +1,162 @@
+"""Advantage estimators: token GAE, turn GAE and GRPO, as pure functions over tensors.
+
+Shapes: ``B`` episodes, ``L`` token positions, ``K`` turns. Formulas and the papers they
+follow: ``docs/algorithms.md``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+__all__ = [
+    "token_gae",
+    "turn_gae",
+    "grpo",
+    "turns_to_tokens",
+    "masked_mean",
+    "masked_whiten",
+]
+
+
+def _masked_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    gamma: float,
+    lam: float,
+    bootstrap: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE along the last axis over the positions where ``mask`` is true.
+
+    Masked-out positions are skipped: the next value and the running GAE are carried across
+    them unchanged, and their advantage and return are 0.
+    """
+    rewards, values = rewards.float(), values.float()
+    mask = mask.bool()
+    B, T = rewards.shape
+    next_value = bootstrap.float().clone() if bootstrap is not None else rewards.new_zeros(B)
+    running = rewards.new_zeros(B)
+    advantages = rewards.new_zeros(B, T)
+    for t in range(T - 1, -1, -1):
+        m = mask[:, t]
+        delta = rewards[:, t] + gamma * next_value - values[:, t]
+        candidate = delta + gamma * lam * running
+        running = torch.where(m, candidate, running)
+        next_value = torch.where(m, values[:, t], next_value)
+        advantages[:, t] = torch.where(m, candidate, torch.zeros_like(candidate))
+    returns = torch.where(mask, advantages + values, torch.zeros_like(advantages))
+    return advantages, returns
+
+
+@torch.no_grad()
+def token_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    gamma: float = 1.0,
+    lam: float = 1.0,
+    bootstrap: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token-level GAE over action tokens (observation and padding tokens skipped).
+
+    Args:
+        rewards: ``[B, L]``; a turn's reward sits on its last action token (rewards at
+            mask-0 positions are ignored).
+        values: ``[B, L]``; ``values[b, t]`` is the value of the state just before token ``t``.
+        mask: ``[B, L]`` bool, 1 on action tokens.
+        gamma, lam: Discount and GAE lambda (token PPO uses 1.0 and 1.0).
+        bootstrap: ``[B]`` value after the last action token (0 when terminated, the critic's
+            value of the final state when truncated); default zeros.
+
+    Returns:
+        ``(advantages, returns)``, each ``[B, L]``, zero at mask-0 positions. With
+        ``d_t = r_t + gamma * V_next(t) - V_t`` and ``A_t = d_t + gamma * lam * A_next(t)``,
+        where ``next(t)`` is the next action token of the same row; ``returns = A + V``.
+    """
+    return _masked_gae(rewards, values, mask, gamma, lam, bootstrap)
+
+
+@torch.no_grad()
+def turn_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    turn_mask: torch.Tensor,
+    gamma: float = 0.99,
+    lam: float = 0.9,
+    bootstrap: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Turn-level GAE (Turn-PPO): one value and one advantage per turn.
+
+    Args:
+        rewards: ``[B, K]``; ``r_h``, the env reward of turn ``h``.
+        values: ``[B, K]``; ``V(s_h)``, read at the last token of state ``s_h``.
+        turn_mask: ``[B, K]`` bool, 1 for the turns an episode has.
+        gamma, lam: Turn-PPO's defaults 0.99 and 0.9.
+        bootstrap: ``[B]``, ``V(s_{H+1})`` after the last valid turn: 0 when the episode
+            terminated, the critic's value of the final state when it was truncated.
+
+    Returns:
+        ``(advantages, returns)``, each ``[B, K]``: ``delta_h = r_h + gamma V(s_{h+1}) - V(s_h)``,
+        ``A_h = delta_h + gamma lam A_{h+1}``, ``G_h = A_h + V(s_h)``; zero on masked turns.
+    """
+    return _masked_gae(rewards, values, turn_mask, gamma, lam, bootstrap)
+
+
+@torch.no_grad()
+def grpo(
+    scores: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6, scale_by_std: bool = True
+) -> torch.Tensor:
+    """GRPO's group-relative advantage of each rollout.
+
+    Args:
+        scores: ``[B]`` episode scores (returns).
+        group_ids: ``[B]`` integer id of each rollout's task group.
+        eps: Added to the standard deviation.
+        scale_by_std: Divide by the group's standard deviation (``False``: Dr. GRPO's
+            mean-centring only).
+
+    Returns:
+        ``[B]``: ``(R_i - mean_g(R)) / (std_g(R) + eps)`` with the unbiased standard deviation of
+        the group; 0 for a rollout alone in its group (nothing to compare with) and for groups
+        whose scores are all equal.
+    """
+    scores = scores.float()
+    _, inverse = torch.unique(group_ids, return_inverse=True)
+    G = int(inverse.max()) + 1 if inverse.numel() else 0
+    count = torch.zeros(G, dtype=scores.dtype, device=scores.device).index_add_(0, inverse, torch.ones_like(scores))
+    total = torch.zeros(G, dtype=scores.dtype, device=scores.device).index_add_(0, inverse, scores)
+    mean = total / count
+    hi = torch.full((G,), -math.inf, dtype=scores.dtype, device=scores.device).scatter_reduce(0, inverse, scores, "amax")
+    lo = torch.full((G,), math.inf, dtype=scores.dtype, device=scores.device).scatter_reduce(0, inverse, scores, "amin")
+    same = (hi == lo)[inverse]  # singletons and all-equal groups: no signal (exactly 0, no rounding noise)
+    centred = torch.where(same, torch.zeros_like(scores), scores - mean[inverse])
+    if not scale_by_std:
+        return centred
+    sq = torch.zeros(G, dtype=scores.dtype, device=scores.device).index_add_(0, inverse, centred**2)
+    std = (sq / (count - 1).clamp(min=1)).sqrt()[inverse]
+    return torch.where(same, torch.zeros_like(scores), centred / (std + eps))
+
+
+def turns_to_tokens(per_turn: torch.Tensor, turn_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Broadcast ``[B, K]`` per-turn values to the ``[B, L]`` tokens of each turn (0 where ``~mask``)."""
+    K = per_turn.shape[1]
+    idx = turn_ids.long().clamp(0, max(K - 1, 0))
+    out = per_turn.gather(1, idx) if K else torch.zeros_like(turn_ids, dtype=per_turn.dtype)
+    return torch.where(mask.bool() & (turn_ids >= 0) & (turn_ids < K), out, torch.zeros_like(out))
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` over ``mask`` (0 for an empty mask, never NaN)."""
+    mask = mask.to(x.dtype)
+    return (x * mask).sum() / mask.sum().clamp(min=1)
+
+
+@torch.no_grad()
+def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """``(x - mean) / (std + eps)`` over ``mask`` (population std; 0 outside the mask and when all values are equal)."""
+    mean = masked_mean(x, mask)
+    var = masked_mean((x - mean) ** 2, mask)
+    out = (x - mean) / (var.sqrt() + eps)
+    return torch.where(mask.bool(), out, torch.zeros_like(out))

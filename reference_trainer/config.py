@@ -1,0 +1,145 @@
+"""Configuration: one dataclass per concern, and the five algorithm presets.
+
+Every field carries its help text (``metadata["help"]``); the command line is generated from
+these dataclasses, so ``python -m reference_trainer train --help`` and this file never
+disagree. Defaults suit the tiny model on CPU; for a real LM set ``--lr`` near ``1e-6``
+(the papers' actor rate; the critic's is ``critic_lr_ratio`` times it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ModelConfig", "RolloutConfig", "AlgoConfig", "TrainConfig", "Config", "PRESETS", "preset"]
+
+
+def _f(default: Any, help: str, **kw: Any) -> Any:
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help, **kw})
+    return field(default=default, metadata={"help": help, **kw})
+
+
+@dataclass
+class ModelConfig:
+    """Which network, where."""
+
+    model: str = _f("tiny", "'tiny' (built offline from the env's text) or a local HF checkpoint directory")
+    device: str = _f("cpu", "cpu, cuda, cuda:1, ...", choices=None)
+    dtype: str = _f("float32", "parameter dtype", choices=("float32", "bfloat16", "float16"))
+    critic: str = _f("shared", "value head on the actor's trunk, or a separate critic model", choices=("shared", "separate"))
+    critic_model: str | None = _f(None, "checkpoint for a separate critic (default: --model)")
+    tiny_hidden: int = _f(64, "tiny model: hidden size")
+    tiny_layers: int = _f(2, "tiny model: transformer layers")
+    tiny_heads: int = _f(4, "tiny model: attention heads")
+    tiny_vocab: int = _f(512, "tiny model: BPE vocabulary size")
+    tiny_dir: str | None = _f(None, "where to build the tiny model (default: a cache under ~/.cache/agentgym-turn)")
+
+
+@dataclass
+class RolloutConfig:
+    """How episodes are played."""
+
+    tasks_per_iteration: int = _f(64, "distinct tasks (env seeds) per iteration")
+    group_size: int = _f(1, "rollouts per task (GRPO needs > 1; the PPO presets use 1)")
+    num_envs: int = _f(64, "envs stepped together (episodes run in chunks of this size)")
+    env_mode: str = _f("list", "list (one process), sync or async (Gymnasium vector envs)", choices=("list", "sync", "async"))
+    max_new_tokens: int = _f(24, "longest response per turn, in tokens")
+    max_context_tokens: int = _f(1024, "longest conversation; an episode that would exceed it ends as truncated")
+    temperature: float = _f(1.0, "sampling temperature of the rollout policy")
+    system_prompt: str | None = _f(None, "optional system message before the env's first message")
+    env_kwargs: dict = _f({}, "keyword arguments for gymnasium.make, as NAME=VALUE pairs")
+
+
+@dataclass
+class AlgoConfig:
+    """The update. ``algo`` picks a preset; any field given explicitly overrides it."""
+
+    algo: str = _f("turn-ppo", "preset", choices=("ppo", "turn-ppo", "s-ppo", "st-ppo", "grpo"))
+    advantage: str = _f("turn_gae", "advantage estimator", choices=("token_gae", "turn_gae", "grpo"))
+    ratio_level: str = _f("turn", "importance ratio granularity", choices=("token", "turn", "sequence"))
+    clip_bias_correction: str = _f("none", "S-PPO/ST-PPO clipping-bias correction", choices=("none", "max1", "additive"))
+    clip_bias_const: float = _f(1.0, "c in the 'additive' correction g / (||grad C|| + c)")
+    gamma: float = _f(0.99, "discount (per turn for turn GAE, per token for token GAE)")
+    lam: float = _f(0.9, "GAE lambda")
+    clip_eps: float = _f(0.2, "PPO clip range")
+    value_clip: float | None = _f(0.5, "value clip range around the old value (None: no clipping)")
+    vf_coef: float = _f(0.5, "value loss weight")
+    ent_coef: float = _f(0.0, "entropy bonus weight")
+    kl_coef: float = _f(0.0, "KL(pi || pi_ref) penalty weight (pi_ref: the policy at the start of RL)")
+    grpo_eps: float = _f(1e-6, "GRPO: added to the group std")
+    grpo_scale_by_std: bool = _f(True, "GRPO: divide by the group std")
+    normalize_advantages: bool = _f(True, "whiten advantages over the batch's action tokens (GAE estimators)")
+    lr: float = _f(3e-4, "actor learning rate (AdamW)")
+    critic_lr_ratio: float = _f(10.0, "critic learning rate / actor learning rate")
+    weight_decay: float = _f(0.0, "AdamW weight decay")
+    epochs: int = _f(1, "passes over each batch")
+    minibatch_size: int = _f(16, "episodes per optimizer step")
+    micro_batch_size: int | None = _f(None, "episodes per forward/backward (gradient accumulation); default: the minibatch")
+    max_grad_norm: float = _f(1.0, "global gradient norm clip (<= 0: off)")
+    critic_warmup: int = _f(0, "iterations that update only the critic at first")
+
+
+@dataclass
+class TrainConfig:
+    """The loop: environment, budget, evaluation, outputs."""
+
+    env: str = _f("TurnSokoban-v0", "registered env id")
+    imports: list = _f([], "modules to import first (to register your own env ids)")
+    iterations: int = _f(50, "RL iterations (rollout + update)")
+    seed: int = _f(0, "seeds the model build, task seeds and sampling")
+    threads: int = _f(1, "torch CPU threads (1 gives reproducible, CI-friendly runs)")
+    eval_every: int = _f(10, "evaluate every N iterations (0: only before and after)")
+    eval_episodes: int = _f(200, "held-out evaluation episodes (seeds eval_seed .. eval_seed + N - 1)")
+    eval_seed: int = _f(1_000_000_000, "first held-out seed (training seeds are drawn below it)")
+    eval_temperature: float = _f(0.0, "evaluation sampling temperature (0: greedy)")
+    sft_episodes: int = _f(0, "expert demonstration episodes for an SFT warm start (0: none)")
+    sft_steps: int = _f(200, "SFT optimizer steps")
+    sft_batch_size: int = _f(64, "SFT episodes per step")
+    sft_lr: float = _f(3e-3, "SFT learning rate")
+    out: str = _f("runs/train", "output directory: metrics.jsonl, curve PNG, checkpoints")
+    checkpoint_every: int = _f(0, "save a resumable checkpoint every N iterations (0: only at the end)")
+    resume: str | None = _f(None, "checkpoint directory to resume from")
+    tensorboard: bool = _f(False, "also log to TensorBoard (needs the tensorboard package)")
+    progress: bool = _f(True, "tqdm progress bars")
+
+
+@dataclass
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Config":
+        return cls(
+            model=ModelConfig(**d.get("model", {})),
+            rollout=RolloutConfig(**d.get("rollout", {})),
+            algo=AlgoConfig(**d.get("algo", {})),
+            train=TrainConfig(**d.get("train", {})),
+        )
+
+
+#: Preset -> fields it sets. Token GAE uses gamma = lambda = 1 (Search-R1, verl); turn GAE
+#: 0.99 / 0.9 (Turn-PPO); GRPO has no critic and needs several rollouts per task.
+PRESETS: dict[str, dict[str, Any]] = {
+    "ppo": dict(advantage="token_gae", ratio_level="token", clip_bias_correction="none", gamma=1.0, lam=1.0),
+    "turn-ppo": dict(advantage="turn_gae", ratio_level="turn", clip_bias_correction="none", gamma=0.99, lam=0.9),
+    "s-ppo": dict(advantage="token_gae", ratio_level="token", clip_bias_correction="max1", gamma=1.0, lam=1.0),
+    "st-ppo": dict(advantage="turn_gae", ratio_level="turn", clip_bias_correction="max1", gamma=0.99, lam=0.9),
+    "grpo": dict(advantage="grpo", ratio_level="token", clip_bias_correction="none", normalize_advantages=False),
+}
+#: Rollout settings a preset implies unless given: GRPO compares ``group_size`` rollouts per task.
+PRESET_ROLLOUT: dict[str, dict[str, Any]] = {"grpo": dict(group_size=8, tasks_per_iteration=8)}
+
+
+def preset(algo: str, **overrides: Any) -> AlgoConfig:
+    """The :class:`AlgoConfig` of a preset, with ``overrides`` applied on top."""
+    if algo not in PRESETS:
+        raise ValueError(f"unknown algo {algo!r}; choose one of {sorted(PRESETS)}.")
+    return AlgoConfig(**{"algo": algo, **PRESETS[algo], **overrides})

@@ -1,0 +1,74 @@
+"""Learning-curve PNGs from ``metrics.jsonl`` (matplotlib, headless)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from .metrics import read_metrics
+
+__all__ = ["plot_run", "plot_comparison"]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_run(metrics: str | Path | Sequence[dict[str, Any]], path: str | Path, title: str = "") -> Path:
+    """Two panels: success (training rollouts and held-out evaluation) and clip fractions, per iteration."""
+    records = read_metrics(metrics) if isinstance(metrics, (str, Path)) else list(metrics)
+    plt = _pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    train = [r for r in records if r.get("phase") == "train"]
+    evals = [r for r in records if r.get("phase") == "eval"]
+    if train:
+        ax1.plot([r["iteration"] for r in train], [r["rollout/success"] for r in train], label="training rollouts", alpha=0.6)
+    if evals:
+        ax1.plot([r["iteration"] for r in evals], [r["eval/success"] for r in evals], "o-", label="held-out eval")
+    ax1.set_xlabel("iteration")
+    ax1.set_ylabel("success rate")
+    ax1.set_ylim(-0.02, 1.02)
+    ax1.legend(loc="lower right")
+    for key, label in (("train/clipfrac", "clip fraction (tokens)"), ("train/clipfrac_turn", "clip fraction (turns)")):
+        pts = [(r["iteration"], r[key]) for r in train if r.get(key) is not None]
+        if pts:
+            ax2.plot(*zip(*pts), label=label)
+    ax2.set_xlabel("iteration")
+    ax2.set_ylabel("fraction")
+    ax2.legend(loc="upper right")
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_comparison(curves: dict[str, dict[str, list[float]]], path: str | Path, title: str = "") -> Path:
+    """Side-by-side curves: ``curves[name] = {"x": [...], "success": [...], "clipfrac": [...]}``."""
+    plt = _pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for name, c in curves.items():
+        ax1.plot(c["x"], c["success"], "o-", label=name, markersize=3)
+        if c.get("clipfrac"):
+            ax2.plot(c.get("clip_x", c["x"]), c["clipfrac"], label=name)
+    ax1.set_xlabel("RL iteration")
+    ax1.set_ylabel("held-out success")
+    ax1.set_ylim(-0.02, 1.02)
+    ax1.legend(loc="lower right", fontsize=8)
+    ax2.set_xlabel("RL iteration")
+    ax2.set_ylabel("clip fraction (tokens)")
+    ax2.legend(loc="upper right", fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

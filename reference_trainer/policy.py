@@ -1,0 +1,273 @@
+"""The policy: a Hugging Face causal LM plus a value head (shared trunk) or a separate critic.
+
+Shapes: ``B`` sequences, ``L`` tokens, ``H`` hidden size, ``V`` vocabulary, ``N`` selected
+(action) positions. Everything the trainer needs from the network comes from
+:meth:`Policy.evaluate`, which returns per-token log-probabilities and entropies only where
+asked (the ``[N, V]`` logits are the big tensor on real vocabularies) and values at every
+position.
+
+Alignment: ``logp[b, t] = log pi(ids[b, t] | ids[b, :t])`` comes from the hidden state at
+``t - 1``; ``values[b, j]`` is the value head on the hidden state at ``j``, i.e. the value of
+the state that ends with token ``j``. The value of turn ``k`` is ``values[b, start_k - 1]``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["Policy", "PolicyOutput", "load_policy", "DTYPES"]
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+_VALUE_HEAD_FILE = "value_head.pt"
+_CRITIC_DIR = "critic"
+_POLICY_META = "policy.json"
+
+
+@dataclass
+class PolicyOutput:
+    """``logp``/``entropy``: ``[B, L]`` float32, zero outside ``positions``; ``values``: ``[B, L]`` float32."""
+
+    logp: torch.Tensor
+    entropy: torch.Tensor
+    values: torch.Tensor | None
+
+
+def _cache_kwarg(model: nn.Module) -> str:
+    """``cache`` in recent transformers, ``past_key_values`` before."""
+    params = inspect.signature(model.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _softcap(model: nn.Module) -> float | None:
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    return float(cap) if cap else None
+
+
+class Policy(nn.Module):
+    """Actor (a causal LM) and critic (value head on the LM's trunk, or a separate model).
+
+    Args:
+        lm: A ``transformers`` causal LM.
+        critic_trunk: ``None`` for the shared trunk (the Turn-PPO paper's set-up), or a
+            separate ``transformers`` base model whose last hidden state feeds the value head.
+    """
+
+    def __init__(self, lm: nn.Module, critic_trunk: nn.Module | None = None):
+        super().__init__()
+        self.lm = lm
+        self.critic_trunk = critic_trunk
+        hidden = (critic_trunk or lm).config.hidden_size
+        self.value_head = nn.Linear(hidden, 1, dtype=torch.float32)
+        nn.init.zeros_(self.value_head.weight)  # V = 0 at the start: no wild first advantages
+        nn.init.zeros_(self.value_head.bias)
+        self._cache_kw = _cache_kwarg(lm)
+        self._softcap = _softcap(lm)
+
+    # ------------------------------------------------------------------ parameters
+    def actor_parameters(self) -> list[nn.Parameter]:
+        return [p for p in self.lm.parameters() if p.requires_grad]
+
+    def critic_parameters(self) -> list[nn.Parameter]:
+        params = list(self.value_head.parameters())
+        if self.critic_trunk is not None:
+            params += [p for p in self.critic_trunk.parameters() if p.requires_grad]
+        return params
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.lm.parameters()).device
+
+    # ------------------------------------------------------------------ forward
+    def _trunk(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        base = self.lm.get_decoder() if hasattr(self.lm, "get_decoder") else self.lm.base_model
+        position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+        return base(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids).last_hidden_state
+
+    def logits_from_hidden(self, hidden: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+        """``[..., H] -> [..., V]`` float32 logits (softcapped where the model does), divided by ``temperature``."""
+        logits = self.lm.get_output_embeddings()(hidden).float()
+        if self._softcap:
+            logits = torch.tanh(logits / self._softcap) * self._softcap
+        return logits / temperature if temperature != 1.0 else logits
+
+    def evaluate(
+        self,
+        ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        positions: torch.Tensor,
+        *,
+        temperature: float = 1.0,
+        with_values: bool = True,
+        with_entropy: bool = True,
+    ) -> PolicyOutput:
+        """Log-probs (and entropies) of ``ids`` at ``positions``, and values at every position.
+
+        Args:
+            ids: ``[B, L]`` token ids (right-padded).
+            attention_mask: ``[B, L]`` 1 for real tokens.
+            positions: ``[B, L]`` bool; where ``logp``/``entropy`` are wanted (never column 0).
+            temperature: The sampling temperature the rollout used (the behaviour policy is
+                ``softmax(logits / temperature)``).
+        """
+        hidden = self._trunk(ids, attention_mask)
+        B, L = ids.shape
+        logp = torch.zeros(B, L, dtype=torch.float32, device=ids.device)
+        entropy = torch.zeros(B, L, dtype=torch.float32, device=ids.device)
+        sel = positions[:, 1:]
+        if sel.any():
+            h = hidden[:, :-1][sel]  # [N, H]: the state before each selected token
+            logprobs = torch.log_softmax(self.logits_from_hidden(h, temperature), dim=-1)  # [N, V]
+            target = ids[:, 1:][sel]
+            lp = logprobs.gather(-1, target[:, None]).squeeze(-1)
+            logp = logp.masked_scatter(torch.nn.functional.pad(sel, (1, 0)), lp)
+            if with_entropy:
+                # finite logits only: a -inf logit (masked vocabulary) gives p * logp = nan
+                p = logprobs.exp()
+                ent = -(p * logprobs.masked_fill(p == 0, 0.0)).sum(-1)
+                entropy = entropy.masked_scatter(torch.nn.functional.pad(sel, (1, 0)), ent)
+        values = None
+        if with_values:
+            critic_hidden = hidden if self.critic_trunk is None else self._critic_hidden(ids, attention_mask)
+            values = self.value_head(critic_hidden.float()).squeeze(-1)
+        return PolicyOutput(logp=logp, entropy=entropy, values=values)
+
+    def _critic_hidden(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+        return self.critic_trunk(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids).last_hidden_state
+
+    # ------------------------------------------------------------------ sampling
+    @torch.no_grad()
+    def generate(
+        self,
+        prompts: list[list[int]],
+        *,
+        max_new_tokens: int,
+        stop_ids: frozenset[int],
+        pad_id: int,
+        generator: torch.Generator,
+        temperature: float = 1.0,
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        """Sample one response per prompt, token by token, with a KV cache.
+
+        Prompts are left-padded into one batch. A row stops at its first id in ``stop_ids``
+        (kept in the response) or after ``max_new_tokens`` ids. ``temperature = 0`` is greedy.
+        Returns the sampled ids and their log-probabilities under the sampling distribution.
+        """
+        from transformers import DynamicCache
+
+        device = self.device
+        n = len(prompts)
+        width = max(len(p) for p in prompts)
+        ids = torch.full((n, width), pad_id, dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            mask[i, width - len(p) :] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
+        cache = DynamicCache(config=self.lm.config) if "config" in inspect.signature(DynamicCache).parameters else DynamicCache()
+        out_ids: list[list[int]] = [[] for _ in range(n)]
+        out_lp: list[list[float]] = [[] for _ in range(n)]
+        done = torch.zeros(n, dtype=torch.bool)
+        step_ids, step_pos = ids, position_ids
+        for _ in range(max_new_tokens):
+            out = self.lm(
+                input_ids=step_ids,
+                attention_mask=mask,
+                position_ids=step_pos,
+                use_cache=True,
+                logits_to_keep=1,
+                **{self._cache_kw: cache},
+            )
+            logits = out.logits[:, -1].float()
+            if self._softcap:
+                logits = torch.tanh(logits / self._softcap) * self._softcap
+            if temperature == 0:
+                token = logits.argmax(-1)
+                lp = torch.log_softmax(logits, -1).gather(-1, token[:, None]).squeeze(-1)
+            else:
+                logprobs = torch.log_softmax(logits / temperature, -1)
+                token = torch.multinomial(logprobs.exp().cpu(), 1, generator=generator).squeeze(-1).to(device)
+                lp = logprobs.gather(-1, token[:, None]).squeeze(-1)
+            token_cpu, lp_cpu = token.cpu().tolist(), lp.cpu().tolist()
+            for i in range(n):
+                if not done[i]:
+                    out_ids[i].append(token_cpu[i])
+                    out_lp[i].append(lp_cpu[i])
+                    if token_cpu[i] in stop_ids:
+                        done[i] = True
+            if bool(done.all()):
+                break
+            step_ids = token[:, None]
+            step_pos = step_pos[:, -1:] + 1
+            mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype, device=device)], dim=1)
+        return out_ids, out_lp
+
+
+# ---------------------------------------------------------------------- loading and saving
+def load_policy(
+    path: str | os.PathLike,
+    *,
+    device: str = "cpu",
+    dtype: str = "float32",
+    critic: str = "shared",
+    critic_path: str | os.PathLike | None = None,
+) -> tuple[Policy, Any]:
+    """Load a policy and its tokenizer from a local checkpoint directory (no downloads).
+
+    ``path`` is any directory ``AutoModelForCausalLM.from_pretrained`` reads (with a tokenizer
+    that has a chat template), or one written by :func:`save_policy` (then the value head and
+    a separate critic are restored too). ``critic="separate"`` adds a critic trunk loaded from
+    ``critic_path`` (default: ``path``).
+    """
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(path)
+    if not (path / "config.json").exists():
+        raise FileNotFoundError(
+            f"{path} is not a model directory (no config.json). Pass --model tiny, or a local "
+            "directory written by save_pretrained (this trainer never downloads models)."
+        )
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}.")
+    torch_dtype = DTYPES[dtype]
+    meta = json.loads((path / _POLICY_META).read_text()) if (path / _POLICY_META).exists() else {}
+    kw = {"dtype": torch_dtype} if "dtype" in inspect.signature(AutoModelForCausalLM.from_pretrained).parameters else {}
+    try:
+        lm = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **(kw or {"torch_dtype": torch_dtype}))
+    except TypeError:
+        lm = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, torch_dtype=torch_dtype)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    critic_trunk = None
+    if critic == "separate" or meta.get("critic") == "separate":
+        cpath = path / _CRITIC_DIR if (path / _CRITIC_DIR).exists() else Path(critic_path or path)
+        critic_trunk = AutoModel.from_pretrained(cpath, local_files_only=True, torch_dtype=torch_dtype)
+    elif critic != "shared":
+        raise ValueError(f"critic must be 'shared' or 'separate', got {critic!r}.")
+    policy = Policy(lm, critic_trunk)
+    if (path / _VALUE_HEAD_FILE).exists():
+        policy.value_head.load_state_dict(torch.load(path / _VALUE_HEAD_FILE, map_location="cpu", weights_only=True))
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return policy.to(device), tokenizer
+
+
+def save_policy(policy: Policy, tokenizer: Any, path: str | os.PathLike) -> Path:
+    """Write a directory that :func:`load_policy` (and ``from_pretrained``) reads."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    policy.lm.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    torch.save(policy.value_head.state_dict(), path / _VALUE_HEAD_FILE)
+    if policy.critic_trunk is not None:
+        policy.critic_trunk.save_pretrained(path / _CRITIC_DIR)
+    (path / _POLICY_META).write_text(json.dumps({"critic": "separate" if policy.critic_trunk is not None else "shared"}))
+    return path

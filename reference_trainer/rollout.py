@@ -1,0 +1,320 @@
+"""Batched multi-turn rollouts over Gymnasium envs, token-in/token-out.
+
+:func:`collect` plays one episode per seed: at every turn it samples a response for every
+active episode in one batch (:meth:`Policy.generate`), decodes it for the env, and appends
+the *sampled ids* to the episode's :class:`~reference_trainer.tokenization.Conversation`;
+each observation is tokenised once. :func:`make_batch` pads finished episodes into the
+tensors the trainer uses.
+
+Context policy: before a turn, if the state plus ``max_new_tokens`` (and the end-of-turn
+template) would exceed ``max_context_tokens``, the episode ends as **truncated**
+(``truncation="context"``); the state is still appended when it fits, so the critic can
+bootstrap from it, otherwise the episode is bootstrapped with 0 and counted in the
+``context_overflow`` metric. Nothing is ever cut silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from .tokenization import ROLE_ACTION, ChatFormat, Conversation
+
+__all__ = ["Episode", "EnvBatch", "ListEnvs", "VectorEnvs", "make_envs", "collect", "RolloutBatch", "make_batch"]
+
+
+@dataclass
+class Episode:
+    """A finished episode: its tokens and what the env said at every turn."""
+
+    conversation: Conversation
+    seed: int
+    group: int
+    rewards: list[float] = field(default_factory=list)  # per turn
+    infos: list[dict[str, Any]] = field(default_factory=list)  # per turn
+    sampled_logp: list[float] = field(default_factory=list)  # per action token, as sampled
+    terminated: bool = False
+    truncated: bool = False
+    truncation: str | None = None  # "env" (turn limit) or "context"
+    bootstrap_pos: int | None = None  # last token of the final state when truncated
+
+    @property
+    def ret(self) -> float:
+        """Undiscounted episode return."""
+        return float(sum(self.rewards))
+
+    @property
+    def success(self) -> bool:
+        return bool(self.infos and self.infos[-1].get("success", False))
+
+    @property
+    def score(self) -> float:
+        return float(self.infos[-1].get("score", self.ret)) if self.infos else 0.0
+
+    @property
+    def num_turns(self) -> int:
+        return len(self.rewards)
+
+
+class EnvBatch(Protocol):
+    """What :func:`collect` needs from a set of envs."""
+
+    num_envs: int
+
+    def reset(self, seeds: Sequence[int]) -> list[str]: ...
+
+    def step(self, actions: dict[int, str]) -> dict[int, tuple[str, float, bool, bool, dict[str, Any]]]: ...
+
+    def close(self) -> None: ...
+
+
+class ListEnvs:
+    """A list of ``gymnasium.make`` envs stepped one by one (only the active ones)."""
+
+    def __init__(self, envs: Sequence[gym.Env]):
+        self.envs = list(envs)
+        self.num_envs = len(self.envs)
+
+    def reset(self, seeds: Sequence[int]) -> list[str]:
+        return [self.envs[i].reset(seed=int(s))[0] for i, s in enumerate(seeds)]
+
+    def step(self, actions: dict[int, str]) -> dict[int, tuple[str, float, bool, bool, dict[str, Any]]]:
+        out = {}
+        for i, a in actions.items():
+            obs, r, term, trunc, info = self.envs[i].step(a)
+            out[i] = (obs, float(r), bool(term), bool(trunc), info)
+        return out
+
+    def close(self) -> None:
+        for e in self.envs:
+            e.close()
+
+
+class VectorEnvs:
+    """A Gymnasium ``VectorEnv`` (e.g. ``agentgym_turn.make_vec(id, n, mode="async")``).
+
+    Every sub-env is stepped each turn; finished ones get an empty response and their results
+    (including Gymnasium's autoreset) are ignored until the next :meth:`reset`.
+    """
+
+    def __init__(self, vec: gym.vector.VectorEnv):
+        self.vec = vec
+        self.num_envs = vec.num_envs
+
+    def reset(self, seeds: Sequence[int]) -> list[str]:
+        seeds = [int(s) for s in seeds] + [0] * (self.num_envs - len(seeds))
+        obs, _ = self.vec.reset(seed=seeds)
+        return list(obs)
+
+    def step(self, actions: dict[int, str]) -> dict[int, tuple[str, float, bool, bool, dict[str, Any]]]:
+        full = [actions.get(i, "") for i in range(self.num_envs)]
+        obs, rew, term, trunc, infos = self.vec.step(full)
+        out = {}
+        for i in actions:
+            info = {k: v[i] for k, v in infos.items() if not k.startswith("_") and infos.get("_" + k, np.ones(self.num_envs, bool))[i]}
+            info = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in info.items()}
+            out[i] = (obs[i], float(rew[i]), bool(term[i]), bool(trunc[i]), info)
+        return out
+
+    def close(self) -> None:
+        self.vec.close()
+
+
+def make_envs(env_id: str, num_envs: int, mode: str = "list", **env_kwargs: Any) -> EnvBatch:
+    """``num_envs`` copies of ``env_id``: ``"list"`` (one process), ``"sync"`` or ``"async"`` vector envs."""
+    if mode == "list":
+        return ListEnvs([gym.make(env_id, **env_kwargs) for _ in range(num_envs)])
+    from agentgym_turn import make_vec
+
+    return VectorEnvs(make_vec(env_id, num_envs, mode=mode, **env_kwargs))
+
+
+def collect(
+    policy: Any,
+    fmt: ChatFormat,
+    envs: EnvBatch,
+    seeds: Sequence[int],
+    *,
+    generator: torch.Generator,
+    max_new_tokens: int = 64,
+    max_context_tokens: int = 2048,
+    temperature: float = 1.0,
+    groups: Sequence[int] | None = None,
+) -> list[Episode]:
+    """Play one episode per seed (``envs.num_envs`` at a time) and return them in seed order.
+
+    Args:
+        policy: A :class:`~reference_trainer.policy.Policy` (anything with its ``generate``).
+        fmt: The tokenizer's chat format.
+        envs: At least one env; episodes run ``envs.num_envs`` at a time.
+        seeds: One reset seed per episode (equal seeds: the same task, e.g. a GRPO group).
+        generator: Seeds the token sampling.
+        temperature: 1.0 samples from the policy, 0 is greedy.
+        groups: Group id per episode (default: the index).
+    """
+    if max_new_tokens < 1:
+        raise ValueError("max_new_tokens must be at least 1.")
+    groups = list(groups) if groups is not None else list(range(len(seeds)))
+    episodes: list[Episode] = []
+    for lo in range(0, len(seeds), envs.num_envs):
+        chunk = list(seeds[lo : lo + envs.num_envs])
+        episodes += _collect_chunk(
+            policy, fmt, envs, chunk, groups[lo : lo + len(chunk)], generator, max_new_tokens, max_context_tokens, temperature
+        )
+    return episodes
+
+
+def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, max_context_tokens, temperature):
+    pad_id = fmt.tokenizer.pad_token_id if fmt.tokenizer.pad_token_id is not None else 0
+    tail_room = len(fmt.assistant_suffix)
+    observations = envs.reset(seeds)
+    eps = [Episode(Conversation(), int(s), int(g)) for s, g in zip(seeds, groups)]
+    for ep, obs in zip(eps, observations):
+        ep.conversation.add_observation(fmt, obs)
+        if len(ep.conversation) + max_new_tokens + tail_room > max_context_tokens:
+            raise ValueError(
+                f"The first message takes {len(ep.conversation)} tokens; with max_new_tokens="
+                f"{max_new_tokens} it does not fit max_context_tokens={max_context_tokens}. Raise "
+                "max_context_tokens, lower max_new_tokens, or use a more compact prompt style."
+            )
+    active = list(range(len(eps)))
+    while active:
+        prompts = [eps[i].conversation.ids for i in active]
+        responses, logps = policy.generate(
+            prompts,
+            max_new_tokens=max_new_tokens,
+            stop_ids=fmt.stop_ids,
+            pad_id=pad_id,
+            generator=generator,
+            temperature=temperature,
+        )
+        actions = {}
+        for i, ids, lp in zip(active, responses, logps):
+            text = fmt.decode_response(ids)
+            eps[i].conversation.add_response(fmt, ids, text)
+            eps[i].sampled_logp.extend(lp)
+            actions[i] = text
+        results = envs.step(actions)
+        still = []
+        for i in active:
+            obs, reward, terminated, truncated, info = results[i]
+            ep = eps[i]
+            ep.rewards.append(reward)
+            ep.infos.append(info)
+            conv = ep.conversation
+            if terminated:
+                ep.terminated = True
+                continue
+            need = conv.observation_length(fmt, obs)
+            fits = len(conv) + need <= max_context_tokens
+            if truncated or len(conv) + need + max_new_tokens + tail_room > max_context_tokens:
+                ep.truncated = True
+                ep.truncation = "env" if truncated else "context"
+                if fits:  # the final state, for the critic's bootstrap value
+                    conv.add_observation(fmt, obs)
+                    ep.bootstrap_pos = len(conv) - 1
+                continue
+            conv.add_observation(fmt, obs)
+            still.append(i)
+        active = still
+    return eps
+
+
+@dataclass
+class RolloutBatch:
+    """Episodes padded into tensors. ``B`` episodes, ``L`` tokens, ``K`` turns.
+
+    Token tensors are right-padded (``attention_mask`` 0, ``turn_ids`` -1 on padding).
+    ``token_rewards`` carries turn ``k``'s reward on its last action token; ``value_pos[b, k]``
+    is the index of the last token of state ``s_k`` (0 on padded turns);
+    ``bootstrap_pos[b]`` is the last token of the final state of a truncated episode, -1 when
+    there is none (terminated, or the final state did not fit the context).
+    """
+
+    ids: torch.Tensor  # [B, L] long
+    attention_mask: torch.Tensor  # [B, L] long
+    action_mask: torch.Tensor  # [B, L] bool
+    turn_ids: torch.Tensor  # [B, L] long
+    roles: torch.Tensor  # [B, L] long
+    token_rewards: torch.Tensor  # [B, L] float
+    sampled_logp: torch.Tensor  # [B, L] float, log-probs recorded while sampling
+    turn_rewards: torch.Tensor  # [B, K] float
+    turn_mask: torch.Tensor  # [B, K] bool
+    value_pos: torch.Tensor  # [B, K] long
+    bootstrap_pos: torch.Tensor  # [B] long
+    terminated: torch.Tensor  # [B] bool
+    truncated: torch.Tensor  # [B] bool
+    scores: torch.Tensor  # [B] float, episode returns
+    success: torch.Tensor  # [B] bool
+    group_ids: torch.Tensor  # [B] long
+
+    def __len__(self) -> int:
+        return self.ids.shape[0]
+
+    def to(self, device: str | torch.device) -> "RolloutBatch":
+        return RolloutBatch(**{k: v.to(device) for k, v in self.__dict__.items()})
+
+    def select(self, index: torch.Tensor) -> "RolloutBatch":
+        """Rows ``index``, trimmed to their longest sequence and turn count."""
+        rows = {k: v[index] for k, v in self.__dict__.items()}
+        L = int(rows["attention_mask"].sum(1).max()) if len(index) else 0
+        K = int(rows["turn_mask"].sum(1).max()) if len(index) else 0
+        for k in ("ids", "attention_mask", "action_mask", "turn_ids", "roles", "token_rewards", "sampled_logp"):
+            rows[k] = rows[k][:, :L]
+        for k in ("turn_rewards", "turn_mask", "value_pos"):
+            rows[k] = rows[k][:, : max(K, 1)]
+        return RolloutBatch(**rows)
+
+
+def make_batch(episodes: Sequence[Episode], pad_id: int) -> RolloutBatch:
+    """Pad ``episodes`` into a :class:`RolloutBatch` (on CPU)."""
+    B = len(episodes)
+    L = max(len(e.conversation) for e in episodes)
+    K = max(max(e.num_turns for e in episodes), 1)
+    ids = torch.full((B, L), pad_id, dtype=torch.long)
+    attn = torch.zeros((B, L), dtype=torch.long)
+    turn_ids = torch.full((B, L), -1, dtype=torch.long)
+    roles = torch.full((B, L), -1, dtype=torch.long)
+    token_rewards = torch.zeros((B, L))
+    sampled_logp = torch.zeros((B, L))
+    turn_rewards = torch.zeros((B, K))
+    turn_mask = torch.zeros((B, K), dtype=torch.bool)
+    value_pos = torch.zeros((B, K), dtype=torch.long)
+    for b, ep in enumerate(episodes):
+        c = ep.conversation
+        n = len(c)
+        ids[b, :n] = torch.tensor(c.ids, dtype=torch.long)
+        attn[b, :n] = 1
+        turn_ids[b, :n] = torch.tensor(c.turn_ids, dtype=torch.long)
+        roles[b, :n] = torch.tensor(c.roles, dtype=torch.long)
+        pos = [t for t, r in enumerate(c.roles) if r == ROLE_ACTION]
+        if pos:
+            sampled_logp[b, pos] = torch.tensor(ep.sampled_logp, dtype=torch.float32)
+        for k, (start, end) in enumerate(c.action_spans):
+            turn_rewards[b, k] = ep.rewards[k]
+            turn_mask[b, k] = True
+            value_pos[b, k] = start - 1
+            if end > start:
+                token_rewards[b, end - 1] += ep.rewards[k]
+    return RolloutBatch(
+        ids=ids,
+        attention_mask=attn,
+        action_mask=roles == ROLE_ACTION,
+        turn_ids=turn_ids,
+        roles=roles,
+        token_rewards=token_rewards,
+        sampled_logp=sampled_logp,
+        turn_rewards=turn_rewards,
+        turn_mask=turn_mask,
+        value_pos=value_pos,
+        bootstrap_pos=torch.tensor([e.bootstrap_pos if e.bootstrap_pos is not None else -1 for e in episodes], dtype=torch.long),
+        terminated=torch.tensor([e.terminated for e in episodes], dtype=torch.bool),
+        truncated=torch.tensor([e.truncated for e in episodes], dtype=torch.bool),
+        scores=torch.tensor([e.ret for e in episodes], dtype=torch.float32),
+        success=torch.tensor([e.success for e in episodes], dtype=torch.bool),
+        group_ids=torch.tensor([e.group for e in episodes], dtype=torch.long),
+    )

@@ -1,0 +1,239 @@
+"""Token-in/token-out conversation assembly: ids, per-token roles and turn ids, by construction.
+
+A conversation is ``[system] user_1 assistant_1 user_2 assistant_2 ...``: the env's first
+observation is the first user message, every response an assistant message, every later
+observation a user message. :class:`ChatFormat` reads, once, from the tokenizer's own chat
+template, which template tokens go before and after each message's content; the
+:class:`Conversation` then grows by appending
+
+* the ids of each observation, tokenised **once**, wrapped in those template tokens
+  (role ``ROLE_TEMPLATE``/``ROLE_OBSERVATION``, loss mask 0);
+* the ids the policy **sampled**, exactly as sampled (role ``ROLE_ACTION``, loss mask 1),
+  ending with the end-of-turn token when the policy emitted it;
+* the rest of the assistant message's template (e.g. the ``\\n`` after ``<|im_end|>``, or the
+  whole end-of-turn sequence when the response hit ``max_new_tokens``), loss mask 0.
+
+Decoded text is never re-encoded. For a tokenizer whose template pieces are separated from the
+content by special tokens or pre-tokenizer boundaries (the tiny tokenizer, ChatML/Qwen2.5
+templates when the content does not start or end with whitespace), the ids equal
+``tokenizer.apply_chat_template(whole_conversation)`` whenever the sampled ids are the
+canonical encoding of the decoded text; ``tests/test_trainer_tokenization.py`` asserts it for
+the tiny tokenizer. Where they differ (a sampled non-canonical split such as ``"Le" + "ft"``;
+templates that rewrite history, e.g. Qwen3 dropping earlier ``<think>`` blocks; whitespace
+merged across a template boundary), the assembled ids are the ones the policy actually saw.
+
+Observation text is encoded with ``split_special_tokens=True``: an env message (or an echo of
+the agent's own text) that contains ``<|im_end|>`` can never inject a control token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+__all__ = [
+    "ROLE_TEMPLATE",
+    "ROLE_OBSERVATION",
+    "ROLE_ACTION",
+    "ChatFormat",
+    "Conversation",
+    "ChatTemplateError",
+]
+
+ROLE_TEMPLATE = 0  # chat-template tokens (role headers, end-of-message markers) and the system prompt
+ROLE_OBSERVATION = 1  # the env's text
+ROLE_ACTION = 2  # tokens the policy sampled (the only ones with loss mask 1)
+
+_PLACEHOLDER = "\u2063PLACEHOLDER{}\u2063"  # invisible separator: never produced by a template
+
+
+class ChatTemplateError(ValueError):
+    """The tokenizer's chat template cannot be split into per-message pieces."""
+
+
+def _clean(text: str) -> str:
+    """``text`` with lone surrogates replaced (tokenizers reject them)."""
+    return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
+
+
+def _render(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool) -> str:
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+
+
+@dataclass(frozen=True)
+class _Wrapped:
+    """Template ids before and after a message's content."""
+
+    before: tuple[int, ...]
+    after: tuple[int, ...]
+
+
+class ChatFormat:
+    """The per-message template pieces of a tokenizer's chat template, as token ids.
+
+    Args:
+        tokenizer: A Hugging Face tokenizer with a chat template.
+        system_prompt: Optional system message put before the first observation.
+
+    Attributes:
+        stop_ids: Token ids that end a response (the template's end-of-turn token and the
+            tokenizer's ``eos_token_id``).
+    """
+
+    def __init__(self, tokenizer: Any, system_prompt: str | None = None):
+        if not getattr(tokenizer, "chat_template", None):
+            raise ChatTemplateError(
+                "The tokenizer has no chat template. Use a chat/instruct checkpoint, or set "
+                "tokenizer.chat_template (the tiny model's ChatML template is "
+                "reference_trainer.tiny.CHAT_TEMPLATE)."
+            )
+        self.tokenizer = tokenizer
+        self.system_prompt = system_prompt
+        p = [_PLACEHOLDER.format(i) for i in range(4)]
+        head = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        first = _render(tokenizer, head + [{"role": "user", "content": p[0]}], True)
+        with_answer = _render(tokenizer, head + [{"role": "user", "content": p[0]}, {"role": "assistant", "content": p[1]}], False)
+        second = _render(
+            tokenizer,
+            head + [{"role": "user", "content": p[0]}, {"role": "assistant", "content": p[1]}, {"role": "user", "content": p[2]}],
+            True,
+        )
+        if not (with_answer.startswith(first) and second.startswith(with_answer)):
+            raise ChatTemplateError(
+                "The chat template is not prefix-stable (rendering a longer conversation changes "
+                "earlier text, e.g. it drops earlier <think> blocks), so a conversation cannot be "
+                "grown token by token. Pass a simpler template as tokenizer.chat_template."
+            )
+        # Prompt: everything before the first content, the content, everything up to the response.
+        before0, after0 = first.split(p[0])
+        self._prompt_before = self._encode_template(before0)
+        self._prompt_after = self._encode_template(after0)
+        # Assistant message: the response is appended as sampled; what follows it is the suffix.
+        answer_part = with_answer[len(first) :]
+        if not answer_part.startswith(p[1]):
+            raise ChatTemplateError(
+                "The chat template adds text between the generation prompt and the assistant's "
+                f"content ({answer_part[:40]!r}); this trainer needs the response to follow the "
+                "generation prompt directly."
+            )
+        self.assistant_suffix = tuple(self._encode_template(answer_part[len(p[1]) :]))
+        # A later user message, up to and including the next generation prompt.
+        user_part = second[len(with_answer) :]
+        before2, after2 = user_part.split(p[2])
+        self._user = _Wrapped(tuple(self._encode_template(before2)), tuple(self._encode_template(after2)))
+        stops = set()
+        if self.assistant_suffix and self.assistant_suffix[0] in set(getattr(tokenizer, "all_special_ids", [])):
+            stops.add(self.assistant_suffix[0])
+        if tokenizer.eos_token_id is not None:
+            stops.add(int(tokenizer.eos_token_id))
+        if not stops:
+            raise ChatTemplateError("Found no end-of-turn token: set tokenizer.eos_token.")
+        self.stop_ids = frozenset(stops)
+
+    # ------------------------------------------------------------------ encoding
+    def _encode_template(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False)) if text else []
+
+    def encode_content(self, text: str) -> list[int]:
+        """Ids of message content: special-token strings in it stay plain text."""
+        if not text:
+            return []
+        return list(self.tokenizer.encode(_clean(text), add_special_tokens=False, split_special_tokens=True))
+
+    def prompt_pieces(self, observation: str) -> list[tuple[list[int], int]]:
+        """The first state: ``[(ids, role), ...]`` for system prompt, first observation, generation prompt."""
+        return [
+            (self._prompt_before, ROLE_TEMPLATE),
+            (self.encode_content(observation), ROLE_OBSERVATION),
+            (self._prompt_after, ROLE_TEMPLATE),
+        ]
+
+    def observation_pieces(self, observation: str) -> list[tuple[list[int], int]]:
+        """A later observation as a user message, followed by the generation prompt."""
+        return [
+            (list(self._user.before), ROLE_TEMPLATE),
+            (self.encode_content(observation), ROLE_OBSERVATION),
+            (list(self._user.after), ROLE_TEMPLATE),
+        ]
+
+    def response_tail(self, response_ids: Sequence[int]) -> list[int]:
+        """Template ids that close an assistant message whose sampled ids are ``response_ids``.
+
+        If the response ended with the template's end-of-turn token, only the rest of the
+        suffix (e.g. ``\\n``); otherwise (cut at ``max_new_tokens``, or ended by another stop
+        id such as ``<|endoftext|>``) the whole suffix.
+        """
+        suffix = self.assistant_suffix
+        if response_ids and suffix and response_ids[-1] == suffix[0]:
+            return list(suffix[1:])
+        return list(suffix)
+
+    def decode_response(self, response_ids: Sequence[int]) -> str:
+        """The text the env receives: the sampled ids without a final stop id, decoded as is."""
+        ids = list(response_ids)
+        if ids and ids[-1] in self.stop_ids:
+            ids = ids[:-1]
+        return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def messages(self, observations: Sequence[str], responses: Sequence[str]) -> list[dict[str, str]]:
+        """The conversation as chat messages (for ``apply_chat_template`` and for reading)."""
+        msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        for i, obs in enumerate(observations):
+            msgs.append({"role": "user", "content": obs})
+            if i < len(responses):
+                msgs.append({"role": "assistant", "content": responses[i]})
+        return msgs
+
+
+@dataclass
+class Conversation:
+    """One episode's tokens, grown turn by turn, with a role and a turn id per token.
+
+    ``turn_ids[t] = k`` for the tokens of state ``s_k``'s new message and of response ``a_k``
+    (0-based: the system prompt and first observation belong to turn 0). ``action_spans[k]``
+    is ``(start, end)``: the response of turn ``k`` is ``ids[start:end]``; its value is read
+    at ``start - 1``, the last token of the state.
+    """
+
+    ids: list[int] = field(default_factory=list)
+    roles: list[int] = field(default_factory=list)
+    turn_ids: list[int] = field(default_factory=list)
+    action_spans: list[tuple[int, int]] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)
+    responses: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def num_turns(self) -> int:
+        """Responses appended so far."""
+        return len(self.action_spans)
+
+    def extend(self, pieces: Sequence[tuple[Sequence[int], int]], turn: int) -> None:
+        for ids, role in pieces:
+            self.ids.extend(int(i) for i in ids)
+            self.roles.extend([role] * len(ids))
+            self.turn_ids.extend([turn] * len(ids))
+
+    def add_observation(self, fmt: ChatFormat, observation: str) -> None:
+        """Append the state's new message (the first one opens the conversation)."""
+        pieces = fmt.prompt_pieces(observation) if not self.ids else fmt.observation_pieces(observation)
+        self.observations.append(observation)
+        self.extend(pieces, self.num_turns)
+
+    def observation_length(self, fmt: ChatFormat, observation: str) -> int:
+        """How many tokens :meth:`add_observation` would append."""
+        pieces = fmt.prompt_pieces(observation) if not self.ids else fmt.observation_pieces(observation)
+        return sum(len(ids) for ids, _ in pieces)
+
+    def add_response(self, fmt: ChatFormat, response_ids: Sequence[int], text: str) -> None:
+        """Append the sampled ids of this turn's response, then the template that closes it."""
+        turn = self.num_turns
+        start = len(self.ids)
+        if start == 0:
+            raise ValueError("add_observation must come before the first response.")
+        self.extend([(response_ids, ROLE_ACTION)], turn)
+        self.action_spans.append((start, len(self.ids)))
+        self.responses.append(text)
+        self.extend([(fmt.response_tail(response_ids), ROLE_TEMPLATE)], turn)

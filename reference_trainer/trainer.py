@@ -1,0 +1,521 @@
+"""The loop: rollout -> advantages -> minibatch updates -> log -> checkpoint.
+
+One :class:`Trainer` owns the policy, the optimizer, the envs and every random generator
+(a ``numpy`` generator for task seeds, a ``torch.Generator`` for sampling and shuffling). Envs
+are re-seeded at every episode from the numpy generator, so a checkpoint of those two
+generators, the weights and the optimizer resumes a run exactly (tested on CPU).
+
+Storage layout of one iteration (``B`` episodes, ``L`` tokens, ``K`` turns):
+
+* ``batch``: :class:`~reference_trainer.rollout.RolloutBatch` (ids, masks, turn ids, rewards);
+* ``old_logp [B, L]``: log-probs of the sampled tokens, recomputed by a forward pass of the
+  policy that sampled them (the recorded sampling log-probs are compared with it: metric
+  ``rollout_logp_diff``);
+* ``old_values [B, L]``: ``values[b, j]``, the value of the state ending at token ``j``;
+* ``advantages [B, L]`` on action tokens; ``value_targets``/``value_mask [B, L]`` at the
+  positions the critic is trained on (token critic: the token before each action token;
+  turn critic: the last token of each turn's state).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from .advantages import grpo, masked_mean, masked_whiten, token_gae, turn_gae, turns_to_tokens
+from .config import Config
+from .losses import clip_bias_surrogate, clipped_tokens, explained_variance, kl_penalty, log_ratios, policy_loss, value_loss
+from .metrics import MetricsLogger
+from .policy import Policy, load_policy, save_policy
+from .rollout import Episode, RolloutBatch, collect, make_batch, make_envs
+from .tokenization import ChatFormat, Conversation
+
+__all__ = ["Trainer", "Prepared", "expert_episodes"]
+
+_STATE_FILE = "trainer_state.json"
+#: Metrics that are sums over a minibatch divided by its size (micro-batch parts add up).
+_SUMMED = frozenset({"pg_loss", "vf_loss", "entropy", "kl_ref"})
+
+
+@dataclass
+class Prepared:
+    """A rollout batch with everything the update needs (see the module docstring)."""
+
+    batch: RolloutBatch
+    old_logp: torch.Tensor
+    old_values: torch.Tensor
+    advantages: torch.Tensor
+    value_targets: torch.Tensor
+    value_mask: torch.Tensor
+    ref_logp: torch.Tensor | None
+
+    def select(self, index: torch.Tensor) -> "Prepared":
+        b = self.batch.select(index)
+        L = b.ids.shape[1]
+        cut = lambda t: None if t is None else t[index][:, :L]  # noqa: E731
+        return Prepared(b, cut(self.old_logp), cut(self.old_values), cut(self.advantages),
+                        cut(self.value_targets), cut(self.value_mask), cut(self.ref_logp))
+
+
+def expert_episodes(env_id: str, fmt: ChatFormat, seeds: list[int], env_kwargs: dict[str, Any] | None = None) -> list[Episode]:
+    """Episodes played by ``env.unwrapped.expert_action()``, assembled like rollouts.
+
+    Each response is the canonical encoding of the expert's text followed by the template's
+    end-of-turn token, so SFT teaches the model to stop.
+    """
+    env = gym.make(env_id, **(env_kwargs or {}))
+    stop = fmt.assistant_suffix[0] if fmt.assistant_suffix else next(iter(fmt.stop_ids))
+    episodes = []
+    try:
+        for seed in seeds:
+            obs, _ = env.reset(seed=int(seed))
+            ep = Episode(Conversation(), int(seed), len(episodes))
+            ep.conversation.add_observation(fmt, obs)
+            while True:
+                text = env.unwrapped.expert_action()
+                ids = fmt.encode_content(text) + [stop]
+                ep.conversation.add_response(fmt, ids, text)
+                ep.sampled_logp.extend([0.0] * len(ids))
+                obs, reward, terminated, truncated, info = env.step(text)
+                ep.rewards.append(float(reward))
+                ep.infos.append(info)
+                if terminated or truncated:
+                    ep.terminated, ep.truncated = bool(terminated), bool(truncated and not terminated)
+                    break
+                ep.conversation.add_observation(fmt, obs)
+            episodes.append(ep)
+    finally:
+        env.close()
+    return episodes
+
+
+class Trainer:
+    """SFT warm start, then PPO-family or GRPO updates on a Gymnasium text env.
+
+    Args:
+        cfg: The whole configuration (see :mod:`reference_trainer.config`).
+        policy, tokenizer: An already loaded policy (otherwise built from ``cfg.model``).
+    """
+
+    def __init__(self, cfg: Config, policy: Policy | None = None, tokenizer: Any = None):
+        self.cfg = cfg
+        torch.set_num_threads(max(1, cfg.train.threads))
+        for module in cfg.train.imports:
+            importlib.import_module(module)
+        import agentgym_turn  # noqa: F401  (registers the suite's ids)
+
+        if cfg.train.env not in gym.registry:
+            raise gym.error.NameNotFound(
+                f"Env {cfg.train.env!r} is not registered. `agentgym-turn list` shows the suite's ids; "
+                "register your own with --import MODULE."
+            )
+        m = cfg.model
+        if policy is None:
+            path = cfg.train.resume and Path(cfg.train.resume) / "policy"
+            if not path:
+                path = self._build_tiny() if m.model == "tiny" else Path(m.model)
+            policy, tokenizer = load_policy(path, device=m.device, dtype=m.dtype, critic=m.critic, critic_path=m.critic_model)
+        self.policy, self.tokenizer = policy, tokenizer
+        self.fmt = ChatFormat(tokenizer, cfg.rollout.system_prompt)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.device = torch.device(m.device)
+        r = cfg.rollout
+        self.envs = make_envs(cfg.train.env, r.num_envs, r.env_mode, **r.env_kwargs)
+        a = cfg.algo
+        self.optimizer = torch.optim.AdamW(
+            [
+                {"params": policy.actor_parameters(), "lr": a.lr},
+                {"params": policy.critic_parameters(), "lr": a.lr * a.critic_lr_ratio},
+            ],
+            weight_decay=a.weight_decay,
+        )
+        self.ref_lm = None
+        if a.kl_coef > 0:
+            self.ref_lm = copy.deepcopy(policy.lm).requires_grad_(False)
+        self.np_rng = np.random.default_rng(cfg.train.seed)
+        self.generator = torch.Generator().manual_seed(cfg.train.seed)
+        self.iteration = 0
+        self.sft_done = False
+        self.out = Path(cfg.train.out)
+        self.logger = MetricsLogger(self.out, tensorboard=cfg.train.tensorboard, append=bool(cfg.train.resume))
+        if cfg.train.resume:
+            self._load_state(Path(cfg.train.resume))
+
+    # ------------------------------------------------------------------ set-up helpers
+    def _build_tiny(self) -> Path:
+        from .tiny import TinySpec, build_tiny
+
+        m = self.cfg.model
+        spec = TinySpec(vocab_size=m.tiny_vocab, hidden_size=m.tiny_hidden, num_layers=m.tiny_layers, num_heads=m.tiny_heads,
+                        intermediate_size=4 * m.tiny_hidden)
+        return build_tiny(self.cfg.train.env, m.tiny_dir, seed=self.cfg.train.seed, spec=spec, env_kwargs=self.cfg.rollout.env_kwargs)
+
+    def close(self) -> None:
+        self.envs.close()
+        self.logger.close()
+
+    # ------------------------------------------------------------------ network passes
+    def _forward(self, batch: RolloutBatch, *, with_values: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(logp, values)`` for ``batch`` without gradients, in micro-batches."""
+        outs = []
+        mb = self.cfg.algo.micro_batch_size or self.cfg.algo.minibatch_size
+        with torch.no_grad():
+            for lo in range(0, len(batch), mb):
+                sub = batch.select(torch.arange(lo, min(lo + mb, len(batch)), device=batch.ids.device))
+                outs.append(self.policy.evaluate(sub.ids, sub.attention_mask, sub.action_mask, temperature=self._temperature,
+                                                 with_values=with_values, with_entropy=False))
+        L = batch.ids.shape[1]
+        pad = lambda t: torch.nn.functional.pad(t, (0, L - t.shape[1]))  # noqa: E731
+        logp = torch.cat([pad(o.logp) for o in outs])
+        values = torch.cat([pad(o.values) for o in outs]) if with_values else torch.zeros_like(logp)
+        return logp, values
+
+    @property
+    def _temperature(self) -> float:
+        """The rollout's sampling temperature (greedy rollouts are scored at temperature 1)."""
+        return self.cfg.rollout.temperature or 1.0
+
+    def _ref_logp(self, batch: RolloutBatch) -> torch.Tensor:
+        saved = self.policy.lm
+        try:
+            self.policy.lm = self.ref_lm
+            logp, _ = self._forward(batch, with_values=False)
+        finally:
+            self.policy.lm = saved
+        return logp
+
+    # ------------------------------------------------------------------ advantages
+    def prepare(self, batch: RolloutBatch) -> Prepared:
+        """Old log-probs and values, advantages and value targets for a rollout batch."""
+        a = self.cfg.algo
+        uses_critic = a.advantage != "grpo"
+        old_logp, values = self._forward(batch, with_values=uses_critic)
+        B, L = batch.ids.shape
+        act = batch.action_mask
+        boot = torch.where(
+            batch.bootstrap_pos >= 0,
+            values.gather(1, batch.bootstrap_pos.clamp(min=0)[:, None]).squeeze(1),
+            torch.zeros(B, device=values.device),
+        )
+        value_targets = torch.zeros_like(values)
+        value_mask = torch.zeros_like(act)
+        if a.advantage == "token_gae":
+            values_tok = torch.nn.functional.pad(values[:, :-1], (1, 0))  # V of the state before token t
+            adv, ret = token_gae(batch.token_rewards, values_tok, act, a.gamma, a.lam, boot)
+            value_targets[:, :-1] = ret[:, 1:]
+            value_mask[:, :-1] = act[:, 1:]
+        elif a.advantage == "turn_gae":
+            turn_values = values.gather(1, batch.value_pos)
+            adv_turn, ret_turn = turn_gae(batch.turn_rewards, turn_values, batch.turn_mask, a.gamma, a.lam, boot)
+            adv = turns_to_tokens(adv_turn, batch.turn_ids, act)
+            pos = batch.value_pos[batch.turn_mask]
+            rows = torch.arange(B, device=values.device)[:, None].expand_as(batch.value_pos)[batch.turn_mask]
+            value_targets[rows, pos] = ret_turn[batch.turn_mask]
+            value_mask[rows, pos] = True
+        elif a.advantage == "grpo":
+            adv = grpo(batch.scores, batch.group_ids, a.grpo_eps, a.grpo_scale_by_std)[:, None] * act
+        else:
+            raise ValueError(f"unknown advantage estimator {a.advantage!r}")
+        if a.normalize_advantages and a.advantage != "grpo":
+            adv = masked_whiten(adv, act)
+        ref = self._ref_logp(batch) if self.ref_lm is not None else None
+        return Prepared(batch, old_logp, values, adv.float(), value_targets, value_mask, ref)
+
+    # ------------------------------------------------------------------ update
+    def _losses(self, p: Prepared, n_tok: torch.Tensor, n_val: torch.Tensor, clip_bias_norm: float | None, actor_only_params):
+        a = self.cfg.algo
+        b = p.batch
+        uses_critic = a.advantage != "grpo"
+        out = self.policy.evaluate(b.ids, b.attention_mask, b.action_mask,
+                                   temperature=self._temperature, with_values=uses_critic)
+        metrics: dict[str, float] = {}
+        total = out.logp.new_zeros(())
+        if self.iteration >= a.critic_warmup:
+            pg, pm = policy_loss(
+                out.logp, p.old_logp, p.advantages, b.action_mask, b.turn_ids,
+                ratio_level=a.ratio_level, clip_eps=a.clip_eps,
+                clip_bias_correction=a.clip_bias_correction, clip_bias_const=a.clip_bias_const,
+                params=actor_only_params, clip_bias_norm=clip_bias_norm, num_tokens=n_tok,
+            )
+            total = total + pg
+            metrics.update(pm)
+        ent = (out.entropy * b.action_mask).sum() / n_tok
+        metrics["entropy"] = float(ent.detach())
+        if a.ent_coef:
+            total = total - a.ent_coef * ent
+        if uses_critic:
+            vf, vm = value_loss(out.values, p.old_values, p.value_targets, p.value_mask, a.value_clip, num_values=n_val)
+            total = total + a.vf_coef * vf
+            metrics.update(vm)
+        if p.ref_logp is not None:
+            kl = kl_penalty(out.logp, p.ref_logp, b.action_mask, n_tok)
+            total = total + a.kl_coef * kl
+            metrics["kl_ref"] = float(kl.detach())
+        return total, metrics
+
+    def _clip_bias_norm(self, micro: list[Prepared], n_tok: torch.Tensor) -> float:
+        """``||grad C||`` over a whole minibatch split in micro-batches (one extra pass)."""
+        a = self.cfg.algo
+        params = self.policy.actor_parameters()
+        acc = [torch.zeros_like(q, dtype=torch.float32) for q in params]
+        for p in micro:
+            b = p.batch
+            out = self.policy.evaluate(b.ids, b.attention_mask, b.action_mask,
+                                       temperature=self._temperature, with_values=False, with_entropy=False)
+            ratio = log_ratios(out.logp, p.old_logp, b.action_mask, b.turn_ids, a.ratio_level).clamp(-20, 20).exp()
+            adv = p.advantages * b.action_mask
+            clipped = clipped_tokens(ratio.detach(), adv, b.action_mask, a.clip_eps)
+            if not bool(clipped.any()):
+                continue
+            c = clip_bias_surrogate(out.logp, ratio, adv, clipped, n_tok)
+            grads = torch.autograd.grad(c, params, allow_unused=True)
+            for s, g in zip(acc, grads):
+                if g is not None:
+                    s += g.float()
+        return float(torch.sqrt(sum((s**2).sum() for s in acc)))
+
+    def update(self, prepared: Prepared) -> dict[str, float]:
+        """Epochs of shuffled minibatch steps on one prepared batch; returns mean metrics."""
+        a = self.cfg.algo
+        B = len(prepared.batch)
+        records: list[dict[str, float]] = []
+        actor_params = self.policy.actor_parameters()
+        all_params = [q for g in self.optimizer.param_groups for q in g["params"]]
+        for _ in range(a.epochs):
+            perm = torch.randperm(B, generator=self.generator)
+            for lo in range(0, B, a.minibatch_size):
+                idx = perm[lo : lo + a.minibatch_size].to(self.device)
+                mbatch = prepared.select(idx)
+                n_tok = mbatch.batch.action_mask.sum().float().clamp(min=1)
+                n_val = mbatch.value_mask.sum().float().clamp(min=1)
+                mb = a.micro_batch_size or a.minibatch_size
+                micro = [mbatch.select(torch.arange(j, min(j + mb, len(idx)), device=self.device)) for j in range(0, len(idx), mb)]
+                norm = None
+                if a.clip_bias_correction != "none" and len(micro) > 1 and self.iteration >= a.critic_warmup:
+                    norm = self._clip_bias_norm(micro, n_tok)
+                self.optimizer.zero_grad(set_to_none=True)
+                rec: dict[str, float] = {}
+                for part in micro:
+                    loss, m = self._losses(part, n_tok, n_val, norm, actor_params)
+                    if loss.requires_grad:
+                        loss.backward()
+                    share = part.batch.action_mask.sum().item() / n_tok.item()
+                    for k, v in m.items():
+                        if k in _SUMMED:  # already divided by the minibatch's count: shares add up
+                            rec[k] = rec.get(k, 0.0) + v
+                        elif k == "ratio_max":
+                            rec[k] = max(rec.get(k, v), v)
+                        elif k in ("clip_bias_norm", "clip_bias_scale"):
+                            rec[k] = v  # one value per minibatch
+                        else:  # fractions over the micro-batch's own tokens
+                            rec[k] = rec.get(k, 0.0) + v * share
+                has_grad = any(q.grad is not None for q in all_params)
+                limit = a.max_grad_norm if a.max_grad_norm and a.max_grad_norm > 0 else float("inf")
+                gnorm = float(torch.nn.utils.clip_grad_norm_(all_params, limit)) if has_grad else 0.0
+                if has_grad and math.isfinite(gnorm):  # a non-finite gradient skips the step
+                    self.optimizer.step()
+                rec["grad_norm"] = gnorm
+                records.append(rec)
+        keys = sorted({k for r in records for k in r})
+        out = {k: float(np.mean([r[k] for r in records if k in r])) for k in keys}
+        out["ratio_max"] = float(max(r.get("ratio_max", 1.0) for r in records)) if records else 1.0
+        return out
+
+    # ------------------------------------------------------------------ one iteration
+    def rollout(self, seeds: list[int], groups: list[int] | None = None, *, temperature: float | None = None,
+                generator: torch.Generator | None = None) -> list[Episode]:
+        r = self.cfg.rollout
+        return collect(
+            self.policy, self.fmt, self.envs, seeds,
+            generator=generator if generator is not None else self.generator,
+            max_new_tokens=r.max_new_tokens, max_context_tokens=r.max_context_tokens,
+            temperature=r.temperature if temperature is None else temperature, groups=groups,
+        )
+
+    def train_iteration(self) -> dict[str, float]:
+        """Collect ``tasks_per_iteration * group_size`` episodes, update, return metrics."""
+        r = self.cfg.rollout
+        t0 = time.perf_counter()
+        tasks = self.np_rng.integers(0, self.cfg.train.eval_seed, size=r.tasks_per_iteration).tolist()
+        seeds = [s for s in tasks for _ in range(r.group_size)]
+        groups = [i for i in range(len(tasks)) for _ in range(r.group_size)]
+        episodes = self.rollout(seeds, groups)
+        t1 = time.perf_counter()
+        batch = make_batch(episodes, self.pad_id).to(self.device)
+        prepared = self.prepare(batch)
+        metrics = {f"rollout/{k}": v for k, v in episode_metrics(episodes).items()}
+        act = batch.action_mask
+        metrics["rollout/logp_diff"] = float(masked_mean((batch.sampled_logp - prepared.old_logp).abs(), act))
+        if self.cfg.algo.advantage != "grpo":
+            metrics["train/explained_variance"] = explained_variance(prepared.old_values, prepared.value_targets, prepared.value_mask)
+        upd = self.update(prepared)
+        metrics.update({f"train/{k}": v for k, v in upd.items()})
+        self.iteration += 1
+        metrics["time/rollout_s"] = t1 - t0
+        metrics["time/update_s"] = time.perf_counter() - t1
+        return metrics
+
+    # ------------------------------------------------------------------ evaluation
+    def eval_seeds(self, n: int | None = None) -> list[int]:
+        n = self.cfg.train.eval_episodes if n is None else n
+        return list(range(self.cfg.train.eval_seed, self.cfg.train.eval_seed + n))
+
+    @torch.no_grad()
+    def evaluate(self, n: int | None = None) -> dict[str, float]:
+        """Success and return on the fixed held-out seeds (does not touch the training RNGs)."""
+        gen = torch.Generator().manual_seed(self.cfg.train.eval_seed)
+        episodes = self.rollout(self.eval_seeds(n), temperature=self.cfg.train.eval_temperature, generator=gen)
+        return episode_metrics(episodes)
+
+    # ------------------------------------------------------------------ SFT
+    def sft(self, episodes: int | None = None, steps: int | None = None) -> dict[str, float]:
+        """Supervised warm start on expert episodes (cross-entropy on the response tokens)."""
+        t = self.cfg.train
+        episodes = t.sft_episodes if episodes is None else episodes
+        steps = t.sft_steps if steps is None else steps
+        rng = np.random.default_rng([t.seed, 1])
+        seeds = rng.integers(0, t.eval_seed, size=episodes).tolist()
+        demos = expert_episodes(t.env, self.fmt, seeds, self.cfg.rollout.env_kwargs)
+        batch = make_batch(demos, self.pad_id).to(self.device)
+        params = self.policy.actor_parameters()
+        opt = torch.optim.AdamW(params, lr=t.sft_lr, weight_decay=0.0)
+        gen = torch.Generator().manual_seed(t.seed + 1)
+        losses = []
+        bar = _progress(range(steps), "SFT", t.progress)
+        for _ in bar:
+            idx = torch.randint(len(batch), (min(t.sft_batch_size, len(batch)),), generator=gen).to(self.device)
+            b = batch.select(idx)
+            out = self.policy.evaluate(b.ids, b.attention_mask, b.action_mask, with_values=False, with_entropy=False)
+            loss = -(out.logp * b.action_mask).sum() / b.action_mask.sum().clamp(min=1)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            losses.append(float(loss))
+            if hasattr(bar, "set_postfix"):
+                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        self.sft_done = True
+        return {"sft/loss": float(np.mean(losses[-10:])) if losses else float("nan"),
+                "sft/episodes": float(len(demos)), "sft/steps": float(steps)}
+
+    # ------------------------------------------------------------------ the whole run
+    def fit(self) -> dict[str, Any]:
+        """SFT (if asked and not resumed), then RL with periodic evaluation; returns a summary."""
+        t = self.cfg.train
+        summary: dict[str, Any] = {}
+        if self.iteration == 0 and not self.sft_done:
+            if t.sft_episodes > 0:
+                before = self.evaluate()
+                self.logger.log({"iteration": 0, "phase": "eval_before_sft", **_prefix("eval", before)})
+                sft = self.sft()
+                self.logger.log({"iteration": 0, "phase": "sft", **sft})
+                summary["before_sft"] = before
+            start = self.evaluate()
+            self.logger.log({"iteration": 0, "phase": "eval", **_prefix("eval", start)})
+            summary["start"] = start
+        bar = _progress(range(self.iteration, t.iterations), f"{self.cfg.algo.algo}", t.progress)
+        last_eval = None
+        for _ in bar:
+            m = self.train_iteration()
+            self.logger.log({"iteration": self.iteration, "phase": "train", **m})
+            last_eval = None
+            if t.eval_every and self.iteration % t.eval_every == 0:
+                last_eval = self.evaluate()
+                self.logger.log({"iteration": self.iteration, "phase": "eval", **_prefix("eval", last_eval)})
+            if t.checkpoint_every and self.iteration % t.checkpoint_every == 0:
+                self.save_checkpoint(self.out / "checkpoint")
+            if hasattr(bar, "set_postfix"):
+                bar.set_postfix(success=f"{m['rollout/success']:.2f}", clip=f"{m.get('train/clipfrac', 0):.2f}")
+        if last_eval is None:
+            last_eval = self.evaluate()
+            self.logger.log({"iteration": self.iteration, "phase": "eval", **_prefix("eval", last_eval)})
+        summary["end"] = last_eval
+        self.save_checkpoint(self.out / "checkpoint")
+        from .plots import plot_run
+
+        summary["plot"] = str(plot_run(self.logger.path, self.out / "curve.png", title=f"{self.cfg.algo.algo} on {t.env}"))
+        return summary
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self, path: str | os.PathLike) -> Path:
+        """Weights, optimizer, RNG states and config: everything :meth:`fit` needs to resume."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        save_policy(self.policy, self.tokenizer, tmp / "policy")
+        state = {
+            "optimizer": self.optimizer.state_dict(),
+            "torch_generator": self.generator.get_state(),
+            "torch_global": torch.get_rng_state(),
+            "ref_lm": self.ref_lm.state_dict() if self.ref_lm is not None else None,
+        }
+        torch.save(state, tmp / "state.pt")
+        (tmp / _STATE_FILE).write_text(json.dumps({
+            "iteration": self.iteration,
+            "sft_done": self.sft_done,
+            "numpy_rng": self.np_rng.bit_generator.state,
+            "config": self.cfg.to_dict(),
+        }, indent=1, default=str))
+        if path.exists():
+            import shutil
+
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+        return path
+
+    def _load_state(self, path: Path) -> None:
+        meta = json.loads((path / _STATE_FILE).read_text())
+        state = torch.load(path / "state.pt", map_location="cpu", weights_only=False)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["torch_generator"])
+        torch.set_rng_state(state["torch_global"])
+        if state.get("ref_lm") is not None:
+            if self.ref_lm is None:
+                self.ref_lm = copy.deepcopy(self.policy.lm).requires_grad_(False)
+            self.ref_lm.load_state_dict(state["ref_lm"])
+        self.np_rng.bit_generator.state = meta["numpy_rng"]
+        self.iteration = int(meta["iteration"])
+        self.sft_done = bool(meta["sft_done"])
+
+
+# ---------------------------------------------------------------------- helpers
+def episode_metrics(episodes: list[Episode]) -> dict[str, float]:
+    """Success rate, mean return/score/turns/response length, truncation and invalid-turn rates."""
+    n = max(len(episodes), 1)
+    turns = sum(e.num_turns for e in episodes)
+    action_tokens = sum(sum(end - start for start, end in e.conversation.action_spans) for e in episodes)
+    invalid = sum(1 for e in episodes for i in e.infos if i.get("action_is_valid") is False)
+    return {
+        "success": sum(e.success for e in episodes) / n,
+        "return": sum(e.ret for e in episodes) / n,
+        "score": sum(e.score for e in episodes) / n,
+        "turns": turns / n,
+        "response_tokens": action_tokens / max(turns, 1),
+        "tokens": sum(len(e.conversation) for e in episodes) / n,
+        "truncated": sum(e.truncated for e in episodes) / n,
+        "context_overflow": sum(e.truncation == "context" and e.bootstrap_pos is None for e in episodes) / n,
+        "invalid_turns": invalid / max(turns, 1),
+        "episodes": float(len(episodes)),
+    }
+
+
+def _prefix(p: str, d: dict[str, float]) -> dict[str, float]:
+    return {f"{p}/{k}": v for k, v in d.items()}
+
+
+def _progress(it: range, desc: str, enabled: bool) -> Iterator[int] | Any:
+    if not enabled:
+        return it
+    from tqdm.auto import tqdm
+
+    return tqdm(it, desc=desc, dynamic_ncols=True, leave=False)

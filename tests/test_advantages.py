@@ -1,0 +1,126 @@
+"""token_gae, turn_gae and grpo against small cases computed by hand (docs/algorithms.md)."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reference_trainer.advantages import grpo, masked_whiten, token_gae, turn_gae, turns_to_tokens
+
+T = torch.tensor
+
+
+def test_token_gae__skips_observation_tokens_carrying_value_and_gae():
+    # positions: 0 prompt | 1, 2 response of turn 0 | 3, 4 observation | 5 response of turn 1
+    mask = T([[0, 1, 1, 0, 0, 1]], dtype=torch.bool)
+    rewards = T([[0.0, 0.0, 0.5, 7.0, 7.0, 1.0]])  # the 7s sit on observation tokens: ignored
+    values = T([[9.0, 0.1, 0.2, 9.0, 9.0, 0.4]])  # so are the 9s
+    adv, ret = token_gae(rewards, values, mask, gamma=0.9, lam=0.8)
+    # t=5: d = 1 - 0.4 = 0.6                       A5 = 0.6
+    # t=2: d = 0.5 + 0.9*0.4 - 0.2 = 0.66           A2 = 0.66 + 0.72*0.6 = 1.092
+    # t=1: d = 0 + 0.9*0.2 - 0.1 = 0.08             A1 = 0.08 + 0.72*1.092 = 0.86624
+    assert torch.allclose(adv, T([[0.0, 0.86624, 1.092, 0.0, 0.0, 0.6]]), atol=1e-6)
+    assert torch.allclose(ret, T([[0.0, 0.96624, 1.292, 0.0, 0.0, 1.0]]), atol=1e-6)
+
+
+def test_token_gae__bootstraps_a_truncated_row():
+    mask = T([[0, 1, 1, 0, 0, 1]], dtype=torch.bool)
+    rewards = T([[0.0, 0.0, 0.5, 0.0, 0.0, 1.0]])
+    values = T([[0.0, 0.1, 0.2, 0.0, 0.0, 0.4]])
+    adv, _ = token_gae(rewards, values, mask, gamma=0.9, lam=0.8, bootstrap=T([2.0]))
+    # t=5: d = 1 + 0.9*2 - 0.4 = 2.4; t=2: 0.66 + 0.72*2.4 = 2.388; t=1: 0.08 + 0.72*2.388
+    assert torch.allclose(adv[0, [1, 2, 5]], T([0.08 + 0.72 * 2.388, 2.388, 2.4]), atol=1e-6)
+
+
+def test_token_gae__gamma_lambda_one_is_return_minus_value():
+    # Search-R1's setting: A_t = R - V_t for every action token.
+    mask = T([[1, 1, 0, 1, 1]], dtype=torch.bool)
+    rewards = T([[0.0, 0.3, 0.0, 0.0, 1.0]])
+    values = T([[0.5, -0.2, 3.0, 0.7, 0.1]])
+    adv, ret = token_gae(rewards, values, mask, gamma=1.0, lam=1.0)
+    R = T([[1.3, 1.3, 0.0, 1.0, 1.0]])
+    assert torch.allclose(adv, torch.where(mask, R - values, torch.zeros(1)), atol=1e-6)
+    assert torch.allclose(ret, torch.where(mask, R, torch.zeros(1)), atol=1e-6)
+
+
+def test_turn_gae__hand_computed_terminated_and_truncated_rows():
+    rewards = T([[0.0, -0.1, 1.0], [0.2, 0.3, 99.0]])
+    values = T([[0.5, 0.6, 0.8], [0.1, 0.4, 99.0]])
+    turn_mask = T([[1, 1, 1], [1, 1, 0]], dtype=torch.bool)
+    bootstrap = T([0.0, 0.7])  # row 0 terminated, row 1 truncated with V(s_3) = 0.7
+    adv, ret = turn_gae(rewards, values, turn_mask, gamma=0.99, lam=0.9, bootstrap=bootstrap)
+    # row 0: d2 = 1 - 0.8 = 0.2; d1 = -0.1 + 0.99*0.8 - 0.6 = 0.092; d0 = 0.99*0.6 - 0.5 = 0.094
+    a2 = 0.2
+    a1 = 0.092 + 0.891 * a2
+    a0 = 0.094 + 0.891 * a1
+    # row 1: d1 = 0.3 + 0.99*0.7 - 0.4 = 0.593; d0 = 0.2 + 0.99*0.4 - 0.1 = 0.496
+    b1 = 0.593
+    b0 = 0.496 + 0.891 * b1
+    assert torch.allclose(adv, T([[a0, a1, a2], [b0, b1, 0.0]]), atol=1e-6)
+    assert torch.allclose(ret, T([[a0 + 0.5, a1 + 0.6, a2 + 0.8], [b0 + 0.1, b1 + 0.4, 0.0]]), atol=1e-6)
+
+
+def test_turn_gae__default_bootstrap_is_zero_and_defaults_are_the_papers():
+    adv, _ = turn_gae(T([[1.0]]), T([[0.25]]), T([[True]]))
+    assert adv.item() == pytest.approx(0.75)
+    import inspect
+
+    sig = inspect.signature(turn_gae).parameters
+    assert sig["gamma"].default == 0.99 and sig["lam"].default == 0.9
+
+
+def test_turns_to_tokens__broadcasts_each_turn_to_its_action_tokens_only():
+    per_turn = T([[10.0, 20.0]])
+    turn_ids = T([[0, 0, 0, 1, 1, -1]])
+    mask = T([[0, 1, 1, 0, 1, 0]], dtype=torch.bool)
+    assert turns_to_tokens(per_turn, turn_ids, mask).tolist() == [[0.0, 10.0, 10.0, 0.0, 20.0, 0.0]]
+
+
+def test_grpo__group_normalised_with_unbiased_std_and_zero_for_singletons():
+    scores = T([1.0, 0.0, 0.0, 1.0, 5.0, 3.0, 3.0, 2.0])
+    groups = T([0, 0, 0, 0, 1, 2, 2, 7])
+    adv = grpo(scores, groups, eps=0.0)
+    s = math.sqrt(4 * 0.25 / 3)  # unbiased std of [1, 0, 0, 1]
+    assert torch.allclose(adv, T([0.5 / s, -0.5 / s, -0.5 / s, 0.5 / s, 0.0, 0.0, 0.0, 0.0]), atol=1e-6)
+    assert torch.allclose(grpo(scores, groups, scale_by_std=False), T([0.5, -0.5, -0.5, 0.5, 0, 0, 0, 0]))
+
+
+@given(st.lists(st.floats(-10, 10, allow_nan=False, width=32), min_size=1, max_size=12), st.integers(1, 4))
+def test_grpo__finite_and_zero_mean_per_group_for_any_scores(values, n_groups):
+    scores = T(values)
+    groups = torch.arange(len(values)) % n_groups
+    adv = grpo(scores, groups)
+    assert torch.isfinite(adv).all()
+    for g in groups.unique():
+        assert abs(float(adv[groups == g].sum())) < 1e-3 * max(1, len(values))
+
+
+@given(st.integers(1, 4), st.integers(1, 12), st.data())
+def test_gae__finite_and_zero_off_the_mask_for_any_mask(B, L, data):
+    gen = torch.Generator().manual_seed(data.draw(st.integers(0, 2**31)))
+    mask = torch.rand(B, L, generator=gen) < data.draw(st.floats(0, 1))
+    rewards, values = torch.randn(B, L, generator=gen), torch.randn(B, L, generator=gen)
+    boot = torch.randn(B, generator=gen)
+    adv, ret = token_gae(rewards, values, mask, 0.97, 0.9, bootstrap=boot)
+    assert torch.isfinite(adv).all() and torch.isfinite(ret).all()
+    assert (adv[~mask] == 0).all() and (ret[~mask] == 0).all()
+    # skipping mask-0 positions is the same as running GAE on the row with them removed
+    for b in range(B):
+        sel = mask[b]
+        n = int(sel.sum())
+        if n:
+            compact, _ = token_gae(rewards[b][sel][None], values[b][sel][None], torch.ones(1, n, dtype=torch.bool),
+                                   0.97, 0.9, bootstrap=boot[b : b + 1])
+            assert torch.allclose(adv[b][sel], compact[0], atol=1e-5)
+
+
+def test_masked_whiten__ignores_positions_off_the_mask_and_handles_constants():
+    x = T([[1.0, 2.0, 100.0, 3.0]])
+    mask = T([[1, 1, 0, 1]], dtype=torch.bool)
+    w = masked_whiten(x, mask)
+    assert w[0, 2] == 0 and abs(float(w[mask].mean())) < 1e-6
+    assert torch.allclose(w[mask].std(unbiased=False), T(1.0), atol=1e-4)
+    assert (masked_whiten(torch.ones(2, 3), torch.ones(2, 3, dtype=torch.bool)) == 0).all()
+    assert (masked_whiten(torch.ones(2, 3), torch.zeros(2, 3, dtype=torch.bool)) == 0).all()

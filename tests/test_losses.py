@@ -1,0 +1,222 @@
+"""policy_loss at every ratio level, the clipping-bias correction, value loss and KL, against
+cases computed by hand (docs/algorithms.md)."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reference_trainer.losses import (
+    clip_bias_scale,
+    explained_variance,
+    kl_penalty,
+    log_ratios,
+    policy_loss,
+    value_loss,
+)
+
+T = torch.tensor
+LOG = math.log
+
+
+def _logp(old, ratios):
+    """New log-probs (requiring grad) whose token ratios to ``old`` are ``ratios``."""
+    return (old + torch.log(T(ratios))).clone().requires_grad_(True)
+
+
+def test_policy_loss__token_level_hand_case():
+    old = T([[0.0, -1.0, -1.0, -1.0]])
+    logp = _logp(old, [[1.0, 1.5, 0.9, 0.7]])
+    adv = T([[0.0, 1.0, -1.0, -2.0]])
+    mask = T([[0, 1, 1, 1]], dtype=torch.bool)
+    turns = T([[0, 0, 0, 0]])
+    loss, m = policy_loss(logp, old, adv, mask, turns, ratio_level="token", clip_eps=0.2)
+    # t1: r 1.5, A 1 -> -min(1.5, 1.2) = -1.2 (clipped); t2: r 0.9, A -1 -> 0.9;
+    # t3: r 0.7, A -2 -> -min(-1.4, -1.6) = 1.6 (clipped)
+    assert loss.item() == pytest.approx((-1.2 + 0.9 + 1.6) / 3, abs=1e-6)
+    assert m["clipfrac"] == pytest.approx(2 / 3)
+    loss.backward()
+    # only the unclipped token has a gradient: d/dlogp (-r A) = -r A = 0.9, over N = 3
+    assert torch.allclose(logp.grad, T([[0.0, 0.0, 0.3, 0.0]]), atol=1e-6)
+
+
+def test_policy_loss__turn_level_uses_the_geometric_mean_ratio_and_clips_whole_turns():
+    old = T([[0.0, -1.0, -2.0, 0.0, -1.0, -1.0]])
+    logp = _logp(old, [[1.0, 1.1, 1.5, 1.0, 0.9, 1.0]])
+    adv = T([[0.0, 2.0, 2.0, 0.0, -1.0, -1.0]])
+    mask = T([[0, 1, 1, 0, 1, 1]], dtype=torch.bool)
+    turns = T([[0, 0, 0, 1, 1, 1]])
+    w0, w1 = math.sqrt(1.1 * 1.5), math.sqrt(0.9 * 1.0)  # 1.2845 (clipped, A > 0) and 0.9487
+    lr = log_ratios(logp.detach(), old, mask, turns, "turn")
+    assert torch.allclose(lr, T([[0.0, LOG(w0), LOG(w0), 0.0, LOG(w1), LOG(w1)]]), atol=1e-6)
+    loss, m = policy_loss(logp, old, adv, mask, turns, ratio_level="turn", clip_eps=0.2)
+    assert loss.item() == pytest.approx((-1.2 * 2 * 2 + w1 * 2) / 4, abs=1e-6)
+    assert m["clipfrac"] == pytest.approx(0.5) and m["clipfrac_turn"] == pytest.approx(0.5)
+    loss.backward()
+    # turn 0 clipped as a whole; turn 1: d/dlogp_t of sum_s (-w1 A) = 2 * w1 * (1/2), over N = 4
+    assert torch.allclose(logp.grad, T([[0.0, 0.0, 0.0, 0.0, w1 / 4, w1 / 4]]), atol=1e-6)
+
+
+def test_policy_loss__token_level_differs_from_turn_level_on_the_same_data():
+    old = T([[0.0, -1.0, -2.0, 0.0, -1.0, -1.0]])
+    logp = _logp(old, [[1.0, 1.1, 1.5, 1.0, 0.9, 1.0]])
+    adv = T([[0.0, 2.0, 2.0, 0.0, -1.0, -1.0]])
+    mask = T([[0, 1, 1, 0, 1, 1]], dtype=torch.bool)
+    loss, m = policy_loss(logp, old, adv, mask, T([[0, 0, 0, 1, 1, 1]]), ratio_level="token")
+    assert loss.item() == pytest.approx((-2.2 - 2.4 + 0.9 + 1.0) / 4, abs=1e-6)
+    assert m["clipfrac"] == pytest.approx(0.25) and m["clipfrac_turn"] == pytest.approx(0.5)
+
+
+def test_policy_loss__sequence_level_is_one_ratio_per_episode():
+    old = T([[0.0, -1.0, -2.0, 0.0, -1.0, -1.0], [0.0, -1.0, -1.0, -1.0, 0.0, 0.0]])
+    logp = _logp(old, [[1.0, 1.1, 1.5, 1.0, 0.9, 1.0], [1.0, 2.0, 2.0, 2.0, 1.0, 1.0]])
+    adv = T([[0.0, 2.0, 2.0, 0.0, -1.0, -1.0], [0.0, 1.0, 1.0, 1.0, 0.0, 0.0]])
+    mask = T([[0, 1, 1, 0, 1, 1], [0, 1, 1, 1, 0, 0]], dtype=torch.bool)
+    turns = T([[0, 0, 0, 1, 1, 1], [0, 0, 1, 2, 2, -1]])
+    w = (1.1 * 1.5 * 0.9 * 1.0) ** 0.25  # row 0: 1.1039, inside the clip range
+    loss, m = policy_loss(logp, old, adv, mask, turns, ratio_level="sequence")
+    # row 0: -(2w + 2w - w - w); row 1: ratio 2 > 1.2 with A = 1 -> clipped, -1.2 per token
+    assert loss.item() == pytest.approx((-2 * w - 3 * 1.2) / 7, abs=1e-6)
+    assert m["clipfrac"] == pytest.approx(3 / 7)
+
+
+@pytest.mark.parametrize("level", ["token", "turn", "sequence"])
+def test_policy_loss__on_policy_ratio_one_gives_minus_mean_advantage_and_no_clipping(level):
+    old = torch.randn(3, 7)
+    logp = old.clone().requires_grad_(True)
+    adv = torch.randn(3, 7)
+    mask = torch.rand(3, 7) < 0.6
+    mask[:, 0] = True
+    turns = torch.randint(0, 3, (3, 7)).sort(dim=1).values
+    loss, m = policy_loss(logp, old, adv, mask, turns, ratio_level=level)
+    assert loss.item() == pytest.approx(-float(adv[mask].mean()), abs=1e-5)
+    assert m["clipfrac"] == 0 and m["approx_kl"] == pytest.approx(0.0, abs=1e-7)
+
+
+# ---------------------------------------------------------------------- clipping-bias correction
+class _Linear(torch.nn.Module):
+    """logp[b, t] = log_softmax(W x_{b,t})[y_{b,t}]: a tiny differentiable policy."""
+
+    def __init__(self, seed=0):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.W = torch.nn.Parameter(torch.randn(5, 4, generator=g) * 0.5)
+        self.x = torch.randn(2, 6, 4, generator=g)
+        self.y = torch.randint(0, 5, (2, 6), generator=g)
+
+    def forward(self):
+        return torch.log_softmax(self.x @ self.W.T, -1).gather(-1, self.y[..., None]).squeeze(-1)
+
+
+def _grad(model, level, correction, old, adv, mask, turns, eps=0.2):
+    model.zero_grad()
+    loss, m = policy_loss(model(), old, adv, mask, turns, ratio_level=level, clip_eps=eps,
+                          clip_bias_correction=correction, params=list(model.parameters()))
+    loss.backward()
+    return model.W.grad.clone(), loss.detach(), m
+
+
+@pytest.mark.parametrize("level", ["token", "turn", "sequence"])
+@pytest.mark.parametrize("correction", ["max1", "additive"])
+def test_clip_bias_correction__is_exactly_ppo_when_nothing_is_clipped(level, correction):
+    model = _Linear()
+    old = model().detach() - 0.01  # ratios ~1.01: inside any clip range
+    adv = torch.randn(2, 6, generator=torch.Generator().manual_seed(1))
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    turns = T([[0, 0, 1, 1, 2, 2], [0, 0, 0, 1, 1, 1]])
+    g_ppo, l_ppo, _ = _grad(model, level, "none", old, adv, mask, turns)
+    g_cor, l_cor, m = _grad(model, level, correction, old, adv, mask, turns)
+    assert m["clipfrac"] == 0 and m["clip_bias_norm"] == 0
+    assert torch.equal(g_ppo, g_cor) and torch.equal(l_ppo, l_cor)
+
+
+@pytest.mark.parametrize("level", ["token", "turn"])
+def test_clip_bias_correction__divides_the_gradient_by_the_clipped_gradient_mass(level):
+    model = _Linear()
+    old = model().detach() - T([[0.5, 0.5, 0.0, 0.0, -0.5, -0.5], [0.0, 0.0, 0.0, 0.5, 0.5, 0.5]])
+    adv = T([[3.0, 3.0, 1.0, 1.0, -2.0, -2.0], [1.0, 1.0, 1.0, 4.0, 4.0, 4.0]])  # big: ||grad C|| > 1
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    turns = T([[0, 0, 1, 1, 2, 2], [0, 0, 0, 1, 1, 1]])
+    g_ppo, _, m_ppo = _grad(model, level, "none", old, adv, mask, turns)
+    g_cor, _, m = _grad(model, level, "max1", old, adv, mask, turns)
+    assert m["clipfrac"] > 0
+    # grad C by hand: (1/N) sum over clipped tokens of w_t A_t grad logp_t
+    model.zero_grad()
+    logp = model()
+    w = torch.exp(log_ratios(logp.detach(), old, mask, turns, level))
+    clipped = ((adv > 0) & (w > 1.2)) | ((adv < 0) & (w < 0.8))
+    ((w * adv * clipped) * logp).sum().div(12).backward()
+    norm = model.W.grad.norm().item()
+    assert norm > 1 and m["clip_bias_norm"] == pytest.approx(norm, rel=1e-5)
+    assert torch.allclose(g_cor, g_ppo / norm, atol=1e-6)
+    g_add, _, _ = _grad(model, level, "additive", old, adv, mask, turns)
+    assert torch.allclose(g_add, g_ppo / (norm + 1.0), atol=1e-6)
+
+
+def test_clip_bias_scale__never_amplifies_in_the_default_form():
+    assert clip_bias_scale(0.0) == 1.0 and clip_bias_scale(0.5) == 1.0 and clip_bias_scale(4.0) == 0.25
+    assert clip_bias_scale(3.0, "additive", 1.0) == 0.25 and clip_bias_scale(3.0, "none") == 1.0
+    with pytest.raises(ValueError):
+        clip_bias_scale(1.0, "sometimes")
+
+
+def test_policy_loss__correction_needs_params_when_something_is_clipped():
+    old = T([[0.0, 0.0]])
+    logp = _logp(old, [[1.0, 2.0]])
+    with pytest.raises(ValueError, match="params"):
+        policy_loss(logp, old, T([[0.0, 1.0]]), T([[0, 1]], dtype=torch.bool), T([[0, 0]]), clip_bias_correction="max1")
+
+
+# ---------------------------------------------------------------------- degenerate inputs
+@given(
+    st.sampled_from(["token", "turn", "sequence"]),
+    st.lists(st.floats(-60, 60, allow_nan=False, width=32), min_size=6, max_size=6),
+    st.lists(st.floats(-1e3, 1e3, allow_nan=False, width=32), min_size=6, max_size=6),
+    st.lists(st.booleans(), min_size=6, max_size=6),
+)
+def test_policy_loss__finite_for_any_log_ratio_advantage_and_mask(level, log_ratio, adv, mask):
+    old = torch.zeros(1, 6)
+    logp = T([log_ratio]).requires_grad_(True)
+    loss, m = policy_loss(logp, old, T([adv]), T([mask]), T([[0, 0, 1, 1, 2, 2]]), ratio_level=level)
+    loss.backward()
+    assert math.isfinite(loss.item()) and torch.isfinite(logp.grad).all()
+    assert all(math.isfinite(v) for v in m.values())
+
+
+def test_policy_loss__empty_mask_is_zero_not_nan():
+    logp = torch.zeros(2, 3, requires_grad=True)
+    loss, m = policy_loss(logp, torch.zeros(2, 3), torch.ones(2, 3), torch.zeros(2, 3, dtype=torch.bool), torch.zeros(2, 3, dtype=torch.long))
+    loss.backward()
+    assert loss.item() == 0 and (logp.grad == 0).all() and m["clipfrac"] == 0
+
+
+# ---------------------------------------------------------------------- value, KL, metrics
+def test_value_loss__clipped_hand_case():
+    values = T([1.0, 0.0, 2.0]).requires_grad_(True)
+    old = T([0.0, 0.0, 1.9])
+    ret = T([2.0, 1.0, 0.0])
+    mask = T([1, 0, 1], dtype=torch.bool)
+    loss, m = value_loss(values, old, ret, mask, clip=0.5)
+    # v0: unclipped (1-2)^2 = 1, clipped (0.5-2)^2 = 2.25 -> 2.25; v2: 4 vs (2.0-0)^2=4 -> 4
+    assert loss.item() == pytest.approx(0.5 * (2.25 + 4.0) / 2)
+    assert m["vf_clipfrac"] == pytest.approx(0.5)
+    loss_plain, _ = value_loss(values, old, ret, mask, clip=None)
+    assert loss_plain.item() == pytest.approx(0.5 * (1.0 + 4.0) / 2)
+
+
+def test_kl_penalty__k3_hand_case_and_zero_at_reference():
+    logp = T([[-1.0, -2.0]])
+    ref = T([[-1.5, -2.0]])
+    d = -0.5
+    assert kl_penalty(logp, ref, T([[1, 1]], dtype=torch.bool)).item() == pytest.approx((math.exp(d) - d - 1) / 2)
+    assert kl_penalty(logp, logp, T([[1, 1]], dtype=torch.bool)).item() == 0
+
+
+def test_explained_variance__perfect_useless_and_undefined():
+    y = T([1.0, 2.0, 3.0, 4.0])
+    mask = torch.ones(4, dtype=torch.bool)
+    assert explained_variance(y, y, mask) == pytest.approx(1.0)
+    assert explained_variance(torch.full((4,), 2.5), y, mask) == pytest.approx(0.0)
+    assert math.isnan(explained_variance(y, torch.ones(4), mask))
