@@ -434,3 +434,11 @@ def test_sentence_transformer_encoder__loads_local_only_and_applies_prefixes(tmp
     enc.encode(["a text"], is_query=False)
     assert calls["texts"] == [["query: who?"], ["passage: a text"]]
     assert calls["kwargs"]["normalize_embeddings"] is True and out.dtype == np.float32
+
+
+def test_search__a_query_matching_nothing_returns_an_empty_information_block():
+    env = gym.make("TurnSearchQA-v0")
+    env.reset(seed=0)
+    obs, reward, terminated, _, info = env.step("<search> the of and </search>")  # stopwords only
+    assert obs == "\n\n<information></information>\n\n"  # what Search-R1 shows for zero hits
+    assert info["searches"] == 1 and info["retrieved_ids"] == [] and reward == 0.0 and not terminated
