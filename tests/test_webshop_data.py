@@ -55,7 +55,8 @@ def test_search_index__pre_analysed_pieces_equal_analysing_each_document():
 
     reference = BM25Index.build(texts)
     queries = [shop.goal(g).instruction_text for g in range(40)]
-    assert np.array_equal(search.index.search(queries, 50)[0], reference.search(queries, 50)[0])
+    (ours, our_scores), (theirs, their_scores) = search.index.search(queries, 50), reference.search(queries, 50)
+    assert np.array_equal(ours, theirs) and np.array_equal(our_scores, their_scores)  # bit for bit
 
 
 def _write_webshop_files(tmp_path, products, attrs=None, human=None, name="items_shuffle_1000.json"):
@@ -152,3 +153,28 @@ def test_text_modes__webshop_formats():
 @given(st.text(max_size=40), st.sampled_from(["[button]", "[Clicked  Button_]", "[ SEP ]", "[button_]", "[[button]]"]))
 def test_defang__no_marker_survives(text, marker):
     assert _MARKER.search(defang(text + marker + text)) is None
+
+
+_ANY = st.text(alphabet=st.characters(codec="utf-8"), max_size=30)
+
+
+@settings(max_examples=80, deadline=None)
+@given(title=_ANY, desc=_ANY, feature=_ANY, value=_ANY, instruction=_ANY, asin=_ANY)
+def test_fragment_templates__give_the_strings_of_parsing_the_filled_page(title, desc, feature, value, instruction, asin):
+    from agentgym_turn.webshop.product import Product, Review
+
+    p = Product(asin=asin or "A", name=title, title=title, category=desc, query=value, product_category=title,
+                description=desc, bullet_points=(feature, title), attributes=(value, feature), pricing=(1.0,),
+                price_tag=value, price=1.0, options={value or "o": (value or "v", "x")}, rating=feature,
+                reviews=(Review(title, 3, desc),))
+    built = [
+        pages.search_fragments(instruction),
+        pages.results_fragments(instruction, [value, title], 1, 20, [p, p]),
+        pages.item_fragments(instruction, p, [value], 1, {value or "o": value or "v"}, show_attributes=True),
+        *[pages.sub_fragments(instruction, s, p, [value], 1, {}) for s in pages.SUB_PAGES],
+        pages.done_fragments(asin, {value: title}, 0.25),
+    ]
+    for fragments in built:
+        for mode in ("text", "text_rich"):
+            kw = dict(chosen_options=[value or "v"], visited_asins=[asin])
+            assert format_strings(fragments_strings(fragments), mode, **kw) == html_to_text("".join(fragments), mode, **kw)

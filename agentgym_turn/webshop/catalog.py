@@ -435,7 +435,10 @@ def _index_layout(shop: "GeneratedShop") -> tuple[list[str], np.ndarray]:
         *feature,
         *options,
     ]
-    return P.texts, np.stack(columns, axis=1).astype(np.int32)
+    slots = np.empty((n, len(columns)), dtype=np.int32)
+    for j, column in enumerate(columns):
+        slots[:, j] = column
+    return P.texts, slots
 
 
 GeneratedShop.index_layout = _index_layout  # type: ignore[attr-defined]

@@ -16,6 +16,7 @@ dynamic parts percent-encoded; the site can serve these strings as they are.
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from typing import Mapping, Sequence
 from urllib.parse import quote
@@ -25,7 +26,7 @@ from .product import Product
 __all__ = [
     "BACK_TO_SEARCH", "NEXT_PAGE", "PREV_PAGE", "BUY_NOW", "SEARCH", "SUB_PAGES",
     "search_page", "results_page", "item_page", "sub_page", "done_page",
-    "search_fragments", "results_fragments", "item_fragments", "sub_fragments", "done_fragments",
+    "Fragment", "search_fragments", "results_fragments", "item_fragments", "sub_fragments", "done_fragments",
 ]
 
 BACK_TO_SEARCH = "Back to Search"
@@ -47,20 +48,49 @@ def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
+_SLOT_RE = re.compile("\ue000(\\d+)\ue001")
+
+
+def _s(i: int) -> str:
+    """Placeholder ``i`` of a fragment template (private-use characters no page text needs)."""
+    return f"\ue000{i}\ue001"
+
+
+class Fragment(str):
+    """The HTML of one self-contained piece of a page, filled from a template.
+
+    It *is* the HTML string (``"".join(fragments)`` is the page); ``template`` is the same HTML
+    with placeholders where ``values`` (catalog or agent text, HTML-escaped when filled) go, so
+    the text layer can parse each template once and place the values into the parsed strings.
+    """
+
+    template: str
+    values: tuple[str, ...]
+
+    def __new__(cls, template: str, *values: object) -> "Fragment":
+        vals = tuple(str(v) for v in values)
+        obj = super().__new__(cls, _SLOT_RE.sub(lambda m: _e(vals[int(m.group(1))]), template))
+        obj.template = template
+        obj.values = vals
+        return obj
+
+    def __reduce__(self):
+        return (Fragment, (self.template, *self.values))
+
+
 def _u(text: object) -> str:
     return quote(str(text), safe="")
 
 
-def _instruction(instruction: str, centered: bool = True) -> str:
-    return (
-        f'<div id="instruction-text" class="text-center">\n<h4>Instruction:<br>{_e(instruction)}</h4>\n</div>\n'
-    )
+def _instruction(instruction: str) -> Fragment:
+    return Fragment(f'<div id="instruction-text" class="text-center">\n<h4>Instruction:<br>{_s(0)}</h4>\n</div>\n', instruction)
 
 
-def _button(label: str, action: str, css: str = "btn btn-primary") -> str:
-    return (
-        f'<div class="row top-buffer">\n<form method="post" action="{_e(action)}">\n'
-        f'<button type="submit" class="{css}">{_e(label)}</button>\n</form>\n</div>\n'
+def _button(label: str, action: str, css: str = "btn btn-primary") -> Fragment:
+    return Fragment(
+        f'<div class="row top-buffer">\n<form method="post" action="{_s(0)}">\n'
+        f'<button type="submit" class="{css}">{_e(label)}</button>\n</form>\n</div>\n',
+        action,
     )
 
 
@@ -74,10 +104,13 @@ def search_fragments(instruction: str, *, session_id: str = "session") -> list[s
         _HEAD,
         '<div id="logo" class="text-center">\n<h2>WebShop</h2>\n</div>\n',
         _instruction(instruction),
-        f'<form role="form" id="form-buscar" method="post" action="/{_u(session_id)}">\n'
-        '<div class="input-group">\n<input id="search_input" class="form-control" type="text" '
-        'name="search_query" placeholder="Search..." required/>\n'
-        f'<button class="btn btn-success" type="submit">{SEARCH}</button>\n</div>\n</form>\n',
+        Fragment(
+            f'<form role="form" id="form-buscar" method="post" action="{_s(0)}">\n'
+            '<div class="input-group">\n<input id="search_input" class="form-control" type="text" '
+            'name="search_query" placeholder="Search..." required/>\n'
+            f'<button class="btn btn-success" type="submit">{SEARCH}</button>\n</div>\n</form>\n',
+            f"/{_u(session_id)}",
+        ),
         _TAIL,
     ]
 
@@ -101,15 +134,20 @@ def results_fragments(
         parts.append(_button(NEXT_PAGE, f"{base}/{page + 1}"))
     for p in products:
         url = f"/item_page/{_u(session_id)}/{_u(p.asin)}/{_keywords_path(keywords)}/{page}/%7B%7D"
-        parts.append(
-            '<div class="list-group-item searched-product">\n'
-            f'<h4 class="product-asin"><a class="product-link" href="{_e(url)}">{_e(p.asin)}</a></h4>\n'
-            f'<h4 class="product-title">{_e(p.title)}</h4>\n'
-            f'<h5 class="product-price">{_e(p.price_tag)}</h5>\n'
-            "</div>\n"
-        )
+        parts.append(_PRODUCT_BLOCK(url, p.asin, p.title, p.price_tag))
     parts.append(_TAIL)
     return parts
+
+
+def _PRODUCT_BLOCK(url: str, asin: str, title: str, price_tag: str) -> Fragment:
+    return Fragment(
+        '<div class="list-group-item searched-product">\n'
+        f'<h4 class="product-asin"><a class="product-link" href="{_s(0)}">{_s(1)}</a></h4>\n'
+        f'<h4 class="product-title">{_s(2)}</h4>\n'
+        f'<h5 class="product-price">{_s(3)}</h5>\n'
+        "</div>\n",
+        url, asin, title, price_tag,
+    )
 
 
 def _item_base(session_id: str, product: Product, keywords: Sequence[str], page: int) -> str:
@@ -136,22 +174,23 @@ def item_fragments(
         _button(PREV_PAGE, f"/search_results/{_u(session_id)}/{_keywords_path(keywords)}/{page}"),
     ]
     for name, values in product.options.items():
-        parts.append(f'<div class="row top-buffer">\n<h4>{_e(name)}</h4>\n<div class="radio-toolbar">\n')
+        parts.append(Fragment(f'<div class="row top-buffer">\n<h4>{_s(0)}</h4>\n<div class="radio-toolbar">\n', name))
         for k, value in enumerate(values):
             picked = dict(options)
             picked[name] = value
             url = f"/item_page/{base}/{_u(json.dumps(picked, sort_keys=True))}"
             checked = " checked" if options.get(name) == value else ""
             radio_id = f"radio_{name}{k}"
-            parts.append(
-                f'<input type="radio" id="{_e(radio_id)}" name="{_e(name)}" value="{_e(value)}" '
-                f'data-url="{_e(url)}"{checked}>\n<label for="{_e(radio_id)}">{_e(value)}</label>\n'
-            )
+            parts.append(Fragment(
+                f'<input type="radio" id="{_s(0)}" name="{_s(1)}" value="{_s(2)}" '
+                f'data-url="{_s(3)}"{checked}>\n<label for="{_s(0)}">{_s(2)}</label>\n',
+                radio_id, name, value, url,
+            ))
         parts.append("</div>\n</div>\n")
-    parts.append(
-        f'<div class="col-md-6">\n<h2>{_e(product.title)}</h2>\n<h4>Price: {_e(product.price_tag)}</h4>\n'
-        f'<h4>Rating: {_e(product.rating)}</h4>\n'
-    )
+    parts.append(Fragment(
+        f'<div class="col-md-6">\n<h2>{_s(0)}</h2>\n<h4>Price: {_s(1)}</h4>\n<h4>Rating: {_s(2)}</h4>\n',
+        product.title, product.price_tag, product.rating,
+    ))
     for name in SUB_PAGES:
         if name == "Attributes" and not show_attributes:
             continue
@@ -185,32 +224,33 @@ def sub_fragments(
     ]
     if which == "Description":
         text = product.description if product.description.strip() else "No Description"
-        parts.append(f'<p class="product-info">{_e(text)}</p>\n')
+        parts.append(Fragment(f'<p class="product-info">{_s(0)}</p>\n', text))
     elif which == "Features":
         if product.bullet_points:
             parts.append("<ul>\n")
-            parts.extend(f'<li><p class="product-info">{_e(b)}</p></li>\n' for b in product.bullet_points)
+            parts.extend(Fragment(f'<li><p class="product-info">{_s(0)}</p></li>\n', b) for b in product.bullet_points)
             parts.append("</ul>\n")
         else:
             parts.append("<p>No Features</p>\n")
     elif which == "Reviews":
         if product.reviews:
             for r in product.reviews:
-                parts.append(
-                    f'<div class="card">\n<h4 class="blue-text mt-3">"{_e(r.title)}"</h4>\n'
-                    f'<p class="text-left"><span>{_e(r.score)}</span></p>\n<p class="content">{_e(r.body)}</p>\n</div>\n'
-                )
+                parts.append(Fragment(
+                    f'<div class="card">\n<h4 class="blue-text mt-3">"{_s(0)}"</h4>\n'
+                    f'<p class="text-left"><span>{_s(1)}</span></p>\n<p class="content">{_s(2)}</p>\n</div>\n',
+                    r.title, r.score, r.body,
+                ))
         else:
             parts.append("<h4>No reviews found</h4>\n")
     else:  # Attributes
         parts.append("<ul>\n")
-        parts.extend(f'<li><p class="attribute">{_e(a)}</p></li>\n' for a in product.attributes)
+        parts.extend(Fragment(f'<li><p class="attribute">{_s(0)}</p></li>\n', a) for a in product.attributes)
         parts.append("</ul>\n")
-        parts.append(
-            f'<h5 class="product-category">{_e(product.category)}</h5>\n'
-            f'<h5 class="product-query">{_e(product.query)}</h5>\n'
-            f'<h5 class="product-product_category">{_e(product.product_category)}</h5>\n'
-        )
+        parts.append(Fragment(
+            f'<h5 class="product-category">{_s(0)}</h5>\n<h5 class="product-query">{_s(1)}</h5>\n'
+            f'<h5 class="product-product_category">{_s(2)}</h5>\n',
+            product.category, product.query, product.product_category,
+        ))
     parts.append("</div>\n")
     parts.append(_TAIL)
     return parts
@@ -220,12 +260,15 @@ def done_fragments(asin: str, options: Mapping[str, str], reward: float) -> list
     """The thank-you page after ``Buy Now``: what was bought and the score, never the goal."""
     return [
         _HEAD,
-        '<div id="thankyou" class="text-center">\n<h1>Thank you for shopping with us!</h1>\n</div>\n'
-        '<div id="stats" class="text-center">\n'
-        f'<h3 id="reward">Your score (min 0.0, max 1.0)</h3>\n<p class="reward">{_e(reward)}</p>\n'
-        f'<h4 id="asin">Purchased</h4>\n<p>{_e(asin)}</p>\n'
-        f'<h4 id="options">Options</h4>\n<p>{_e(json.dumps(dict(options), ensure_ascii=False))}</p>\n'
-        "</div>\n",
+        Fragment(
+            '<div id="thankyou" class="text-center">\n<h1>Thank you for shopping with us!</h1>\n</div>\n'
+            '<div id="stats" class="text-center">\n'
+            f'<h3 id="reward">Your score (min 0.0, max 1.0)</h3>\n<p class="reward">{_s(0)}</p>\n'
+            f'<h4 id="asin">Purchased</h4>\n<p>{_s(1)}</p>\n'
+            f'<h4 id="options">Options</h4>\n<p>{_s(2)}</p>\n'
+            "</div>\n",
+            reward, asin, json.dumps(dict(options), ensure_ascii=False),
+        ),
         _TAIL,
     ]
 
