@@ -3,13 +3,17 @@
     .venv/bin/python benchmarks/webshop.py            # 1k, 100k and 1M products (about 3 minutes)
     .venv/bin/python benchmarks/webshop.py --quick    # 1k and 100k only
 
+    .venv/bin/python benchmarks/webshop.py --original-dir DIR --original-python PY   # + the original
+
 Each catalog size is measured in a fresh process (peak RSS is per process). The side-by-side
 part plays scripted episodes (search, click product, click option, buy: WebShop's reference
 script) on a synthetic 1,000-product catalog written in WebShop's own file format and loaded
-through our loader, and tracks RSS over 10,000 episodes. The original WebShop text env cannot
-run unpatched here (see docs/benchmarks.md); its figure, 4.7 episodes/s on this kind of
-machine (shared/MEASURED.md), is recorded as a reference measurement, not a same-run one.
-Results go to benchmarks/results/webshop.json.
+through our loader, and tracks RSS over 10,000 episodes. With ``--original-dir`` (a folder
+holding WebShop's code in ``WebShop/``, never committed here) and ``--original-python`` (a
+Python with its dependencies), the same script runs on the original ``WebAgentTextEnv`` in the
+same run, on the same catalog files and a Pyserini index built from them; see
+docs/benchmarks.md for the set-up. The reference figure of shared/MEASURED.md (4.7 episodes/s)
+is recorded too. Results go to benchmarks/results/webshop.json.
 """
 
 from __future__ import annotations
@@ -206,10 +210,89 @@ def measure_episodes(episodes: int) -> dict:
     }
 
 
+_ORIGINAL_DRIVER = r"""
+import json, os, sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, os.path.join(os.getcwd(), "WebShop"))
+from web_agent_site.envs.web_agent_text_env import WebAgentTextEnv
+t_import = time.perf_counter() - t0
+env = WebAgentTextEnv(observation_mode="text", num_products=1000, human_goals=False)
+
+def rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+
+steps = []
+def step(a):
+    s = time.perf_counter(); out = env.step(a); steps.append(time.perf_counter() - s); return out
+
+def episode(i):
+    env.reset(session=i)
+    goal = env.server.user_sessions[env.session]["goal"]
+    step("search[" + goal["instruction_text"].split(" with ")[0] + "]")
+    acts = env.get_available_actions()["clickables"]
+    prods = [a for a in acts if a not in ("back to search", "next >", "< prev", "search")]
+    step("click[" + prods[0] + "]")
+    opts = env.server.product_item_dict[env.server.user_sessions[env.session]["asin"]]["options"]
+    if opts:
+        step("click[" + next(iter(opts.values()))[0] + "]")
+    return step("click[buy now]")[1]
+
+n = int(sys.argv[1])
+for i in range(10):
+    episode(i)
+steps.clear()
+rss_after_warmup = rss()
+t = time.perf_counter()
+rewards = [episode(10 + i) for i in range(n)]
+dt = time.perf_counter() - t
+steps.sort()
+print(json.dumps({
+    "import_s": round(t_import, 2), "episodes": n, "episodes_per_s": round(n / dt, 2),
+    "step_ms_p50": round(1000 * steps[len(steps) // 2], 1), "step_ms_p90": round(1000 * steps[int(len(steps) * 0.9)], 1),
+    "rss_mb_after_10_episodes": round(rss_after_warmup, 1), "rss_mb_end": round(rss(), 1),
+    "sessions_kept": len(env.server.user_sessions), "mean_reward": round(sum(rewards) / len(rewards), 3),
+}))
+"""
+
+
+def measure_original(folder: Path, python: str, episodes: int) -> dict:
+    """Run the scripted episodes on the original WebShop text env in ``folder`` (same catalog files)."""
+    shop_dir = folder / "WebShop"
+    data = shop_dir / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    _write_webshop_files(data, 1000)
+    (data / "items_human_ins.json").write_text("{}")
+    (data / "reviews.json").write_text("[]")
+    items = json.loads((data / "items_shuffle_1000.json").read_text())
+    resources = shop_dir / "search_engine" / "resources_1k"
+    resources.mkdir(parents=True, exist_ok=True)
+    with open(resources / "documents.jsonl", "w") as f:  # as search_engine/convert_product_file_format.py writes them
+        for p in items:
+            opts = {k.lower(): [c["value"].strip().replace("/", " | ").lower() for c in v] for k, v in p["customization_options"].items()}
+            option_text = ", and ".join(f"{k}: {', '.join(v)}" for k, v in opts.items())
+            bullets = p["small_description"] if isinstance(p["small_description"], list) else [p["small_description"]]
+            f.write(json.dumps({"id": p["asin"], "contents": " ".join([p["name"], p["full_description"], bullets[0], option_text]).lower()}) + "\n")
+    subprocess.run(
+        [python, "-m", "pyserini.index.lucene", "--collection", "JsonCollection", "--input", str(resources),
+         "--index", str(shop_dir / "search_engine" / "indexes_1k"), "--generator", "DefaultLuceneDocumentGenerator",
+         "--threads", "1", "--storePositions", "--storeDocvectors", "--storeRaw"],
+        check=True, capture_output=True,
+    )
+    res = subprocess.run([python, "-c", _ORIGINAL_DRIVER, str(episodes)], cwd=folder, capture_output=True, text=True, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the 1M-product catalog")
     parser.add_argument("--episodes", type=int, default=10_000, help="episodes of the memory run")
+    parser.add_argument("--original-dir", type=Path, help="folder with WebShop's code in WebShop/ (see docs/benchmarks.md)")
+    parser.add_argument("--original-python", help="Python with the original's dependencies")
+    parser.add_argument("--original-episodes", type=int, default=1_000, help="scripted episodes on the original")
+    parser.add_argument("--only-original", action="store_true", help="measure the original and our episodes only")
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)  # internal: one size, in this process
     parser.add_argument("--episodes-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -220,7 +303,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(measure_episodes(args.episodes)))
         return 0
     sizes = [1_000, 100_000] + ([] if args.quick else [1_000_000])
+    if args.only_original:
+        sizes = []
     out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_avg_at_start": os.getloadavg()}, "sizes": []}
+    if RESULTS.exists() and args.only_original:
+        out["sizes"] = json.loads(RESULTS.read_text()).get("sizes", [])
     for n in sizes:
         res = subprocess.run([sys.executable, __file__, "--size", str(n)], capture_output=True, text=True, check=True, cwd=ROOT)
         row = json.loads(res.stdout.strip().splitlines()[-1])
@@ -229,6 +316,17 @@ def main(argv: list[str] | None = None) -> int:
     res = subprocess.run([sys.executable, __file__, "--episodes-only", "--episodes", str(args.episodes)], capture_output=True, text=True, check=True, cwd=ROOT)
     out["episodes"] = json.loads(res.stdout.strip().splitlines()[-1])
     print(out["episodes"], flush=True)
+    if args.original_dir and args.original_python:
+        original = measure_original(args.original_dir.resolve(), args.original_python, args.original_episodes)
+        original["setup"] = (
+            "WebShop's code (web_agent_site: engine.py, goal.py, utils.py, envs/web_agent_text_env.py as published; "
+            "templates and normalize.py transcribed), pyserini 0.17.0 + faiss-cpu, thefuzz 0.19.0, Flask 3.1, gym 0.25.1, "
+            "bs4 4.15, spaCy 3.8 with en_core_web_sm 3.8 standing in for en_core_web_lg (not on PyPI) via a symlink"
+        )
+        out["original_same_run"] = original
+        ours = out["episodes"]["scripted_episodes_per_s"]
+        out["episodes"]["speedup_vs_original_same_run"] = round(ours / original["episodes_per_s"], 1)
+        print(original, flush=True)
     out["machine"]["load_avg_at_end"] = os.getloadavg()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")

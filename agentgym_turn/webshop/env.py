@@ -117,7 +117,8 @@ class TurnWebShopEnv(TurnEnv):
     ```
 
     * ``observation_mode``: ``"text"``, ``"text_rich"`` or ``"html"``.
-    * ``num_products``: catalog size (generated: 10 to millions; files: keep the first N).
+    * ``num_products``: catalog size (generated: 10 to millions, default 1,000; with ``data_path``:
+      keep the first N products, default all).
     * ``goal_split``: ``"train"`` (goals 1500+), ``"eval"`` (500-1499), ``"test"`` (0-499) or ``"all"``.
     * ``data_path``: WebShop's ``data/`` folder (or an ``items_shuffle*.json``) to load instead of generating.
     * ``human_goals``: with ``data_path``, human (``True``) or synthetic (``False``) goals; default human when present.
@@ -138,7 +139,7 @@ class TurnWebShopEnv(TurnEnv):
         self,
         *,
         observation_mode: str = "text",
-        num_products: int | None = 1000,
+        num_products: int | None = None,
         goal_split: str = "train",
         data_path: str | None = None,
         human_goals: bool | None = None,
