@@ -1,6 +1,5 @@
 """TurnWebShop-v0: expert success, the turn contract under any input, sharing, determinism."""
 
-import hashlib
 import json
 import pickle
 import subprocess

@@ -349,7 +349,6 @@ def _index_layout(shop: "GeneratedShop") -> tuple[list[str], np.ndarray]:
     type_cat = np.array([c for c, _ in _TYPES], dtype=np.int64)
     t = shop.type_id.astype(np.int64)
     cat = type_cat[t]
-    none = np.full(n, -1, dtype=np.int64)
 
     def table(rows: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
         width = max(len(r) for r in rows)
