@@ -34,6 +34,7 @@ class ModelConfig:
     tiny_layers: int = _f(2, "tiny model: transformer layers")
     tiny_heads: int = _f(4, "tiny model: attention heads")
     tiny_vocab: int = _f(512, "tiny model: BPE vocabulary size")
+    tiny_seed: int = _f(0, "tiny model: seed of its tokenizer corpus and weight init (independent of --seed)")
     tiny_dir: str | None = _f(None, "where to build the tiny model (default: a cache under ~/.cache/agentgym-turn)")
 
 

@@ -46,9 +46,10 @@ CHAT_TEMPLATE = (
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
-#: Pieces BPE may merge within (never across): tags, words (``Up``, `` box``), then single
-#: digits, whitespace characters and symbols, so every grid cell stays its own token.
-PRETOKENIZER_PATTERN = r"</?[A-Za-z]+>| ?[A-Za-z][a-z]*| ?[0-9]|\s|[^\sA-Za-z0-9]"
+#: Pieces BPE may merge within (never across): tags, ``||`` separators, words (``Up``,
+#: `` box``), then single digits, whitespace characters and symbols, so every grid cell stays
+#: its own token.
+PRETOKENIZER_PATTERN = r"</?[A-Za-z]+>| ?\|\|| ?[A-Za-z][a-z]*| ?[0-9]|\s|[^\sA-Za-z0-9]"
 _BUILD_VERSION = 1  # bump when the construction changes, to invalidate caches
 
 

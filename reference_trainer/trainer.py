@@ -159,7 +159,7 @@ class Trainer:
         m = self.cfg.model
         spec = TinySpec(vocab_size=m.tiny_vocab, hidden_size=m.tiny_hidden, num_layers=m.tiny_layers, num_heads=m.tiny_heads,
                         intermediate_size=4 * m.tiny_hidden)
-        return build_tiny(self.cfg.train.env, m.tiny_dir, seed=self.cfg.train.seed, spec=spec, env_kwargs=self.cfg.rollout.env_kwargs)
+        return build_tiny(self.cfg.train.env, m.tiny_dir, seed=m.tiny_seed, spec=spec, env_kwargs=self.cfg.rollout.env_kwargs)
 
     def close(self) -> None:
         self.envs.close()

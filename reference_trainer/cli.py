@@ -1,0 +1,194 @@
+"""``python -m reference_trainer``: train, sft, eval, build-tiny, plot.
+
+    python -m reference_trainer train --env TurnSokoban-v0 --algo turn-ppo --sft-episodes 2000
+    python -m reference_trainer train --model ./my-qwen --device cuda --dtype bfloat16 --lr 1e-6
+    python -m reference_trainer sft --env TurnSokoban-v0 --sft-episodes 2000 --out runs/sft
+    python -m reference_trainer eval --model runs/sft/checkpoint/policy --env TurnSokoban-v0
+    python -m reference_trainer train --resume runs/train/checkpoint --iterations 100
+
+Every option of ``train`` comes from the dataclasses in :mod:`reference_trainer.config`.
+An ``--algo`` preset sets the advantage estimator, ratio level, correction and GAE
+constants; options given explicitly override it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import typing
+from pathlib import Path
+from typing import Any, Sequence
+
+from .config import PRESET_ROLLOUT, PRESETS, AlgoConfig, Config, ModelConfig, RolloutConfig, TrainConfig
+
+__all__ = ["main", "build_parser", "config_from_args"]
+
+_SECTIONS = (("model", ModelConfig), ("rollout", RolloutConfig), ("algo", AlgoConfig), ("train", TrainConfig))
+
+
+def _kv(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    name, value = text.split("=", 1)
+    try:
+        return name, json.loads(value)
+    except json.JSONDecodeError:
+        return name, value
+
+
+def _optional(cast):
+    def parse(text: str):
+        return None if text.lower() in ("none", "null") else cast(text)
+
+    parse.__name__ = cast.__name__
+    return parse
+
+
+def _add_fields(parser: argparse.ArgumentParser, section: str, cls: type) -> None:
+    group = parser.add_argument_group(f"{section} ({cls.__doc__.strip().splitlines()[0]})")
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        flag = "--" + f.name.replace("_", "-")
+        help_text = f.metadata.get("help", "")
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        kw: dict[str, Any] = {"dest": f"{section}.{f.name}", "default": argparse.SUPPRESS}
+        hint = hints[f.name]
+        if f.name == "env_kwargs":
+            group.add_argument("--env-kwarg", action="append", type=_kv, metavar="NAME=VALUE",
+                               help=f"{help_text} (repeatable; values parsed as JSON when they can be)", **kw)
+            continue
+        if f.name == "imports":
+            group.add_argument("--import", action="append", metavar="MODULE", help=f"{help_text} (repeatable)", **kw)
+            continue
+        if hint is bool:
+            group.add_argument(flag, action=argparse.BooleanOptionalAction, help=f"{help_text} (default: {default})", **kw)
+            continue
+        base = next((t for t in typing.get_args(hint) if t is not type(None)), hint)
+        cast = {int: int, float: float, str: str}.get(base, str)
+        if type(None) in typing.get_args(hint):
+            cast = _optional(cast)
+        choices = f.metadata.get("choices")
+        metavar = None if choices else {int: "N", float: "X"}.get(base, "TEXT")
+        suffix = "" if "default" in help_text else f" (default: {default})"
+        group.add_argument(flag, type=cast, choices=choices, metavar=metavar, help=help_text + suffix, **kw)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m reference_trainer",
+        description="Token-PPO, Turn-PPO, S-PPO, ST-PPO and GRPO for multi-turn text envs, token-in/token-out.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Formulas: docs/algorithms.md. Guide: docs/trainer.md.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    train = sub.add_parser("train", help="SFT warm start (optional), then RL; writes metrics, curve and checkpoints",
+                           description="Train a policy on a registered env. An --algo preset sets the estimator; "
+                                       "explicit options override it.")
+    sft = sub.add_parser("sft", help="only the SFT warm start on expert demonstrations; saves a checkpoint")
+    ev = sub.add_parser("eval", help="held-out success of a checkpoint")
+    for p in (train, sft, ev):
+        for section, cls in _SECTIONS:
+            _add_fields(p, section, cls)
+    tiny = sub.add_parser("build-tiny", help="build the tiny model + tokenizer for an env into a directory")
+    tiny.add_argument("--env", required=True, help="registered env id")
+    tiny.add_argument("--out", required=True, help="directory to write")
+    tiny.add_argument("--seed", type=int, default=0)
+    tiny.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE")
+    tiny.add_argument("--env-kwarg", action="append", type=_kv, default=[], metavar="NAME=VALUE")
+    plot = sub.add_parser("plot", help="learning-curve PNG from a metrics.jsonl")
+    plot.add_argument("metrics", help="path to metrics.jsonl")
+    plot.add_argument("png", help="output PNG")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    """A :class:`Config` from parsed arguments: preset first, explicit options on top."""
+    given: dict[str, dict[str, Any]] = {s: {} for s, _ in _SECTIONS}
+    for key, value in vars(args).items():
+        if "." in key:
+            section, name = key.split(".", 1)
+            if name == "env_kwargs" or key.endswith("env_kwarg"):
+                value = dict(value)
+            given[section][name] = value
+    base = Config()
+    resume = given["train"].get("resume")
+    if resume:
+        state = Path(resume) / "trainer_state.json"
+        if not state.exists():
+            raise SystemExit(f"--resume {resume}: no trainer_state.json there. Pass a directory written by a run's checkpoint.")
+        base = Config.from_dict(json.loads(state.read_text())["config"])
+    algo = given["algo"].get("algo", base.algo.algo)
+    if algo not in PRESETS:
+        raise SystemExit(f"--algo {algo!r} is not a preset; choose one of {sorted(PRESETS)}.")
+    if resume:
+        algo_fields = {**dataclasses.asdict(base.algo), **given["algo"]}
+        rollout_fields = {**dataclasses.asdict(base.rollout), **given["rollout"]}
+    else:
+        algo_fields = {**PRESETS[algo], **given["algo"], "algo": algo}
+        rollout_fields = {**PRESET_ROLLOUT.get(algo, {}), **given["rollout"]}
+    cfg = Config(
+        model=dataclasses.replace(base.model, **given["model"]),
+        rollout=dataclasses.replace(base.rollout, **rollout_fields) if resume else RolloutConfig(**rollout_fields),
+        algo=AlgoConfig(**algo_fields),
+        train=dataclasses.replace(base.train, **given["train"]),
+    )
+    if cfg.algo.advantage == "grpo" and cfg.rollout.group_size < 2:
+        raise SystemExit("GRPO compares rollouts of the same task: set --group-size 2 or more.")
+    return cfg
+
+
+def _summary_line(name: str, m: dict[str, float]) -> str:
+    return f"{name:>12s}: success {m['success']:.1%}  return {m['return']:+.3f}  turns {m['turns']:.2f}  ({int(m['episodes'])} episodes)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "plot":
+        from .plots import plot_run
+
+        print(plot_run(args.metrics, args.png))
+        return 0
+    if args.command == "build-tiny":
+        import importlib
+
+        for module in args.imports:
+            importlib.import_module(module)
+        import agentgym_turn  # noqa: F401
+
+        from .tiny import build_tiny
+
+        print(build_tiny(args.env, args.out, seed=args.seed, env_kwargs=dict(args.env_kwarg)))
+        return 0
+
+    cfg = config_from_args(args)
+    from .trainer import Trainer
+
+    trainer = Trainer(cfg)
+    try:
+        if args.command == "eval":
+            print(_summary_line("held-out", trainer.evaluate()))
+            return 0
+        if args.command == "sft":
+            before = trainer.evaluate()
+            print(_summary_line("before SFT", before))
+            sft = trainer.sft()
+            after = trainer.evaluate()
+            print(_summary_line("after SFT", after))
+            trainer.logger.log({"iteration": 0, "phase": "sft", **sft})
+            path = trainer.save_checkpoint(trainer.out / "checkpoint")
+            print(f"checkpoint: {path}  (train from it with --model {path / 'policy'})")
+            return 0
+        summary = trainer.fit()
+        for key, name in (("before_sft", "before SFT"), ("start", "start of RL"), ("end", "end of RL")):
+            if key in summary:
+                print(_summary_line(name, summary[key]))
+        print(f"metrics: {trainer.logger.path}\ncurve:   {summary['plot']}\ncheckpoint: {trainer.out / 'checkpoint'}")
+        return 0
+    finally:
+        trainer.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""The training loop: gradient masking, degenerate batches, micro-batching, exact resume,
+loading a user's checkpoint, the command line."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+import torch
+
+import trainer_envs
+from reference_trainer.cli import build_parser, config_from_args
+from reference_trainer.config import Config, ModelConfig, RolloutConfig, TrainConfig, preset
+from reference_trainer.metrics import read_metrics
+from reference_trainer.rollout import ListEnvs, collect, make_batch
+from reference_trainer.trainer import Trainer
+
+TESTS = Path(__file__).parent
+ROOT = TESTS.parent
+PRESETS = ["ppo", "turn-ppo", "s-ppo", "st-ppo", "grpo"]
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return str(trainer_envs.build_toy_tiny(tmp_path_factory.mktemp("tiny") / "model"))
+
+
+def _config(tiny_dir, out, algo="turn-ppo", **algo_kw):
+    group = 4 if algo == "grpo" else 1
+    return Config(
+        model=ModelConfig(model=tiny_dir),
+        rollout=RolloutConfig(tasks_per_iteration=8 // group, group_size=group, num_envs=8, max_new_tokens=3),
+        algo=preset(algo, **{"minibatch_size": 4, "epochs": 2, "lr": 3e-3, **algo_kw}),
+        train=TrainConfig(env=trainer_envs.ENV_ID, iterations=2, eval_episodes=8, eval_every=0, out=str(out), progress=False),
+    )
+
+
+class Scripted:
+    """A policy stand-in that answers fixed texts (canonical ids + end-of-turn)."""
+
+    def __init__(self, fmt, texts):
+        self.fmt, self.texts, self.n = fmt, texts, 0
+
+    def generate(self, prompts, *, max_new_tokens, **_):
+        out = []
+        for _ in prompts:
+            ids = self.fmt.encode_content(self.texts[self.n % len(self.texts)])[: max_new_tokens - 1] + [self.fmt.assistant_suffix[0]]
+            self.n += 1
+            out.append(ids)
+        return out, [[0.0] * len(i) for i in out]
+
+
+def _scripted_batch(trainer, texts, seeds, env_id=trainer_envs.ENV_ID):
+    envs = ListEnvs([gym.make(env_id) for _ in seeds])
+    eps = collect(Scripted(trainer.fmt, texts), trainer.fmt, envs, seeds, generator=torch.Generator(), max_new_tokens=4,
+                  groups=[i // 2 for i in range(len(seeds))])
+    return make_batch(eps, trainer.pad_id)
+
+
+# ---------------------------------------------------------------------- gradient inspection
+@pytest.mark.parametrize("algo", PRESETS)
+def test_gradients_never_reach_observation_template_or_padding_positions(tiny_dir, tmp_path, algo):
+    tr = Trainer(_config(tiny_dir, tmp_path, algo, kl_coef=0.1, ent_coef=0.01))
+    batch = _scripted_batch(tr, ["L", "xyz", "R", "left"], [0, 1, 2, 3])  # ragged: padding in every row but one
+    prepared = tr.prepare(batch)
+    seen = {}
+    real_eval = tr.policy.evaluate
+
+    def evaluate_everywhere(ids, attention_mask, positions, **kw):
+        # log-probs and entropies at *every* real position, so a leak would show up as a gradient
+        everywhere = attention_mask.bool().clone()
+        everywhere[:, 0] = False
+        out = real_eval(ids, attention_mask, everywhere, **kw)
+        for name in ("logp", "entropy", "values"):
+            t = getattr(out, name)
+            if t is not None and t.requires_grad:
+                t.retain_grad()
+                seen[name] = t
+        return out
+
+    tr.policy.evaluate = evaluate_everywhere
+    hidden = {}
+    trunk = tr.policy.lm.get_decoder()
+    handle = trunk.register_forward_hook(lambda m, i, o: hidden.setdefault("h", o.last_hidden_state) .retain_grad())
+    try:
+        sel = torch.arange(len(batch))
+        loss, _ = tr._losses(prepared.select(sel), batch.action_mask.sum().float(), prepared.value_mask.sum().float().clamp(min=1),
+                             None, tr.policy.actor_parameters())
+        loss.backward()
+    finally:
+        del tr.policy.evaluate
+        handle.remove()
+    act = batch.action_mask
+    assert seen["logp"].grad[~act].abs().max() == 0 and seen["logp"].grad[act].abs().sum() > 0
+    assert seen["entropy"].grad[~act].abs().max() == 0
+    if "values" in seen:
+        vmask = prepared.value_mask
+        assert seen["values"].grad[~vmask].abs().max() == 0 and seen["values"].grad[vmask].abs().sum() > 0
+    pad = batch.attention_mask == 0
+    assert pad.any() and hidden["h"].grad[pad].abs().max() == 0
+    tr.close()
+
+
+# ---------------------------------------------------------------------- degenerate batches
+DEGENERATE = {
+    "all rewards equal": (["xyz"], [0, 1, 2, 3]),  # every turn invalid: same reward, truncated by the turn limit
+    "empty responses": ([""], [4, 5, 6, 7]),  # only the end-of-turn token
+    "mixed": (["", "L", "R"], [8, 9, 10, 11]),
+}
+
+
+@pytest.mark.parametrize("algo", PRESETS)
+@pytest.mark.parametrize("case", sorted(DEGENERATE))
+def test_no_nan_on_degenerate_batches(tiny_dir, tmp_path, algo, case):
+    tr = Trainer(_config(tiny_dir, tmp_path, algo, kl_coef=0.05, epochs=3, lr=0.05))
+    texts, seeds = DEGENERATE[case]
+    batch = _scripted_batch(tr, texts, seeds)
+    if case != "mixed":
+        assert batch.truncated.all() or batch.scores.unique().numel() == 1
+    metrics = tr.update(tr.prepare(batch))
+    assert all(math.isfinite(v) for v in metrics.values()), metrics
+    assert all(torch.isfinite(p).all() for p in tr.policy.parameters())
+    tr.close()
+
+
+# ---------------------------------------------------------------------- micro-batches
+@pytest.mark.parametrize("algo", ["s-ppo", "st-ppo"])
+def test_micro_batches_give_the_same_update_as_whole_minibatches(tiny_dir, tmp_path, algo):
+    results = []
+    for micro in (None, 2):
+        tr = Trainer(_config(tiny_dir, tmp_path / str(micro), algo, micro_batch_size=micro, lr=0.02, epochs=3))
+        # SGD: Adam would blow float noise in near-zero gradient entries up to +-lr
+        tr.optimizer = torch.optim.SGD([{"params": g["params"]} for g in tr.optimizer.param_groups], lr=0.5)
+        batch = _scripted_batch(tr, ["L", "R", "abc", "left or right"], [0, 1, 2, 3, 4, 5, 6, 7])
+        m = tr.update(tr.prepare(batch))
+        results.append((m, [p.detach().clone() for p in tr.policy.parameters()]))
+        tr.close()
+    (m1, p1), (m2, p2) = results
+    assert m1["clipfrac"] > 0 and m1["clip_bias_norm"] > 0  # the correction was exercised
+    assert m2["clip_bias_norm"] == pytest.approx(m1["clip_bias_norm"], rel=1e-4)
+    for a, b in zip(p1, p2):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)
+
+
+# ---------------------------------------------------------------------- resume
+def _strip_time(records):
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in records]
+
+
+def test_resume_from_a_checkpoint_continues_with_identical_metrics(tiny_dir, tmp_path):
+    cfg = _config(tiny_dir, tmp_path / "straight", "st-ppo", kl_coef=0.05)
+    cfg.train.iterations = 4
+    straight = Trainer(cfg)
+    for _ in range(2):
+        straight.logger.log({"iteration": straight.iteration + 1, **straight.train_iteration()})
+    ckpt = straight.save_checkpoint(tmp_path / "ckpt")
+    straight.evaluate()  # evaluation must not disturb the training RNG streams
+    for _ in range(2):
+        straight.logger.log({"iteration": straight.iteration + 1, **straight.train_iteration()})
+    straight.close()
+    expected = _strip_time(read_metrics(tmp_path / "straight" / "metrics.jsonl"))[2:]
+
+    # resume in a fresh process, through the command line
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path / "resumed"
+    subprocess.run([sys.executable, "-m", "reference_trainer", "train", "--resume", str(ckpt), "--out", str(out),
+                    "--import", "trainer_envs", "--no-progress"], check=True, env=env, cwd=ROOT, capture_output=True)
+    resumed = [r for r in _strip_time(read_metrics(out / "metrics.jsonl")) if r.get("phase") == "train"]
+    for r in resumed:
+        r.pop("phase")
+    assert len(resumed) == 2 and resumed == expected
+
+
+# ---------------------------------------------------------------------- models
+def test_a_users_local_checkpoint_loads_and_trains_with_a_separate_critic(tiny_dir, tmp_path):
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512,
+                                         eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id))
+    user = tmp_path / "my-llama"
+    model.save_pretrained(user)
+    tok.save_pretrained(user)
+    cfg = _config(str(user), tmp_path / "run", "turn-ppo")
+    cfg.model.critic = "separate"
+    tr = Trainer(cfg)
+    assert type(tr.policy.lm).__name__ == "LlamaForCausalLM" and tr.policy.critic_trunk is not None
+    m = tr.train_iteration()
+    assert math.isfinite(m["train/vf_loss"]) and m["rollout/episodes"] == 8
+    path = tr.save_checkpoint(tmp_path / "ckpt")
+    tr.close()
+    cfg2 = _config(str(path / "policy"), tmp_path / "run2", "turn-ppo")
+    tr2 = Trainer(cfg2)
+    assert tr2.policy.critic_trunk is not None  # restored from the saved policy directory
+    for a, b in zip(tr.policy.parameters(), tr2.policy.parameters()):
+        assert torch.equal(a, b)
+    tr2.close()
+
+
+def test_missing_model_directory_says_what_to_do(tmp_path):
+    cfg = _config(str(tmp_path / "nowhere"), tmp_path, "ppo")
+    with pytest.raises(FileNotFoundError, match="--model tiny"):
+        Trainer(cfg)
+
+
+# ---------------------------------------------------------------------- command line
+def test_cli_help_lists_every_option_group():
+    text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
+    for flag in ("--algo", "--model", "--device", "--dtype", "--sft-episodes", "--clip-bias-correction", "--resume", "--env-kwarg"):
+        assert flag in text
+
+
+def test_cli_presets_and_explicit_overrides():
+    p = build_parser()
+    cfg = config_from_args(p.parse_args(["train", "--algo", "st-ppo", "--gamma", "0.5", "--env-kwarg", "prompt_style=compact"]))
+    assert (cfg.algo.ratio_level, cfg.algo.advantage, cfg.algo.clip_bias_correction) == ("turn", "turn_gae", "max1")
+    assert cfg.algo.gamma == 0.5 and cfg.algo.lam == 0.9 and cfg.rollout.env_kwargs == {"prompt_style": "compact"}
+    cfg = config_from_args(p.parse_args(["train", "--algo", "grpo"]))
+    assert cfg.rollout.group_size == 8 and cfg.algo.advantage == "grpo"
+    cfg = config_from_args(p.parse_args(["train", "--algo", "ppo", "--value-clip", "none"]))
+    assert cfg.algo.value_clip is None and (cfg.algo.gamma, cfg.algo.lam) == (1.0, 1.0)
+    with pytest.raises(SystemExit, match="group-size"):
+        config_from_args(p.parse_args(["train", "--algo", "grpo", "--group-size", "1"]))
+
+
+def test_cli_unknown_env_says_how_to_register_one(tiny_dir, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-m", "reference_trainer", "eval", "--env", "NoSuchEnv-v0", "--model", tiny_dir,
+                        "--out", str(tmp_path)], env=env, cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode != 0 and "--import" in p.stderr
