@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .board import Board, cells_of, mask_of, player_distances, walk_path
-from .constants import MOVE_DELTAS, OPPOSITE
+from .board import Board, cells_of, player_distances, walk_path
+from .constants import OPPOSITE
 from .levels import Level
 from .solver import DEFAULT_SOLVER_BUDGET, replay, solve
 

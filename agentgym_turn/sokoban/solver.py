@@ -32,7 +32,8 @@ class SolveResult:
 
     Attributes:
         moves: A plan (move indices) that solves the state, or None when none was found.
-        optimal: True when ``moves`` is proven to be a shortest plan.
+        optimal: True when ``moves`` is proven to be a shortest plan (or, with ``moves``
+            None, when no plan exists).
         unsolvable: True when the search proved that no plan exists.
         lower_bound: A proven lower bound on the length of a shortest plan (moves).
         expansions: Push states expanded.
