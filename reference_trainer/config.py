@@ -95,6 +95,7 @@ class TrainConfig:
     eval_episodes: int = _f(200, "held-out evaluation episodes (seeds eval_seed .. eval_seed + N - 1)")
     eval_seed: int = _f(1_000_000_000, "first held-out seed (training seeds are drawn below it)")
     eval_temperature: float = _f(0.0, "evaluation sampling temperature (0: greedy)")
+    target_success: float | None = _f(None, "stop early once held-out success reaches this (checked at each evaluation)")
     sft_episodes: int = _f(0, "expert demonstration episodes for an SFT warm start (0: none)")
     sft_steps: int = _f(200, "SFT optimizer steps")
     sft_batch_size: int = _f(64, "SFT episodes per step")

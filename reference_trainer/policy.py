@@ -13,6 +13,7 @@ the state that ends with token ``j``. The value of turn ``k`` is ``values[b, sta
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
@@ -58,12 +59,28 @@ class Policy(nn.Module):
         lm: A ``transformers`` causal LM.
         critic_trunk: ``None`` for the shared trunk (the Turn-PPO paper's set-up), or a
             separate ``transformers`` base model whose last hidden state feeds the value head.
+        compute_dtype: ``torch.bfloat16``/``float16`` runs forward passes under autocast while
+            the parameters (and AdamW's state) stay float32, so small learning rates are not
+            rounded away; ``None`` or ``float32`` computes in float32.
+        vocab_limit: Ids ``>= vocab_limit`` (embedding rows the tokenizer cannot decode, e.g.
+            padding rows of a model's vocabulary) get logit ``-inf`` when sampling *and* when
+            scoring, so the sampled and trained distributions are the same.
     """
 
-    def __init__(self, lm: nn.Module, critic_trunk: nn.Module | None = None):
+    def __init__(
+        self,
+        lm: nn.Module,
+        critic_trunk: nn.Module | None = None,
+        *,
+        compute_dtype: torch.dtype | None = None,
+        vocab_limit: int | None = None,
+    ):
         super().__init__()
         self.lm = lm
         self.critic_trunk = critic_trunk
+        self.compute_dtype = None if compute_dtype in (None, torch.float32) else compute_dtype
+        vocab = lm.get_output_embeddings().weight.shape[0]
+        self.vocab_limit = vocab_limit if vocab_limit is not None and vocab_limit < vocab else None
         hidden = (critic_trunk or lm).config.hidden_size
         self.value_head = nn.Linear(hidden, 1, dtype=torch.float32)
         nn.init.zeros_(self.value_head.weight)  # V = 0 at the start: no wild first advantages
@@ -86,17 +103,29 @@ class Policy(nn.Module):
         return next(self.lm.parameters()).device
 
     # ------------------------------------------------------------------ forward
+    def _autocast(self):
+        if self.compute_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.compute_dtype)
+
+    def _finish_logits(self, logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+        """float32, softcapped where the model does, undecodable ids masked, divided by temperature."""
+        logits = logits.float()
+        if self._softcap:
+            logits = torch.tanh(logits / self._softcap) * self._softcap
+        if self.vocab_limit is not None:
+            undecodable = torch.arange(logits.shape[-1], device=logits.device) >= self.vocab_limit
+            logits = logits.masked_fill(undecodable, float("-inf"))
+        return logits / temperature if temperature not in (0, 1.0) else logits
+
     def _trunk(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         base = self.lm.get_decoder() if hasattr(self.lm, "get_decoder") else self.lm.base_model
         position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
         return base(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids).last_hidden_state
 
     def logits_from_hidden(self, hidden: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-        """``[..., H] -> [..., V]`` float32 logits (softcapped where the model does), divided by ``temperature``."""
-        logits = self.lm.get_output_embeddings()(hidden).float()
-        if self._softcap:
-            logits = torch.tanh(logits / self._softcap) * self._softcap
-        return logits / temperature if temperature != 1.0 else logits
+        """``[..., H] -> [..., V]`` float32 logits as sampled (see :meth:`_finish_logits`)."""
+        return self._finish_logits(self.lm.get_output_embeddings()(hidden), temperature)
 
     def evaluate(
         self,
@@ -117,6 +146,10 @@ class Policy(nn.Module):
             temperature: The sampling temperature the rollout used (the behaviour policy is
                 ``softmax(logits / temperature)``).
         """
+        with self._autocast():
+            return self._evaluate(ids, attention_mask, positions, temperature, with_values, with_entropy)
+
+    def _evaluate(self, ids, attention_mask, positions, temperature, with_values, with_entropy) -> PolicyOutput:
         hidden = self._trunk(ids, attention_mask)
         B, L = ids.shape
         logp = torch.zeros(B, L, dtype=torch.float32, device=ids.device)
@@ -136,7 +169,8 @@ class Policy(nn.Module):
         values = None
         if with_values:
             critic_hidden = hidden if self.critic_trunk is None else self._critic_hidden(ids, attention_mask)
-            values = self.value_head(critic_hidden.float()).squeeze(-1)
+            with torch.autocast(device_type=self.device.type, enabled=False):  # the value head stays float32
+                values = self.value_head(critic_hidden.float()).squeeze(-1)
         return PolicyOutput(logp=logp, entropy=entropy, values=values)
 
     def _critic_hidden(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -179,22 +213,21 @@ class Policy(nn.Module):
         done = torch.zeros(n, dtype=torch.bool)
         step_ids, step_pos = ids, position_ids
         for _ in range(max_new_tokens):
-            out = self.lm(
-                input_ids=step_ids,
-                attention_mask=mask,
-                position_ids=step_pos,
-                use_cache=True,
-                logits_to_keep=1,
-                **{self._cache_kw: cache},
-            )
-            logits = out.logits[:, -1].float()
-            if self._softcap:
-                logits = torch.tanh(logits / self._softcap) * self._softcap
+            with self._autocast():
+                out = self.lm(
+                    input_ids=step_ids,
+                    attention_mask=mask,
+                    position_ids=step_pos,
+                    use_cache=True,
+                    logits_to_keep=1,
+                    **{self._cache_kw: cache},
+                )
+            logits = self._finish_logits(out.logits[:, -1], temperature)
             if temperature == 0:
                 token = logits.argmax(-1)
                 lp = torch.log_softmax(logits, -1).gather(-1, token[:, None]).squeeze(-1)
             else:
-                logprobs = torch.log_softmax(logits / temperature, -1)
+                logprobs = torch.log_softmax(logits, -1)
                 token = torch.multinomial(logprobs.exp().cpu(), 1, generator=generator).squeeze(-1).to(device)
                 lp = logprobs.gather(-1, token[:, None]).squeeze(-1)
             token_cpu, lp_cpu = token.cpu().tolist(), lp.cpu().tolist()
@@ -238,26 +271,29 @@ def load_policy(
         )
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}.")
-    torch_dtype = DTYPES[dtype]
     meta = json.loads((path / _POLICY_META).read_text()) if (path / _POLICY_META).exists() else {}
-    kw = {"dtype": torch_dtype} if "dtype" in inspect.signature(AutoModelForCausalLM.from_pretrained).parameters else {}
-    try:
-        lm = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **(kw or {"torch_dtype": torch_dtype}))
-    except TypeError:
-        lm = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, torch_dtype=torch_dtype)
+    lm = _from_pretrained(AutoModelForCausalLM, path)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     critic_trunk = None
     if critic == "separate" or meta.get("critic") == "separate":
         cpath = path / _CRITIC_DIR if (path / _CRITIC_DIR).exists() else Path(critic_path or path)
-        critic_trunk = AutoModel.from_pretrained(cpath, local_files_only=True, torch_dtype=torch_dtype)
+        critic_trunk = _from_pretrained(AutoModel, cpath)
     elif critic != "shared":
         raise ValueError(f"critic must be 'shared' or 'separate', got {critic!r}.")
-    policy = Policy(lm, critic_trunk)
+    policy = Policy(lm, critic_trunk, compute_dtype=DTYPES[dtype], vocab_limit=len(tokenizer))
     if (path / _VALUE_HEAD_FILE).exists():
         policy.value_head.load_state_dict(torch.load(path / _VALUE_HEAD_FILE, map_location="cpu", weights_only=True))
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return policy.to(device), tokenizer
+
+
+def _from_pretrained(cls: Any, path: Path) -> nn.Module:
+    """float32 weights from a local directory (``dtype=`` in recent transformers, ``torch_dtype=`` before)."""
+    try:
+        return cls.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    except TypeError:
+        return cls.from_pretrained(path, local_files_only=True, torch_dtype=torch.float32)
 
 
 def save_policy(policy: Policy, tokenizer: Any, path: str | os.PathLike) -> Path:

@@ -433,6 +433,9 @@ class Trainer:
             if t.eval_every and self.iteration % t.eval_every == 0:
                 last_eval = self.evaluate()
                 self.logger.log({"iteration": self.iteration, "phase": "eval", **_prefix("eval", last_eval)})
+                if t.target_success is not None and last_eval["success"] >= t.target_success:
+                    summary["stopped_early"] = self.iteration
+                    break
             if t.checkpoint_every and self.iteration % t.checkpoint_every == 0:
                 self.save_checkpoint(self.out / "checkpoint")
             if hasattr(bar, "set_postfix"):
