@@ -3,7 +3,6 @@
     agentgym-turn list
     agentgym-turn play TurnSokoban-v0 --seed 3
     agentgym-turn check TurnSokoban-v0
-    agentgym-turn serve webshop --port 3000
     agentgym-turn serve retriever --generated --port 8000
 """
 
@@ -11,15 +10,21 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from typing import Sequence
 
 __all__ = ["main"]
 
 #: ``serve`` targets: module with ``main(argv) -> int`` (it parses its own arguments).
+#: Only targets whose module exists are offered.
 SERVERS = {
-    "webshop": "agentgym_turn.webshop.server",
-    "retriever": "agentgym_turn.searchqa.server",
+    name: module
+    for name, module in {
+        "webshop": "agentgym_turn.webshop.server",
+        "retriever": "agentgym_turn.searchqa.server",
+    }.items()
+    if importlib.util.find_spec(module) is not None
 }
 
 
