@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fuzz-actions", type=int, default=64, help="random adversarial responses")
     p.set_defaults(func=_cmd_check)
 
-    p = sub.add_parser("serve", help="start a server: the WebShop site or a Search-R1 retriever", add_help=False)
+    p = sub.add_parser("serve", help="start a server (a Search-R1 retriever); `serve TARGET --help` for its options")
     p.add_argument("target", choices=sorted(SERVERS), help="what to serve")
     p.add_argument("server_args", nargs=argparse.REMAINDER, help="the server's own options (see `serve TARGET --help`)")
     p.set_defaults(func=_cmd_serve)
