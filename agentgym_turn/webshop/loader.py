@@ -21,7 +21,8 @@ option combination of every product with an instruction, and the goal list is sh
 ``random.seed(233)``, whose order fixes the splits (test 0-499, eval 500-1499, train the rest).
 WebShop draws the price of a price range and every goal's ``price_upper`` from Python's
 unseeded global RNG, so they change from run to run; we draw them from ``random.Random(seed)``.
-Malformed entries never raise: missing text becomes ``""`` and an unreadable price $100.
+Malformed entries never raise: missing text becomes ``""``, an unreadable price $100, and a
+blank option value is dropped (``click[]`` could never select it).
 """
 
 from __future__ import annotations
@@ -183,8 +184,9 @@ class LoadedShop:
                 values = []
                 for c in contents:
                     value = c.get("value") if isinstance(c, dict) else None
-                    if value is not None:
-                        values.append(_s(value).strip().replace("/", " | ").lower())
+                    text = _s(value).strip().replace("/", " | ").lower() if value is not None else ""
+                    if text:  # a blank value would be a button nobody can click: click[] is empty
+                        values.append(text)
                 options[_s(name).lower()] = tuple(values)
         info = attributes.get(asin) if isinstance(attributes, dict) else None
         attrs = info.get("attributes") if isinstance(info, dict) else None
