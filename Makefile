@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile | $(BIN)/python
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m agentgym_turn.demo
+	$(BIN)/python -m reference_trainer demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

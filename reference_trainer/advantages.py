@@ -15,6 +15,7 @@ __all__ = [
     "turn_gae",
     "grpo",
     "turns_to_tokens",
+    "outcome_rewards",
     "masked_mean",
     "masked_whiten",
 ]
@@ -145,6 +146,28 @@ def turns_to_tokens(per_turn: torch.Tensor, turn_ids: torch.Tensor, mask: torch.
     idx = turn_ids.long().clamp(0, max(K - 1, 0))
     out = per_turn.gather(1, idx) if K else torch.zeros_like(turn_ids, dtype=per_turn.dtype)
     return torch.where(mask.bool() & (turn_ids >= 0) & (turn_ids < K), out, torch.zeros_like(out))
+
+
+def outcome_rewards(outcome: torch.Tensor, turn_mask: torch.Tensor, action_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One reward per episode, ``outcome[b]``, on its last turn: ``([B, K] turn rewards, [B, L] token rewards)``.
+
+    The token reward sits on the episode's last action token (where token GAE expects a
+    turn's reward). Used by ``reward="success"``: every other turn gets 0, so neither the
+    env's per-move costs nor its format penalty can make failing fast look better than
+    failing slowly.
+    """
+    B, K = turn_mask.shape
+    rows = torch.arange(B, device=turn_mask.device)
+    turn_r = torch.zeros(turn_mask.shape, dtype=torch.float32, device=turn_mask.device)
+    has_turn = turn_mask.any(1)
+    last_turn = (turn_mask.long().sum(1) - 1).clamp(min=0)
+    turn_r[rows, last_turn] = torch.where(has_turn, outcome.float(), torch.zeros_like(turn_r[:, 0]))
+    L = action_mask.shape[1]
+    token_r = torch.zeros(action_mask.shape, dtype=torch.float32, device=action_mask.device)
+    has_tok = action_mask.any(1)
+    last_tok = (action_mask.long() * torch.arange(1, L + 1, device=action_mask.device)).argmax(1)
+    token_r[rows, last_tok] = torch.where(has_tok, outcome.float(), torch.zeros_like(token_r[:, 0]))
+    return turn_r, token_r
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -5,6 +5,7 @@
     python -m reference_trainer sft --env TurnSokoban-v0 --sft-episodes 2000 --out runs/sft
     python -m reference_trainer eval --model runs/sft/checkpoint/policy --env TurnSokoban-v0
     python -m reference_trainer train --resume runs/train/checkpoint --iterations 100
+    python -m reference_trainer demo            # what `make demo` runs
 
 Every option of ``train`` comes from the dataclasses in :mod:`reference_trainer.config`.
 An ``--algo`` preset sets the advantage estimator, ratio level, correction and GAE
@@ -91,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
     for p in (train, sft, ev):
         for section, cls in _SECTIONS:
             _add_fields(p, section, cls)
+    demo = sub.add_parser("demo", help="SFT + Turn-PPO on TurnSokoban-v0 with the tiny model on CPU (a few minutes)",
+                          description="The measured recipe of reference_trainer.recipes: SFT warm start, then "
+                                      "Turn-PPO; prints held-out success before and after and writes the curve PNG.")
+    demo.add_argument("--algo", default="turn-ppo", choices=sorted(PRESETS))
+    demo.add_argument("--iterations", type=int, default=20, metavar="N", help="RL iterations (default: 20)")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--out", default="runs/demo", help="output directory (default: runs/demo)")
     tiny = sub.add_parser("build-tiny", help="build the tiny model + tokenizer for an env into a directory")
     tiny.add_argument("--env", required=True, help="registered env id")
     tiny.add_argument("--out", required=True, help="directory to write")
@@ -162,7 +170,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(build_tiny(args.env, args.out, seed=args.seed, env_kwargs=dict(args.env_kwarg)))
         return 0
 
-    cfg = config_from_args(args)
+    if args.command == "demo":
+        from .recipes import sokoban_tiny
+
+        cfg = sokoban_tiny(args.algo, seed=args.seed, iterations=args.iterations, out=args.out)
+    else:
+        cfg = config_from_args(args)
     from .trainer import Trainer
 
     trainer = Trainer(cfg)

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["Policy", "PolicyOutput", "load_policy", "DTYPES"]
+__all__ = ["Policy", "PolicyOutput", "load_policy", "load_tokenizer", "save_policy", "DTYPES"]
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _VALUE_HEAD_FILE = "value_head.pt"
@@ -261,7 +261,7 @@ def load_policy(
     a separate critic are restored too). ``critic="separate"`` adds a critic trunk loaded from
     ``critic_path`` (default: ``path``).
     """
-    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModel, AutoModelForCausalLM
 
     path = Path(path)
     if not (path / "config.json").exists():
@@ -273,7 +273,7 @@ def load_policy(
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}.")
     meta = json.loads((path / _POLICY_META).read_text()) if (path / _POLICY_META).exists() else {}
     lm = _from_pretrained(AutoModelForCausalLM, path)
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    tokenizer = load_tokenizer(path)
     critic_trunk = None
     if critic == "separate" or meta.get("critic") == "separate":
         cpath = path / _CRITIC_DIR if (path / _CRITIC_DIR).exists() else Path(critic_path or path)
@@ -286,6 +286,22 @@ def load_policy(
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return policy.to(device), tokenizer
+
+
+def load_tokenizer(path: str | os.PathLike) -> Any:
+    """The tokenizer of a checkpoint directory, exactly as its ``tokenizer.json`` defines it.
+
+    ``AutoTokenizer`` may rebuild the pipeline from the model type instead (transformers 5 gives
+    any ``qwen2`` checkpoint Qwen2's own pre-tokenizer regex), which would silently change the
+    tokenisation of a tokenizer trained with another one, such as the tiny model's. Directories
+    without ``tokenizer.json`` (SentencePiece-only) go through ``AutoTokenizer``.
+    """
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    path = Path(path)
+    if (path / "tokenizer.json").exists():
+        return PreTrainedTokenizerFast.from_pretrained(path, local_files_only=True)
+    return AutoTokenizer.from_pretrained(path, local_files_only=True)
 
 
 def _from_pretrained(cls: Any, path: Path) -> nn.Module:

@@ -50,19 +50,22 @@ CHAT_TEMPLATE = (
 #: `` box``), then single digits, whitespace characters and symbols, so every grid cell stays
 #: its own token.
 PRETOKENIZER_PATTERN = r"</?[A-Za-z]+>| ?\|\|| ?[A-Za-z][a-z]*| ?[0-9]|\s|[^\sA-Za-z0-9]"
-_BUILD_VERSION = 1  # bump when the construction changes, to invalidate caches
+_BUILD_VERSION = 2  # bump when the construction changes, to invalidate caches
 
 
 @dataclass(frozen=True)
 class TinySpec:
     """Sizes of the tiny model (about 160k parameters by default)."""
 
+    arch: str = "qwen2"  # "qwen2" (rotary positions) or "gpt2" (learned absolute positions)
     vocab_size: int = 512  # BPE vocabulary target, special tokens included
     hidden_size: int = 64
     num_layers: int = 2
     num_heads: int = 4
     intermediate_size: int = 256
-    max_positions: int = 2048
+    max_positions: int = 1024
+    rope_theta: float = 10_000.0
+    init_std: float = 0.1  # std of the random initial weights (HF default 0.02 leaves a tiny model on a long plateau)
     corpus_episodes: int = 64  # env episodes played to collect tokenizer text
 
 
@@ -136,21 +139,42 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> Any:
 
 
 def _model_config(spec: TinySpec, vocab_size: int, tokenizer: Any) -> Any:
-    from transformers import Qwen2Config
+    special = dict(bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    if spec.arch == "gpt2":
+        from transformers import GPT2Config
 
-    return Qwen2Config(
-        vocab_size=vocab_size,
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_layers,
-        num_attention_heads=spec.num_heads,
-        num_key_value_heads=spec.num_heads,
-        max_position_embeddings=spec.max_positions,
-        tie_word_embeddings=True,
-        bos_token_id=None,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
+        return GPT2Config(
+            vocab_size=vocab_size,
+            n_embd=spec.hidden_size,
+            n_layer=spec.num_layers,
+            n_head=spec.num_heads,
+            n_inner=spec.intermediate_size,
+            n_positions=spec.max_positions,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            initializer_range=spec.init_std,
+            activation_function="gelu",  # PyTorch's fused erf GELU: GPT-2's tanh "gelu_new" costs a third of a CPU step
+            tie_word_embeddings=True,
+            **special,
+        )
+    if spec.arch == "qwen2":
+        from transformers import Qwen2Config
+
+        return Qwen2Config(
+            vocab_size=vocab_size,
+            hidden_size=spec.hidden_size,
+            intermediate_size=spec.intermediate_size,
+            num_hidden_layers=spec.num_layers,
+            num_attention_heads=spec.num_heads,
+            num_key_value_heads=spec.num_heads,
+            max_position_embeddings=spec.max_positions,
+            rope_theta=spec.rope_theta,
+            initializer_range=spec.init_std,
+            tie_word_embeddings=True,
+            **special,
+        )
+    raise ValueError(f"arch must be 'gpt2' or 'qwen2', got {spec.arch!r}.")
 
 
 def _cache_key(texts: Sequence[str], spec: TinySpec, seed: int) -> str:

@@ -33,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from .advantages import grpo, masked_mean, masked_whiten, token_gae, turn_gae, turns_to_tokens
+from .advantages import grpo, masked_mean, masked_whiten, outcome_rewards, token_gae, turn_gae, turns_to_tokens
 from .config import Config
 from .losses import clip_bias_surrogate, clipped_tokens, explained_variance, kl_penalty, log_ratios, policy_loss, value_loss
 from .metrics import MetricsLogger
@@ -140,6 +140,8 @@ class Trainer:
             ],
             weight_decay=a.weight_decay,
         )
+        warm = max(0, a.lr_warmup_steps)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: min(1.0, (step + 1) / (warm + 1)))
         self.ref_lm = None
         if a.kl_coef > 0:
             self.ref_lm = copy.deepcopy(policy.lm).requires_grad_(False)
@@ -157,8 +159,8 @@ class Trainer:
         from .tiny import TinySpec, build_tiny
 
         m = self.cfg.model
-        spec = TinySpec(vocab_size=m.tiny_vocab, hidden_size=m.tiny_hidden, num_layers=m.tiny_layers, num_heads=m.tiny_heads,
-                        intermediate_size=4 * m.tiny_hidden)
+        spec = TinySpec(arch=m.tiny_arch, vocab_size=m.tiny_vocab, hidden_size=m.tiny_hidden, num_layers=m.tiny_layers, num_heads=m.tiny_heads,
+                        intermediate_size=4 * m.tiny_hidden, rope_theta=m.tiny_rope_theta, init_std=m.tiny_init_std)
         return build_tiny(self.cfg.train.env, m.tiny_dir, seed=m.tiny_seed, spec=spec, env_kwargs=self.cfg.rollout.env_kwargs)
 
     def close(self) -> None:
@@ -210,21 +212,27 @@ class Trainer:
         )
         value_targets = torch.zeros_like(values)
         value_mask = torch.zeros_like(act)
+        if a.reward == "success":
+            turn_rewards, token_rewards = outcome_rewards(batch.success, batch.turn_mask, act)
+            scores = batch.success.float()
+        else:
+            turn_rewards, token_rewards, scores = batch.turn_rewards, batch.token_rewards, batch.scores
+        scale = a.reward_scale
         if a.advantage == "token_gae":
             values_tok = torch.nn.functional.pad(values[:, :-1], (1, 0))  # V of the state before token t
-            adv, ret = token_gae(batch.token_rewards, values_tok, act, a.gamma, a.lam, boot)
+            adv, ret = token_gae(token_rewards * scale, values_tok, act, a.gamma, a.lam, boot)
             value_targets[:, :-1] = ret[:, 1:]
             value_mask[:, :-1] = act[:, 1:]
         elif a.advantage == "turn_gae":
             turn_values = values.gather(1, batch.value_pos)
-            adv_turn, ret_turn = turn_gae(batch.turn_rewards, turn_values, batch.turn_mask, a.gamma, a.lam, boot)
+            adv_turn, ret_turn = turn_gae(turn_rewards * scale, turn_values, batch.turn_mask, a.gamma, a.lam, boot)
             adv = turns_to_tokens(adv_turn, batch.turn_ids, act)
             pos = batch.value_pos[batch.turn_mask]
             rows = torch.arange(B, device=values.device)[:, None].expand_as(batch.value_pos)[batch.turn_mask]
             value_targets[rows, pos] = ret_turn[batch.turn_mask]
             value_mask[rows, pos] = True
         elif a.advantage == "grpo":
-            adv = grpo(batch.scores, batch.group_ids, a.grpo_eps, a.grpo_scale_by_std)[:, None] * act
+            adv = grpo(scores, batch.group_ids, a.grpo_eps, a.grpo_scale_by_std)[:, None] * act
         else:
             raise ValueError(f"unknown advantage estimator {a.advantage!r}")
         if a.normalize_advantages and a.advantage != "grpo":
@@ -325,6 +333,7 @@ class Trainer:
                 gnorm = float(torch.nn.utils.clip_grad_norm_(all_params, limit)) if has_grad else 0.0
                 if has_grad and math.isfinite(gnorm):  # a non-finite gradient skips the step
                     self.optimizer.step()
+                    self.scheduler.step()
                 rec["grad_norm"] = gnorm
                 records.append(rec)
         keys = sorted({k for r in records for k in r})
@@ -402,7 +411,7 @@ class Trainer:
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
-            losses.append(float(loss))
+            losses.append(loss.item())
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
         self.sft_done = True
@@ -458,6 +467,7 @@ class Trainer:
         save_policy(self.policy, self.tokenizer, tmp / "policy")
         state = {
             "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
             "torch_generator": self.generator.get_state(),
             "torch_global": torch.get_rng_state(),
             "ref_lm": self.ref_lm.state_dict() if self.ref_lm is not None else None,
@@ -480,6 +490,7 @@ class Trainer:
         meta = json.loads((path / _STATE_FILE).read_text())
         state = torch.load(path / "state.pt", map_location="cpu", weights_only=False)
         self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
         self.generator.set_state(state["torch_generator"])
         torch.set_rng_state(state["torch_global"])
         if state.get("ref_lm") is not None:

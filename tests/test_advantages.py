@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference_trainer.advantages import grpo, masked_whiten, token_gae, turn_gae, turns_to_tokens
+from reference_trainer.advantages import grpo, masked_whiten, outcome_rewards, token_gae, turn_gae, turns_to_tokens
 
 T = torch.tensor
 
@@ -69,6 +69,16 @@ def test_turn_gae__default_bootstrap_is_zero_and_defaults_are_the_papers():
 
     sig = inspect.signature(turn_gae).parameters
     assert sig["gamma"].default == 0.99 and sig["lam"].default == 0.9
+
+
+def test_outcome_rewards__one_reward_on_the_last_turn_and_its_last_action_token():
+    turn_mask = T([[1, 1, 0], [1, 0, 0], [0, 0, 0]], dtype=torch.bool)
+    action_mask = T([[0, 1, 1, 0, 1, 1, 0], [0, 1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0]], dtype=torch.bool)
+    turn_r, token_r = outcome_rewards(T([True, True, True]), turn_mask, action_mask)
+    assert turn_r.tolist() == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]  # no turn: no reward anywhere
+    assert token_r.tolist() == [[0, 0, 0, 0, 0, 1, 0], [0, 1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0]]
+    turn_r, token_r = outcome_rewards(T([0.0, 1.0, 0.0]), turn_mask, action_mask)
+    assert turn_r.sum().item() == 1.0 and token_r[0].sum().item() == 0.0
 
 
 def test_turns_to_tokens__broadcasts_each_turn_to_its_action_tokens_only():

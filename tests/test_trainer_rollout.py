@@ -62,6 +62,19 @@ def test_assembled_ids_equal_the_chat_template_of_the_whole_conversation(tiny, e
         assert ep.conversation.ids == _template_ids(tokenizer, fmt, ep)
 
 
+def test_the_loaded_tiny_tokenizer_is_the_trained_one(tiny, tmp_path):
+    # one token per grid symbol and per move word; a saved-and-loaded copy tokenises identically
+    # (transformers 5's AutoTokenizer would swap in Qwen2's own pre-tokenizer for a qwen2 config)
+    from reference_trainer.tiny import env_corpus, train_tokenizer
+
+    _, tokenizer = tiny
+    trained = train_tokenizer(env_corpus(trainer_envs.ENV_ID, 32) + env_corpus(trainer_envs.GUESS_ID, 32))
+    text = "Room 2: go left.\n#_X√P\n<answer>7</answer>"
+    assert tokenizer.encode(text, add_special_tokens=False) == trained.encode(text, add_special_tokens=False)
+    pieces = tokenizer.convert_ids_to_tokens(tokenizer.encode("<answer>7</answer>", add_special_tokens=False))
+    assert pieces[0] == "<answer>" and pieces[-1] == "</answer>"
+
+
 def test_a_response_cut_at_max_new_tokens_is_closed_by_template_tokens(tiny):
     _, tokenizer = tiny
     fmt = ChatFormat(tokenizer)
