@@ -19,6 +19,16 @@ def _pyplot():
     return plt
 
 
+def _save(plt: Any, fig: Any, path: str | Path, title: str) -> Path:
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_run(metrics: str | Path | Sequence[dict[str, Any]], path: str | Path, title: str = "") -> Path:
     """Two panels: success (training rollouts and held-out evaluation) and clip fractions, per iteration."""
     records = read_metrics(metrics) if isinstance(metrics, (str, Path)) else list(metrics)
@@ -41,13 +51,7 @@ def plot_run(metrics: str | Path | Sequence[dict[str, Any]], path: str | Path, t
     ax2.set_xlabel("iteration")
     ax2.set_ylabel("fraction")
     ax2.legend(loc="upper right")
-    fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path, title)
 
 
 def plot_comparison(curves: dict[str, dict[str, list[float]]], path: str | Path, title: str = "") -> Path:
@@ -65,10 +69,4 @@ def plot_comparison(curves: dict[str, dict[str, list[float]]], path: str | Path,
     ax2.set_xlabel("RL iteration")
     ax2.set_ylabel("clip fraction (tokens)")
     ax2.legend(loc="upper right", fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path, title)

@@ -101,7 +101,20 @@ def _check_topk(topk: int) -> int:
     return int(topk)
 
 
-class BM25Retriever:
+class _LockedPickle:
+    """Pickles without the instance's ``_lock`` (a ``threading.Lock``) and gives the copy a new one."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+
+class BM25Retriever(_LockedPickle):
     """BM25 over a :class:`Corpus` (indexes ``contents``: title and text).
 
     Args:
@@ -118,15 +131,6 @@ class BM25Retriever:
         if self.index.num_docs != len(corpus):
             raise ValueError(f"the index holds {self.index.num_docs} documents, the corpus {len(corpus)}")
         self._lock = threading.Lock()  # the stemmer and numba kernels are not re-entrant
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     @classmethod
     def build(cls, corpus: Corpus, *, index_dir: str | os.PathLike | None = None, show_progress: bool = False) -> "BM25Retriever":
@@ -229,7 +233,7 @@ class SentenceTransformerEncoder:
         return np.asarray(emb, dtype=np.float32)
 
 
-class DenseRetriever:
+class DenseRetriever(_LockedPickle):
     """Inner-product search over passage embeddings (exact, in memory).
 
     Args:
@@ -255,15 +259,6 @@ class DenseRetriever:
         if embeddings.ndim != 2 or embeddings.shape[0] != len(corpus):
             raise ValueError(f"embeddings must have shape ({len(corpus)}, dim), got {embeddings.shape}")
         self.embeddings = embeddings
-        self._lock = threading.Lock()
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
         self._lock = threading.Lock()
 
     @classmethod
