@@ -16,6 +16,7 @@ __all__ = [
     "grpo",
     "turns_to_tokens",
     "outcome_rewards",
+    "episode_weights",
     "masked_mean",
     "masked_whiten",
 ]
@@ -168,6 +169,19 @@ def outcome_rewards(outcome: torch.Tensor, turn_mask: torch.Tensor, action_mask:
     last_tok = (action_mask.long() * torch.arange(1, L + 1, device=action_mask.device)).argmax(1)
     token_r[rows, last_tok] = torch.where(has_tok, outcome.float(), torch.zeros_like(token_r[:, 0]))
     return turn_r, token_r
+
+
+def episode_weights(action_mask: torch.Tensor) -> torch.Tensor:
+    """``[B, 1]`` weights ``mean_b(n_b) / n_b`` (``n_b`` action tokens of episode ``b``; 0 without any).
+
+    Multiplying the advantages by them turns a token-mean loss into a sequence mean of token
+    means (verl's ``seq-mean-token-mean``): every episode weighs the same, however long. The
+    weights are positive, so PPO's clipping decisions do not change.
+    """
+    n = action_mask.float().sum(1, keepdim=True)
+    has = n > 0
+    mean = n[has].mean() if bool(has.any()) else n.new_ones(())
+    return torch.where(has, mean / n.clamp(min=1), torch.zeros_like(n))
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -76,6 +76,8 @@ class AlgoConfig:
     kl_coef: float = _f(0.0, "KL(pi || pi_ref) penalty weight (pi_ref: the policy at the start of RL)")
     grpo_eps: float = _f(1e-6, "GRPO: added to the group std")
     grpo_scale_by_std: bool = _f(True, "GRPO: divide by the group std")
+    loss_agg: str = _f("token-mean", "token-mean (every action token weighs the same) or seq-mean-token-mean (every episode does)",
+                       choices=("token-mean", "seq-mean-token-mean"))
     normalize_advantages: bool = _f(True, "whiten advantages over the batch's action tokens (GAE estimators)")
     lr: float = _f(3e-4, "actor learning rate (AdamW)")
     critic_lr_ratio: float = _f(10.0, "critic learning rate / actor learning rate")

@@ -33,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from .advantages import grpo, masked_mean, masked_whiten, outcome_rewards, token_gae, turn_gae, turns_to_tokens
+from .advantages import episode_weights, grpo, masked_mean, masked_whiten, outcome_rewards, token_gae, turn_gae, turns_to_tokens
 from .config import Config
 from .losses import clip_bias_surrogate, clipped_tokens, explained_variance, kl_penalty, log_ratios, policy_loss, value_loss
 from .metrics import MetricsLogger
@@ -237,6 +237,8 @@ class Trainer:
             raise ValueError(f"unknown advantage estimator {a.advantage!r}")
         if a.normalize_advantages and a.advantage != "grpo":
             adv = masked_whiten(adv, act)
+        if a.loss_agg == "seq-mean-token-mean":
+            adv = adv * episode_weights(act)
         ref = self._ref_logp(batch) if self.ref_lm is not None else None
         return Prepared(batch, old_logp, values, adv.float(), value_targets, value_mask, ref)
 

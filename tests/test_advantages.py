@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference_trainer.advantages import grpo, masked_whiten, outcome_rewards, token_gae, turn_gae, turns_to_tokens
+from reference_trainer.advantages import episode_weights, grpo, masked_whiten, outcome_rewards, token_gae, turn_gae, turns_to_tokens
 
 T = torch.tensor
 
@@ -79,6 +79,15 @@ def test_outcome_rewards__one_reward_on_the_last_turn_and_its_last_action_token(
     assert token_r.tolist() == [[0, 0, 0, 0, 0, 1, 0], [0, 1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0]]
     turn_r, token_r = outcome_rewards(T([0.0, 1.0, 0.0]), turn_mask, action_mask)
     assert turn_r.sum().item() == 1.0 and token_r[0].sum().item() == 0.0
+
+
+def test_episode_weights__make_a_token_mean_an_episode_mean():
+    mask = T([[1, 1, 1, 1, 0, 0], [0, 1, 1, 0, 0, 0], [0, 0, 0, 0, 0, 0]], dtype=torch.bool)
+    w = episode_weights(mask)
+    assert w.squeeze(1).tolist() == [0.75, 1.5, 0.0]  # mean length 3 over the episodes with tokens
+    per_token = T([[1.0] * 6, [4.0] * 6, [9.0] * 6])
+    token_mean = ((per_token * w) * mask).sum() / mask.sum()
+    assert math.isclose(token_mean.item(), (1.0 + 4.0) / 2)  # each episode's own token mean, averaged
 
 
 def test_turns_to_tokens__broadcasts_each_turn_to_its_action_tokens_only():
