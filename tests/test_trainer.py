@@ -135,6 +135,7 @@ def test_micro_batches_give_the_same_update_as_whole_minibatches(tiny_dir, tmp_p
         tr = Trainer(_config(tiny_dir, tmp_path / str(micro), algo, micro_batch_size=micro, lr=0.02, epochs=3))
         # SGD: Adam would blow float noise in near-zero gradient entries up to +-lr
         tr.optimizer = torch.optim.SGD([{"params": g["params"]} for g in tr.optimizer.param_groups], lr=0.5)
+        tr.scheduler = torch.optim.lr_scheduler.LambdaLR(tr.optimizer, lambda step: 1.0)  # bound to the new optimizer
         batch = _scripted_batch(tr, ["L", "R", "abc", "left or right"], [0, 1, 2, 3, 4, 5, 6, 7])
         m = tr.update(tr.prepare(batch))
         results.append((m, [p.detach().clone() for p in tr.policy.parameters()]))
