@@ -28,16 +28,19 @@ PRESETS = ["ppo", "turn-ppo", "s-ppo", "st-ppo", "grpo"]
 
 
 def _sft(out: Path, seed: int) -> tuple[Path, dict]:
-    """Build the tiny model, SFT it once, save the policy; reused when already there."""
+    """Build the tiny model, SFT it once, save the policy; reused when one from the same recipe is there."""
     from reference_trainer.policy import save_policy
     from reference_trainer.recipes import sokoban_tiny
     from reference_trainer.trainer import Trainer
 
     policy_dir = out / "sft_policy"
     meta_file = out / "sft.json"
-    if (policy_dir / "config.json").exists() and meta_file.exists():
-        return policy_dir, json.loads(meta_file.read_text())
     cfg = sokoban_tiny(seed=seed, out=str(out / "sft_run"), progress=False)
+    recipe = {k: v for k, v in cfg.to_dict().items() if k != "algo"}  # what the SFT policy depends on
+    if (policy_dir / "config.json").exists() and meta_file.exists():
+        meta = json.loads(meta_file.read_text())
+        if meta.get("recipe") == json.loads(json.dumps(recipe)):
+            return policy_dir, meta
     trainer = Trainer(cfg)
     try:
         t0 = time.perf_counter()
@@ -49,7 +52,7 @@ def _sft(out: Path, seed: int) -> tuple[Path, dict]:
         trainer.close()
     meta = {"before": before["success"], "after": after["success"], "seconds": time.perf_counter() - t0,
             "steps": cfg.train.sft_steps, "batch_size": cfg.train.sft_batch_size, "episodes": cfg.train.sft_episodes,
-            "loss": stats["sft/loss"]}
+            "loss": stats["sft/loss"], "recipe": recipe}
     meta_file.write_text(json.dumps(meta, indent=1))
     return policy_dir, meta
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import PRESET_ROLLOUT, Config, ModelConfig, RolloutConfig, TrainConfig, preset
+from .config import Config, ModelConfig, RolloutConfig, TrainConfig, preset
 
 __all__ = ["SOKOBAN_ENV", "SOKOBAN_ENV_KWARGS", "sokoban_tiny"]
 
@@ -39,7 +39,7 @@ def sokoban_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = 30,
     """
     rollout = dict(tasks_per_iteration=128, num_envs=64, max_new_tokens=16, env_kwargs=dict(SOKOBAN_ENV_KWARGS))
     if algo == "grpo":
-        rollout.update(PRESET_ROLLOUT["grpo"], tasks_per_iteration=16, group_size=8)
+        rollout.update(tasks_per_iteration=16, group_size=8)  # the same 128 episodes, 8 per level
     return Config(
         model=ModelConfig(model=model, tiny_arch="gpt2", critic="separate"),
         rollout=RolloutConfig(**rollout),
