@@ -83,9 +83,12 @@ class AlgoConfig:
     critic_lr_ratio: float = _f(10.0, "critic learning rate / actor learning rate")
     lr_warmup_steps: int = _f(0, "optimizer steps of linear learning-rate warm-up (a fresh Adam moves every weight by ~lr at first)")
     weight_decay: float = _f(0.0, "AdamW weight decay")
+    adam_eps: float = _f(1e-8, "AdamW epsilon (larger: tiny, noisy gradient entries are not blown up to full-size steps)")
     epochs: int = _f(1, "passes over each batch")
     minibatch_size: int = _f(16, "episodes per optimizer step")
     micro_batch_size: int | None = _f(None, "episodes per forward/backward (gradient accumulation); default: the minibatch")
+    micro_batch_tokens: int = _f(0, "padded tokens per forward/backward: episodes sorted by length are packed up to this "
+                                 "budget (verl's dynamic batch size; cuts padding), within --micro-batch-size; 0: off")
     max_grad_norm: float = _f(1.0, "global gradient norm clip (<= 0: off)")
     critic_warmup: int = _f(0, "iterations that update only the critic at first")
 

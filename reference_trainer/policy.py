@@ -118,8 +118,18 @@ class Policy(nn.Module):
             logits = logits.masked_fill(undecodable, float("-inf"))
         return logits / temperature if temperature not in (0, 1.0) else logits
 
+    @property
+    def actor_trunk(self) -> nn.Module:
+        """The LM without its output layer (the module a shared value head reads)."""
+        return self.lm.get_decoder() if hasattr(self.lm, "get_decoder") else self.lm.base_model
+
+    def critic_from_actor(self) -> None:
+        """Copy the actor's trunk into a separate critic (e.g. after SFT), so both start from the same weights."""
+        if self.critic_trunk is not None:
+            self.critic_trunk.load_state_dict(self.actor_trunk.state_dict())
+
     def _trunk(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        base = self.lm.get_decoder() if hasattr(self.lm, "get_decoder") else self.lm.base_model
+        base = self.actor_trunk
         position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
         return base(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids).last_hidden_state
 

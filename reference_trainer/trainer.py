@@ -41,7 +41,7 @@ from .policy import Policy, load_policy, save_policy
 from .rollout import Episode, RolloutBatch, collect, make_batch, make_envs
 from .tokenization import ChatFormat, Conversation
 
-__all__ = ["Trainer", "Prepared", "expert_episodes"]
+__all__ = ["Trainer", "Prepared", "expert_episodes", "micro_batches"]
 
 _STATE_FILE = "trainer_state.json"
 #: Metrics that are sums over a minibatch divided by its size (micro-batch parts add up).
@@ -66,6 +66,30 @@ class Prepared:
         cut = lambda t: None if t is None else t[index][:, :L]  # noqa: E731
         return Prepared(b, cut(self.old_logp), cut(self.old_values), cut(self.advantages),
                         cut(self.value_targets), cut(self.value_mask), cut(self.ref_logp))
+
+
+def micro_batches(lengths: torch.Tensor, max_size: int | None = None, max_tokens: int = 0) -> list[torch.Tensor]:
+    """Split rows ``0 .. len(lengths) - 1`` into micro-batches; returns their index tensors.
+
+    Without ``max_tokens``: consecutive chunks of ``max_size`` rows (one chunk when ``None``).
+    With it: rows sorted by length (longest first) are packed greedily while
+    ``rows * longest <= max_tokens`` and ``rows <= max_size``, so short episodes are not
+    padded to a long one's length (a row longer than the budget gets a micro-batch of its
+    own). Every row appears exactly once; losses are sums divided by the minibatch's counts,
+    so any split gives the same gradient.
+    """
+    n = len(lengths)
+    size = max_size or max(n, 1)
+    if not max_tokens:
+        return [torch.arange(j, min(j + size, n)) for j in range(0, n, size)]
+    order = torch.argsort(lengths.cpu(), descending=True, stable=True).tolist()
+    chunks: list[list[int]] = []
+    for i in order:  # longest first: a chunk's first row sets its padded length
+        if chunks and len(chunks[-1]) < size and (len(chunks[-1]) + 1) * int(lengths[chunks[-1][0]]) <= max_tokens:
+            chunks[-1].append(i)
+        else:
+            chunks.append([i])
+    return [torch.tensor(sorted(c)) for c in chunks]
 
 
 def expert_episodes(env_id: str, fmt: ChatFormat, seeds: list[int], env_kwargs: dict[str, Any] | None = None) -> list[Episode]:
@@ -139,6 +163,7 @@ class Trainer:
                 {"params": policy.critic_parameters(), "lr": a.lr * a.critic_lr_ratio},
             ],
             weight_decay=a.weight_decay,
+            eps=a.adam_eps,
         )
         warm = max(0, a.lr_warmup_steps)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: min(1.0, (step + 1) / (warm + 1)))
@@ -170,17 +195,20 @@ class Trainer:
     # ------------------------------------------------------------------ network passes
     def _forward(self, batch: RolloutBatch, *, with_values: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
         """``(logp, values)`` for ``batch`` without gradients, in micro-batches."""
-        outs = []
-        mb = self.cfg.algo.micro_batch_size or self.cfg.algo.minibatch_size
+        a = self.cfg.algo
+        B, L = batch.ids.shape
+        logp = torch.zeros(B, L, device=batch.ids.device)
+        values = torch.zeros(B, L, device=batch.ids.device)
         with torch.no_grad():
-            for lo in range(0, len(batch), mb):
-                sub = batch.select(torch.arange(lo, min(lo + mb, len(batch)), device=batch.ids.device))
-                outs.append(self.policy.evaluate(sub.ids, sub.attention_mask, sub.action_mask, temperature=self._temperature,
-                                                 with_values=with_values, with_entropy=False))
-        L = batch.ids.shape[1]
-        pad = lambda t: torch.nn.functional.pad(t, (0, L - t.shape[1]))  # noqa: E731
-        logp = torch.cat([pad(o.logp) for o in outs])
-        values = torch.cat([pad(o.values) for o in outs]) if with_values else torch.zeros_like(logp)
+            for index in micro_batches(batch.attention_mask.sum(1), a.micro_batch_size or a.minibatch_size, a.micro_batch_tokens):
+                index = index.to(batch.ids.device)
+                sub = batch.select(index)
+                out = self.policy.evaluate(sub.ids, sub.attention_mask, sub.action_mask, temperature=self._temperature,
+                                           with_values=with_values, with_entropy=False)
+                n = out.logp.shape[1]
+                logp[index, :n] = out.logp
+                if with_values:
+                    values[index, :n] = out.values
         return logp, values
 
     @property
@@ -309,8 +337,8 @@ class Trainer:
                 mbatch = prepared.select(idx)
                 n_tok = mbatch.batch.action_mask.sum().float().clamp(min=1)
                 n_val = mbatch.value_mask.sum().float().clamp(min=1)
-                mb = a.micro_batch_size or a.minibatch_size
-                micro = [mbatch.select(torch.arange(j, min(j + mb, len(idx)), device=self.device)) for j in range(0, len(idx), mb)]
+                micro = [mbatch.select(j.to(self.device))
+                         for j in micro_batches(mbatch.batch.attention_mask.sum(1), a.micro_batch_size, a.micro_batch_tokens)]
                 norm = None
                 if a.clip_bias_correction != "none" and len(micro) > 1 and self.iteration >= a.critic_warmup:
                     norm = self._clip_bias_norm(micro, n_tok)
@@ -416,6 +444,7 @@ class Trainer:
             losses.append(loss.item())
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        self.policy.critic_from_actor()  # a separate critic starts from the SFT weights, as it does from --model PATH
         self.sft_done = True
         return {"sft/loss": float(np.mean(losses[-10:])) if losses else float("nan"),
                 "sft/episodes": float(len(demos)), "sft/steps": float(steps)}

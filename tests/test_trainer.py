@@ -13,11 +13,13 @@ import pytest
 import torch
 
 import trainer_envs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reference_trainer.cli import build_parser, config_from_args
 from reference_trainer.config import Config, ModelConfig, RolloutConfig, TrainConfig, preset
 from reference_trainer.metrics import read_metrics
 from reference_trainer.rollout import ListEnvs, collect, make_batch
-from reference_trainer.trainer import Trainer
+from reference_trainer.trainer import Trainer, micro_batches
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
@@ -128,15 +130,38 @@ def test_no_nan_on_degenerate_batches(tiny_dir, tmp_path, algo, case):
 
 
 # ---------------------------------------------------------------------- micro-batches
-@pytest.mark.parametrize("algo", ["s-ppo", "st-ppo"])
-def test_micro_batches_give_the_same_update_as_whole_minibatches(tiny_dir, tmp_path, algo):
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 500), max_size=40), st.one_of(st.none(), st.integers(1, 12)), st.sampled_from([0, 1, 64, 600, 2048]))
+def test_micro_batches_cover_every_row_once_within_the_budget(lengths, size, budget):
+    chunks = micro_batches(torch.tensor(lengths, dtype=torch.long), size, budget)
+    rows = sorted(int(i) for c in chunks for i in c)
+    assert rows == list(range(len(lengths)))
+    for c in chunks:
+        assert len(c) >= 1 and (size is None or len(c) <= size)
+        if budget and len(c) > 1:  # a row longer than the budget may sit alone
+            assert len(c) * max(lengths[int(i)] for i in c) <= budget
+    if not budget:  # plain consecutive chunks
+        step = size or max(len(lengths), 1)
+        assert [c.tolist() for c in chunks] == [list(range(j, min(j + step, len(lengths)))) for j in range(0, len(lengths), step)]
+
+
+def test_micro_batches_by_tokens_group_similar_lengths():
+    chunks = micro_batches(torch.tensor([10, 100, 12, 95, 11, 98]), None, 300)
+    assert sorted(map(sorted, (c.tolist() for c in chunks))) == [[0, 2, 4], [1, 3, 5]]
+
+
+@pytest.mark.parametrize("algo,micro", [("s-ppo", dict(micro_batch_size=2)), ("st-ppo", dict(micro_batch_size=2)),
+                                        ("st-ppo", dict(micro_batch_tokens=40))])
+def test_micro_batches_give_the_same_update_as_whole_minibatches(tiny_dir, tmp_path, algo, micro):
     results = []
-    for micro in (None, 2):
-        tr = Trainer(_config(tiny_dir, tmp_path / str(micro), algo, micro_batch_size=micro, lr=0.02, epochs=3))
+    for i, kw in enumerate(({}, micro)):
+        tr = Trainer(_config(tiny_dir, tmp_path / str(i), algo, **kw, lr=0.02, epochs=3))
         # SGD: Adam would blow float noise in near-zero gradient entries up to +-lr
         tr.optimizer = torch.optim.SGD([{"params": g["params"]} for g in tr.optimizer.param_groups], lr=0.5)
         tr.scheduler = torch.optim.lr_scheduler.LambdaLR(tr.optimizer, lambda step: 1.0)  # bound to the new optimizer
         batch = _scripted_batch(tr, ["L", "R", "abc", "left or right"], [0, 1, 2, 3, 4, 5, 6, 7])
+        if kw.get("micro_batch_tokens"):  # the budget really splits minibatches of 4
+            assert len(micro_batches(batch.attention_mask.sum(1), 4, kw["micro_batch_tokens"])) >= 4
         m = tr.update(tr.prepare(batch))
         results.append((m, [p.detach().clone() for p in tr.policy.parameters()]))
         tr.close()
@@ -204,6 +229,20 @@ def test_a_users_local_checkpoint_loads_and_trains_with_a_separate_critic(tiny_d
     for a, b in zip(tr.policy.parameters(), tr2.policy.parameters()):
         assert torch.equal(a, b)
     tr2.close()
+
+
+def test_sft_restarts_a_separate_critic_from_the_sft_weights(tiny_dir, tmp_path):
+    cfg = _config(tiny_dir, tmp_path, "turn-ppo")
+    cfg.model.critic = "separate"
+    cfg.train.sft_episodes, cfg.train.sft_steps, cfg.train.sft_batch_size = 8, 3, 4
+    tr = Trainer(cfg)
+    before = [p.detach().clone() for p in tr.policy.critic_trunk.parameters()]
+    tr.sft()
+    actor = tr.policy.actor_trunk.state_dict()
+    for name, value in tr.policy.critic_trunk.state_dict().items():
+        assert torch.equal(value, actor[name]) and value.data_ptr() != actor[name].data_ptr()  # equal, not shared
+    assert any(not torch.equal(a, b) for a, b in zip(before, tr.policy.critic_trunk.parameters()))
+    tr.close()
 
 
 def test_missing_model_directory_says_what_to_do(tmp_path):
