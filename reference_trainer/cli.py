@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="The measured recipe of reference_trainer.recipes: SFT warm start, then "
                                       "Turn-PPO; prints held-out success before and after and writes the curve PNG.")
     demo.add_argument("--algo", default="turn-ppo", choices=sorted(PRESETS))
-    demo.add_argument("--iterations", type=int, default=20, metavar="N", help="RL iterations (default: 20)")
+    demo.add_argument("--iterations", type=int, default=40, metavar="N", help="RL iterations (default: 40, about a minute and a half)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--out", default="runs/demo", help="output directory (default: runs/demo)")
     tiny = sub.add_parser("build-tiny", help="build the tiny model + tokenizer for an env into a directory")

@@ -420,7 +420,7 @@ class Trainer:
     # ------------------------------------------------------------------ SFT
     def sft(self, episodes: int | None = None, steps: int | None = None) -> dict[str, float]:
         """Supervised warm start on expert episodes (cross-entropy on the response tokens)."""
-        t = self.cfg.train
+        t, a = self.cfg.train, self.cfg.algo
         episodes = t.sft_episodes if episodes is None else episodes
         steps = t.sft_steps if steps is None else steps
         rng = np.random.default_rng([t.seed, 1])
@@ -435,13 +435,18 @@ class Trainer:
         for _ in bar:
             idx = torch.randint(len(batch), (min(t.sft_batch_size, len(batch)),), generator=gen).to(self.device)
             b = batch.select(idx)
-            out = self.policy.evaluate(b.ids, b.attention_mask, b.action_mask, with_values=False, with_entropy=False)
-            loss = -(out.logp * b.action_mask).sum() / b.action_mask.sum().clamp(min=1)
+            n_tok = b.action_mask.sum().clamp(min=1)
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            loss = 0.0
+            for j in micro_batches(b.attention_mask.sum(1), a.micro_batch_size, a.micro_batch_tokens):
+                part = b.select(j.to(self.device))
+                out = self.policy.evaluate(part.ids, part.attention_mask, part.action_mask, with_values=False, with_entropy=False)
+                part_loss = -(out.logp * part.action_mask).sum() / n_tok  # parts add up to the batch's token-mean
+                part_loss.backward()
+                loss += float(part_loss.detach())
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
-            losses.append(loss.item())
+            losses.append(loss)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
         self.policy.critic_from_actor()  # a separate critic starts from the SFT weights, as it does from --model PATH

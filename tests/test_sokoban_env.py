@@ -207,3 +207,45 @@ def test_cli__a_person_can_play_sokoban_in_the_terminal():
     )
     assert out.returncode == 0, out.stderr
     assert "Symbols: # wall" in out.stdout and "(expert) <answer>" in out.stdout and "success True" in out.stdout
+
+
+# ---------------------------------------------------------------------- show_border
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), dim=st.sampled_from([(5, 5), (6, 6), (6, 8), (7, 7)]))
+def test_show_border_false_shows_exactly_the_inside_of_an_all_wall_ring(seed, dim):
+    full = gym.make("TurnSokoban-v0", dim=dim, prompt_style="compact")
+    inner = gym.make("TurnSokoban-v0", dim=dim, prompt_style="compact", show_border=False)
+    a, _ = full.reset(seed=seed)
+    b, _ = inner.reset(seed=seed)
+    for _ in range(3):
+        head_a, *grid_a = a.split("\n")
+        head_b, *grid_b = b.split("\n")
+        assert head_a == head_b
+        assert set(grid_a[0]) == set(grid_a[-1]) == {"#"} and all(r[0] == r[-1] == "#" for r in grid_a)
+        assert grid_b == [r[1:-1] for r in grid_a[1:-1]]
+        move = full.unwrapped.expert_action()
+        a, _, term, _, _ = full.step(move)
+        b, _, term_b, _, _ = inner.step(move)
+        assert term == term_b
+        if term:
+            break
+
+
+def test_show_border_false_keeps_a_ring_with_an_opening():
+    env = gym.make("TurnSokoban-v0", prompt_style="compact", show_border=False)
+    obs, _ = env.reset(options={"level": "######\n#@$. -\n######"})  # floor on the right edge
+    assert obs.split("\n")[1:] == ["######", "#PXO__", "######"]
+    obs, _ = env.reset(options={"level": "######\n#@$. #\n######"})  # closed: the ring goes
+    assert obs.split("\n")[1:] == ["PXO_"]
+
+
+def test_the_trainer_recipes_observation_settings_keep_the_turn_contract():
+    from agentgym_turn.testing import check_turn_env
+
+    report = check_turn_env(lambda: gym.make("TurnSokoban-v0", prompt_style="compact", show_border=False, format_penalty=-1.0),
+                            seed=0, episodes=2, fuzz_actions=16)
+    assert report.ok and report.expert_successes == 2

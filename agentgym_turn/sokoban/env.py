@@ -177,6 +177,10 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
   for `expert_action()`).
 * `num_gen_steps`: random-walk steps carving a room (gym-sokoban: `1.7 * (rows + cols)`).
 * `format_penalty`: reward of an invalid turn (-0.1).
+* `show_border`: `False` leaves the outer ring of the grid out of observations when it is all
+  wall (every generated level's is), e.g. a 6x6 level shows its 4x4 inside: 20 fewer tokens
+  per observation for a small model (`"ansi"` renders what observations show; `"rgb_array"`
+  always draws the whole grid).
 * `render_mode`: `"ansi"` (the text grid) or `"rgb_array"` (16 px per cell).
 * `max_episode_steps` (of `gymnasium.make`): the turn limit.
 
@@ -203,6 +207,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         solver_budget: int = DEFAULT_SOLVER_BUDGET,
         num_gen_steps: int | None = None,
         format_penalty: float = -0.1,
+        show_border: bool = True,
         render_mode: str | None = None,
         **kwargs: Any,
     ):
@@ -242,6 +247,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         self.num_gen_steps = num_gen_steps
         self._gen_settings = (self.dim, self.num_boxes, self.min_moves, self.max_moves, num_gen_steps, self.solver_budget)
         self._sep = " " if prompt_style == "full" else ""
+        self.show_border = bool(show_border)
         # Episode state (set by reset).
         self.level: Level | None = None
         self._board: Board | None = None
@@ -396,7 +402,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
     # ------------------------------------------------------------------ text
     def _grid(self) -> str:
         assert self._board is not None
-        return "\n".join(grid_rows(self._board, self._boxes, self._player, self.symbols, self._sep))
+        return "\n".join(grid_rows(self._board, self._boxes, self._player, self.symbols, self._sep, crop_border=not self.show_border))
 
     def _moves_left(self) -> int:
         if self.max_actions_per_episode is None:

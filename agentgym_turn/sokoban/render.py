@@ -37,12 +37,27 @@ def _static_codes(board: Board) -> tuple[int, ...]:
     return cached
 
 
-def grid_rows(board: Board, boxes: int, player: int, symbols: Mapping[str, str], sep: str = "") -> list[str]:
-    """The grid as text rows, one symbol per cell, cells joined by ``sep``."""
+def grid_rows(board: Board, boxes: int, player: int, symbols: Mapping[str, str], sep: str = "",
+              crop_border: bool = False) -> list[str]:
+    """The grid as text rows, one symbol per cell, cells joined by ``sep``.
+
+    ``crop_border``: leave out the outermost ring of cells when every one of them is a wall
+    (then it says nothing; an open edge is always shown).
+    """
     table = [symbols[k] for k in CELL_KINDS]
     chars = [table[c] for c in cell_codes(board, boxes, player)]
-    cols = board.cols
-    return [sep.join(chars[r * cols : (r + 1) * cols]) for r in range(board.rows)]
+    rows, cols = board.rows, board.cols
+    r0, r1, c0, c1 = 0, rows, 0, cols
+    if crop_border and rows >= 3 and cols >= 3 and _border_is_wall(board):
+        r0, r1, c0, c1 = 1, rows - 1, 1, cols - 1
+    return [sep.join(chars[r * cols + c0 : r * cols + c1]) for r in range(r0, r1)]
+
+
+def _border_is_wall(board: Board) -> bool:
+    rows, cols = board.rows, board.cols
+    ring = [c for c in range(cols)] + [(rows - 1) * cols + c for c in range(cols)]
+    ring += [r * cols for r in range(rows)] + [r * cols + cols - 1 for r in range(rows)]
+    return not any(board.free[i] for i in ring)
 
 
 @lru_cache(maxsize=1)
