@@ -449,7 +449,8 @@ class Trainer:
             losses.append(loss)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
-        self.policy.critic_from_actor()  # a separate critic starts from the SFT weights, as it does from --model PATH
+        if self.cfg.model.critic_model is None:  # a critic built from --model starts from the SFT weights too
+            self.policy.critic_from_actor()
         self.sft_done = True
         return {"sft/loss": float(np.mean(losses[-10:])) if losses else float("nan"),
                 "sft/episodes": float(len(demos)), "sft/steps": float(steps)}

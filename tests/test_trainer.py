@@ -244,6 +244,13 @@ def test_sft_restarts_a_separate_critic_from_the_sft_weights(tiny_dir, tmp_path)
     assert any(not torch.equal(a, b) for a, b in zip(before, tr.policy.critic_trunk.parameters()))
     tr.close()
 
+    cfg.model.critic_model, cfg.train.out = tiny_dir, str(tmp_path / "own-critic")  # a critic the user chose stays
+    tr = Trainer(cfg)
+    before = [p.detach().clone() for p in tr.policy.critic_trunk.parameters()]
+    tr.sft()
+    assert all(torch.equal(a, b) for a, b in zip(before, tr.policy.critic_trunk.parameters()))
+    tr.close()
+
 
 def test_missing_model_directory_says_what_to_do(tmp_path):
     cfg = _config(str(tmp_path / "nowhere"), tmp_path, "ppo")
