@@ -8,8 +8,8 @@ Why each choice (measurements in ``docs/trainer.md#sokoban-with-the-tiny-model``
 * **Observation**: ``prompt_style="compact"`` (a header line and the grid) without the
   all-wall outer ring (``show_border=False``), so an episode takes about 100 tokens.
 * **SFT**: 200 steps of 128 expert episodes (drawn from 2,000) at lr 3e-3 land the greedy
-  held-out success in the 30-50% band the Turn-PPO recipe starts from (measured: 34%, in
-  43 s on one thread).
+  held-out success in the 30-50% band the Turn-PPO recipe starts from (measured: 34-36%, in
+  about 44 s on one thread).
 * **Critic**: a separate trunk, restarted from the SFT weights. With the shared trunk the
   value loss alone moves the actor (measured: five critic-only warm-up iterations at lr
   1e-3 raised invalid turns 8% -> 57%).
@@ -63,7 +63,7 @@ def rl_from(job: tuple[str, int, str, int, int, str]) -> dict[str, Any]:
     """One RL run of the recipe from a saved policy, on one thread; a summary of its metrics.
 
     ``job = (algo, seed, policy_dir, iterations, eval_every, out_dir)``; a tuple so that a
-    process pool can map it (``benchmarks/learning.py`` and the Sokoban learning test do).
+    process pool can map it (``benchmarks/learning.py`` does).
     Returns start/end held-out success, the evaluations on the way, RL seconds (rollouts and
     updates, without evaluations) and per-iteration clip fractions and rollout metrics.
     """
