@@ -43,3 +43,15 @@ def test_turn_ppo_with_the_recipe_keeps_format_and_success(sft_trainer):
     assert end["success"] >= start["success"] - 0.08, (start, end)
     assert max(m["rollout/invalid_turns"] for m in metrics) < 0.25
     assert end["invalid_turns"] < 0.1, end
+
+
+@pytest.mark.slow
+def test_rl_from_a_saved_policy_reports_what_the_benchmark_reads(sft_trainer, tmp_path):
+    from reference_trainer.policy import save_policy
+    from reference_trainer.recipes import rl_from
+
+    trainer, _, _ = sft_trainer
+    policy = save_policy(trainer.policy, trainer.tokenizer, tmp_path / "policy")
+    r = rl_from(("turn-ppo", 3, str(policy), 2, 1, str(tmp_path)))
+    assert r["eval_iterations"] == [0, 1, 2] and len(r["clipfrac"]) == len(r["invalid_turns"]) == 2
+    assert 0 < r["rl_seconds"] <= r["seconds"] and r["start"] == r["eval_success"][0] and r["end"] == r["eval_success"][-1]
