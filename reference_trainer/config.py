@@ -73,7 +73,9 @@ class AlgoConfig:
     value_clip: float | None = _f(0.5, "value clip range around the old value (None: no clipping)")
     vf_coef: float = _f(0.5, "value loss weight")
     ent_coef: float = _f(0.0, "entropy bonus weight")
-    kl_coef: float = _f(0.0, "KL(pi || pi_ref) penalty weight (pi_ref: the policy at the start of RL)")
+    kl_coef: float = _f(0.0, "KL(pi || pi_ref) penalty weight (pi_ref: see --kl-reference)")
+    kl_reference: str = _f("start", "pi_ref of the KL penalty: the policy at the start of RL (after SFT), or the weight "
+                           "average of --ema-decay, moved after every iteration (WARP's moving anchor)", choices=("start", "average"))
     grpo_eps: float = _f(1e-6, "GRPO: added to the group std")
     grpo_scale_by_std: bool = _f(True, "GRPO: divide by the group std")
     loss_agg: str = _f("token-mean", "token-mean (every action token weighs the same) or seq-mean-token-mean (every episode does)",
@@ -91,6 +93,11 @@ class AlgoConfig:
                                  "budget (verl's dynamic batch size; cuts padding), within --micro-batch-size; 0: off")
     max_grad_norm: float = _f(1.0, "global gradient norm clip (<= 0: off)")
     critic_warmup: int = _f(0, "iterations that update only the critic at first")
+    recompute_old_logp: bool = _f(True, "score the sampled tokens again with a training forward pass for the ratio's denominator "
+                                  "(off: use the log-probs recorded while sampling, exact when sampling and training share "
+                                  "weights, dtype and code; saves one forward pass)")
+    ema_decay: float = _f(0.0, "Polyak averaging: after every iteration avg <- d * avg + (1 - d) * actor weights; "
+                          "evaluations and the saved final policy use the average (0: off)")
 
 
 @dataclass

@@ -146,6 +146,7 @@ class Policy(nn.Module):
         temperature: float = 1.0,
         with_values: bool = True,
         with_entropy: bool = True,
+        with_logp: bool = True,
     ) -> PolicyOutput:
         """Log-probs (and entropies) of ``ids`` at ``positions``, and values at every position.
 
@@ -155,17 +156,20 @@ class Policy(nn.Module):
             positions: ``[B, L]`` bool; where ``logp``/``entropy`` are wanted (never column 0).
             temperature: The sampling temperature the rollout used (the behaviour policy is
                 ``softmax(logits / temperature)``).
+            with_logp: ``False`` returns zero log-probs and entropies; with a separate critic
+                the actor's forward pass is then skipped (values only).
         """
         with self._autocast():
-            return self._evaluate(ids, attention_mask, positions, temperature, with_values, with_entropy)
+            return self._evaluate(ids, attention_mask, positions, temperature, with_values, with_entropy, with_logp)
 
-    def _evaluate(self, ids, attention_mask, positions, temperature, with_values, with_entropy) -> PolicyOutput:
-        hidden = self._trunk(ids, attention_mask)
+    def _evaluate(self, ids, attention_mask, positions, temperature, with_values, with_entropy, with_logp=True) -> PolicyOutput:
         B, L = ids.shape
+        need_actor = with_logp or (with_values and self.critic_trunk is None)
+        hidden = self._trunk(ids, attention_mask) if need_actor else None
         logp = torch.zeros(B, L, dtype=torch.float32, device=ids.device)
         entropy = torch.zeros(B, L, dtype=torch.float32, device=ids.device)
         sel = positions[:, 1:]
-        if sel.any():
+        if with_logp and sel.any():
             h = hidden[:, :-1][sel]  # [N, H]: the state before each selected token
             logprobs = torch.log_softmax(self.logits_from_hidden(h, temperature), dim=-1)  # [N, V]
             target = ids[:, 1:][sel]

@@ -10,7 +10,7 @@ Storage layout of one iteration (``B`` episodes, ``L`` tokens, ``K`` turns):
 * ``batch``: :class:`~reference_trainer.rollout.RolloutBatch` (ids, masks, turn ids, rewards);
 * ``old_logp [B, L]``: log-probs of the sampled tokens, recomputed by a forward pass of the
   policy that sampled them (the recorded sampling log-probs are compared with it: metric
-  ``rollout_logp_diff``);
+  ``rollout/logp_diff``), or with ``recompute_old_logp=False`` the recorded ones;
 * ``old_values [B, L]``: ``values[b, j]``, the value of the state ending at token ``j``;
 * ``advantages [B, L]`` on action tokens; ``value_targets``/``value_mask [B, L]`` at the
   positions the critic is trained on (token critic: the token before each action token;
@@ -19,6 +19,7 @@ Storage layout of one iteration (``B`` episodes, ``L`` tokens, ``K`` turns):
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import json
@@ -34,6 +35,7 @@ import numpy as np
 import torch
 
 from .advantages import episode_weights, grpo, masked_mean, masked_whiten, outcome_rewards, token_gae, turn_gae, turns_to_tokens
+from .averaging import ema_update
 from .config import Config
 from .losses import clip_bias_surrogate, clipped_tokens, explained_variance, kl_penalty, log_ratios, policy_loss, value_loss
 from .metrics import MetricsLogger
@@ -134,6 +136,10 @@ class Trainer:
 
     def __init__(self, cfg: Config, policy: Policy | None = None, tokenizer: Any = None):
         self.cfg = cfg
+        a = cfg.algo
+        if a.kl_reference == "average" and a.kl_coef > 0 and not a.ema_decay > 0:
+            raise ValueError("--kl-reference average anchors the KL penalty to the weight average: set --ema-decay "
+                             "(e.g. 0.9) too, or use --kl-reference start.")
         torch.set_num_threads(max(1, cfg.train.threads))
         for module in cfg.train.imports:
             importlib.import_module(module)
@@ -170,6 +176,9 @@ class Trainer:
         self.ref_lm = None
         if a.kl_coef > 0:
             self.ref_lm = copy.deepcopy(policy.lm).requires_grad_(False)
+        #: Polyak average of the actor's parameters (``ema_decay > 0``); evaluations use it.
+        self.ema: list[torch.Tensor] | None = None
+        self._start_rl_from_current()
         self.np_rng = np.random.default_rng(cfg.train.seed)
         self.generator = torch.Generator().manual_seed(cfg.train.seed)
         self.iteration = 0
@@ -188,23 +197,32 @@ class Trainer:
                         intermediate_size=4 * m.tiny_hidden, rope_theta=m.tiny_rope_theta, init_std=m.tiny_init_std)
         return build_tiny(self.cfg.train.env, m.tiny_dir, seed=m.tiny_seed, spec=spec, env_kwargs=self.cfg.rollout.env_kwargs)
 
+    def _start_rl_from_current(self) -> None:
+        """The KL reference and the weight average start from the actor as it is now (at start, after SFT)."""
+        if self.ref_lm is not None:
+            self.ref_lm.load_state_dict(self.policy.lm.state_dict())
+        if self.cfg.algo.ema_decay > 0:
+            self.ema = [q.detach().clone().float() for q in self.policy.lm.parameters()]
+
     def close(self) -> None:
         self.envs.close()
         self.logger.close()
 
     # ------------------------------------------------------------------ network passes
-    def _forward(self, batch: RolloutBatch, *, with_values: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(logp, values)`` for ``batch`` without gradients, in micro-batches."""
+    def _forward(self, batch: RolloutBatch, *, with_values: bool = True, with_logp: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(logp, values)`` for ``batch`` without gradients, in micro-batches (zeros where not asked)."""
         a = self.cfg.algo
         B, L = batch.ids.shape
         logp = torch.zeros(B, L, device=batch.ids.device)
         values = torch.zeros(B, L, device=batch.ids.device)
+        if not (with_values or with_logp):
+            return logp, values
         with torch.no_grad():
             for index in micro_batches(batch.attention_mask.sum(1), a.micro_batch_size or a.minibatch_size, a.micro_batch_tokens):
                 index = index.to(batch.ids.device)
                 sub = batch.select(index)
                 out = self.policy.evaluate(sub.ids, sub.attention_mask, sub.action_mask, temperature=self._temperature,
-                                           with_values=with_values, with_entropy=False)
+                                           with_values=with_values, with_entropy=False, with_logp=with_logp)
                 n = out.logp.shape[1]
                 logp[index, :n] = out.logp
                 if with_values:
@@ -230,9 +248,11 @@ class Trainer:
         """Old log-probs and values, advantages and value targets for a rollout batch."""
         a = self.cfg.algo
         uses_critic = a.advantage != "grpo"
-        old_logp, values = self._forward(batch, with_values=uses_critic)
+        old_logp, values = self._forward(batch, with_values=uses_critic, with_logp=a.recompute_old_logp)
         B, L = batch.ids.shape
         act = batch.action_mask
+        if not a.recompute_old_logp:  # the behaviour policy's log-probs, as recorded while sampling
+            old_logp = batch.sampled_logp * act
         boot = torch.where(
             batch.bootstrap_pos >= 0,
             values.gather(1, batch.bootstrap_pos.clamp(min=0)[:, None]).squeeze(1),
@@ -395,11 +415,18 @@ class Trainer:
         prepared = self.prepare(batch)
         metrics = {f"rollout/{k}": v for k, v in episode_metrics(episodes).items()}
         act = batch.action_mask
-        metrics["rollout/logp_diff"] = float(masked_mean((batch.sampled_logp - prepared.old_logp).abs(), act))
+        if self.cfg.algo.recompute_old_logp:
+            metrics["rollout/logp_diff"] = float(masked_mean((batch.sampled_logp - prepared.old_logp).abs(), act))
         if self.cfg.algo.advantage != "grpo":
             metrics["train/explained_variance"] = explained_variance(prepared.old_values, prepared.value_targets, prepared.value_mask)
         upd = self.update(prepared)
         metrics.update({f"train/{k}": v for k, v in upd.items()})
+        if self.ema is not None:
+            self.ema = ema_update(self.ema, [q.detach() for q in self.policy.lm.parameters()], self.cfg.algo.ema_decay)
+            if self.ref_lm is not None and self.cfg.algo.kl_reference == "average":
+                with torch.no_grad():
+                    for q, avg in zip(self.ref_lm.parameters(), self.ema):
+                        q.copy_(avg)
         self.iteration += 1
         metrics["time/rollout_s"] = t1 - t0
         metrics["time/update_s"] = time.perf_counter() - t1
@@ -412,10 +439,31 @@ class Trainer:
 
     @torch.no_grad()
     def evaluate(self, n: int | None = None) -> dict[str, float]:
-        """Success and return on the fixed held-out seeds (does not touch the training RNGs)."""
+        """Success and return on the fixed held-out seeds (does not touch the training RNGs).
+
+        With ``ema_decay > 0`` the averaged weights play (see :meth:`averaged_weights`)."""
         gen = torch.Generator().manual_seed(self.cfg.train.eval_seed)
-        episodes = self.rollout(self.eval_seeds(n), temperature=self.cfg.train.eval_temperature, generator=gen)
+        with self.averaged_weights():
+            episodes = self.rollout(self.eval_seeds(n), temperature=self.cfg.train.eval_temperature, generator=gen)
         return episode_metrics(episodes)
+
+    @contextlib.contextmanager
+    def averaged_weights(self) -> Iterator[None]:
+        """Within the block the actor holds its Polyak average (nothing changes when ``ema_decay`` is 0)."""
+        if self.ema is None:
+            yield
+            return
+        params = list(self.policy.lm.parameters())
+        saved = [q.detach().clone() for q in params]
+        with torch.no_grad():
+            for q, avg in zip(params, self.ema):
+                q.copy_(avg)
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for q, old in zip(params, saved):
+                    q.copy_(old)
 
     # ------------------------------------------------------------------ SFT
     def sft(self, episodes: int | None = None, steps: int | None = None) -> dict[str, float]:
@@ -451,6 +499,7 @@ class Trainer:
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
         if self.cfg.model.critic_model is None:  # a critic built from --model starts from the SFT weights too
             self.policy.critic_from_actor()
+        self._start_rl_from_current()
         self.sft_done = True
         return {"sft/loss": float(np.mean(losses[-10:])) if losses else float("nan"),
                 "sft/episodes": float(len(demos)), "sft/steps": float(steps)}
@@ -491,6 +540,9 @@ class Trainer:
             self.logger.log({"iteration": self.iteration, "phase": "eval", **_prefix("eval", last_eval)})
         summary["end"] = last_eval
         self.save_checkpoint(self.out / "checkpoint")
+        if self.ema is not None:  # the policy the evaluations measured
+            with self.averaged_weights():
+                summary["averaged_policy"] = str(save_policy(self.policy, self.tokenizer, self.out / "averaged_policy"))
         from .plots import plot_run
 
         summary["plot"] = str(plot_run(self.logger.path, self.out / "curve.png", title=f"{self.cfg.algo.algo} on {t.env}"))
@@ -508,6 +560,7 @@ class Trainer:
             "torch_generator": self.generator.get_state(),
             "torch_global": torch.get_rng_state(),
             "ref_lm": self.ref_lm.state_dict() if self.ref_lm is not None else None,
+            "ema": self.ema,
         }
         torch.save(state, tmp / "state.pt")
         (tmp / _STATE_FILE).write_text(json.dumps({
@@ -534,6 +587,8 @@ class Trainer:
             if self.ref_lm is None:
                 self.ref_lm = copy.deepcopy(self.policy.lm).requires_grad_(False)
             self.ref_lm.load_state_dict(state["ref_lm"])
+        if state.get("ema") is not None:
+            self.ema = [t.to(self.device) for t in state["ema"]]
         self.np_rng.bit_generator.state = meta["numpy_rng"]
         self.iteration = int(meta["iteration"])
         self.sft_done = bool(meta["sft_done"])

@@ -143,3 +143,15 @@ def test_masked_whiten__ignores_positions_off_the_mask_and_handles_constants():
     assert torch.allclose(w[mask].std(unbiased=False), T(1.0), atol=1e-4)
     assert (masked_whiten(torch.ones(2, 3), torch.ones(2, 3, dtype=torch.bool)) == 0).all()
     assert (masked_whiten(torch.ones(2, 3), torch.zeros(2, 3, dtype=torch.bool)) == 0).all()
+
+
+def test_ema_update__hand_computed_and_pure():
+    from reference_trainer.averaging import ema_update
+
+    avg, cur = [torch.tensor([1.0, 2.0]), torch.tensor([[0.0]])], [torch.tensor([3.0, -2.0]), torch.tensor([[10.0]])]
+    out = ema_update(avg, cur, 0.75)  # 0.75 * avg + 0.25 * cur
+    assert torch.equal(out[0], torch.tensor([1.5, 1.0])) and torch.equal(out[1], torch.tensor([[2.5]]))
+    assert torch.equal(avg[0], torch.tensor([1.0, 2.0]))  # inputs untouched
+    assert torch.equal(ema_update(avg, cur, 0.0)[0], cur[0])
+    with pytest.raises(ValueError, match="decay"):
+        ema_update(avg, cur, 1.0)

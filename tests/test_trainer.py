@@ -178,7 +178,7 @@ def _strip_time(records):
 
 
 def test_resume_from_a_checkpoint_continues_with_identical_metrics(tiny_dir, tmp_path):
-    cfg = _config(tiny_dir, tmp_path / "straight", "st-ppo", kl_coef=0.05)
+    cfg = _config(tiny_dir, tmp_path / "straight", "st-ppo", kl_coef=0.05, ema_decay=0.5)
     cfg.train.iterations = 4
     straight = Trainer(cfg)
     for _ in range(2):
@@ -199,6 +199,10 @@ def test_resume_from_a_checkpoint_continues_with_identical_metrics(tiny_dir, tmp
     for r in resumed:
         r.pop("phase")
     assert len(resumed) == 2 and resumed == expected
+    # the weight average resumes too: the resumed run's saved average is the straight run's
+    saved = Trainer(_config(str(out / "averaged_policy"), tmp_path / "check", "st-ppo")).policy.lm.parameters()
+    for avg, q in zip(straight.ema, saved):
+        assert torch.allclose(avg, q, atol=1e-6)
 
 
 # ---------------------------------------------------------------------- models
@@ -249,6 +253,62 @@ def test_sft_restarts_a_separate_critic_from_the_sft_weights(tiny_dir, tmp_path)
     before = [p.detach().clone() for p in tr.policy.critic_trunk.parameters()]
     tr.sft()
     assert all(torch.equal(a, b) for a, b in zip(before, tr.policy.critic_trunk.parameters()))
+    tr.close()
+
+
+def test_rl_anchors_start_from_the_sft_policy(tiny_dir, tmp_path):
+    """The KL reference and the weight average are the policy at the start of RL, i.e. after SFT."""
+    cfg = _config(tiny_dir, tmp_path, "turn-ppo", kl_coef=0.1, ema_decay=0.9)
+    cfg.train.sft_episodes, cfg.train.sft_steps, cfg.train.sft_batch_size = 8, 3, 4
+    tr = Trainer(cfg)
+    before = [p.detach().clone() for p in tr.policy.lm.parameters()]
+    tr.sft()
+    now = list(tr.policy.lm.parameters())
+    assert any(not torch.equal(a, b) for a, b in zip(before, now))
+    assert all(torch.equal(a, b) for a, b in zip(tr.ref_lm.parameters(), now))
+    assert all(torch.equal(a, b) for a, b in zip(tr.ema, now))
+    tr.close()
+
+
+def test_evaluation_plays_the_weight_average_and_restores_the_actor(tiny_dir, tmp_path):
+    cfg = _config(tiny_dir, tmp_path, "turn-ppo", ema_decay=0.5, lr=0.05)
+    tr = Trainer(cfg)
+    start = [p.detach().clone() for p in tr.policy.lm.parameters()]
+    tr.train_iteration()
+    trained = [p.detach().clone() for p in tr.policy.lm.parameters()]
+    assert any(not torch.equal(a, b) for a, b in zip(start, trained))
+    for avg, s, t in zip(tr.ema, start, trained):
+        assert torch.allclose(avg, 0.5 * s + 0.5 * t)
+    seen = []
+    orig = tr.rollout
+    tr.rollout = lambda *a, **k: (seen.append([p.detach().clone() for p in tr.policy.lm.parameters()]), orig(*a, **k))[1]
+    tr.evaluate()
+    assert all(torch.allclose(a, b) for a, b in zip(seen[0], tr.ema))  # the average played
+    assert all(torch.equal(a, b) for a, b in zip(tr.policy.lm.parameters(), trained))  # and the actor is back
+    tr.close()
+
+
+def test_kl_reference_average_follows_the_weight_average(tiny_dir, tmp_path):
+    tr = Trainer(_config(tiny_dir, tmp_path, "turn-ppo", kl_coef=0.1, ema_decay=0.5, kl_reference="average", lr=0.05))
+    for _ in range(2):
+        tr.train_iteration()
+        assert all(torch.equal(r, avg) for r, avg in zip(tr.ref_lm.parameters(), tr.ema))
+    assert any(not torch.equal(r, q) for r, q in zip(tr.ref_lm.parameters(), tr.policy.lm.parameters()))
+    tr.close()
+    with pytest.raises(ValueError, match="--ema-decay"):
+        Trainer(_config(tiny_dir, tmp_path / "no-average", "turn-ppo", kl_coef=0.1, kl_reference="average"))
+
+
+def test_old_logp_from_the_rollout_matches_a_recomputed_forward(tiny_dir, tmp_path):
+    """``recompute_old_logp=False`` uses the log-probs recorded while sampling: the same numbers."""
+    tr = Trainer(_config(tiny_dir, tmp_path, "turn-ppo", recompute_old_logp=False))
+    batch = make_batch(tr.rollout(list(range(8))), tr.pad_id)
+    prepared = tr.prepare(batch)
+    assert torch.equal(prepared.old_logp, batch.sampled_logp * batch.action_mask)
+    recomputed, _ = tr._forward(batch, with_values=False)
+    assert torch.allclose(prepared.old_logp, recomputed, atol=1e-4)
+    values_only, values = tr._forward(batch, with_logp=False)
+    assert not values_only.any() and torch.equal(values, prepared.old_values)
     tr.close()
 
 

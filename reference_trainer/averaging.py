@@ -1,0 +1,28 @@
+"""Polyak (exponential moving) averaging of weights, as a pure function.
+
+RL's per-iteration update on a small model is mostly noise (``docs/trainer.md``): each
+iteration moves the weights by signal plus a random step. An exponential moving average keeps
+the signal, which accumulates, and averages the random steps out; the trainer evaluates and
+saves the average when ``--ema-decay`` is set (formula: ``docs/algorithms.md``, "Weight averaging").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+__all__ = ["ema_update"]
+
+
+def ema_update(average: Sequence[torch.Tensor], current: Sequence[torch.Tensor], decay: float) -> list[torch.Tensor]:
+    """``decay * average + (1 - decay) * current``, tensor by tensor (new float32 tensors).
+
+    ``decay`` in ``[0, 1)``: 0 returns ``current``; an average with decay ``d`` weighs the
+    weights of ``k`` updates ago by ``(1 - d) d^k`` (about ``1 / (1 - d)`` updates in all).
+    """
+    if not 0.0 <= decay < 1.0:
+        raise ValueError(f"decay must be in [0, 1), got {decay}.")
+    if len(average) != len(current):
+        raise ValueError(f"{len(average)} averaged tensors but {len(current)} current ones.")
+    return [torch.lerp(a.float(), c.detach().float(), 1.0 - decay) for a, c in zip(average, current)]
