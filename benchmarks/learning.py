@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+from reference_trainer.recipes import SOKOBAN_RL_ITERATIONS  # noqa: E402  (no torch import)
+
 PRESETS = ["ppo", "turn-ppo", "s-ppo", "st-ppo", "grpo"]
 
 
@@ -61,8 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--presets", nargs="+", default=PRESETS, choices=PRESETS)
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--iterations", type=int, default=100, help="RL iterations per run (default: 100, about 3 minutes of RL on one thread)")
-    ap.add_argument("--eval-every", type=int, default=10)
+    ap.add_argument("--iterations", type=int, default=SOKOBAN_RL_ITERATIONS,
+                    help=f"RL iterations per run (default: {SOKOBAN_RL_ITERATIONS}, under 3 minutes of Turn-PPO on one thread)")
+    ap.add_argument("--eval-every", type=int, default=6)
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="processes at a time")
     ap.add_argument("--sft-seed", type=int, default=0)
     ap.add_argument("--work", default="runs/learning", help="where the SFT policy and run folders go")

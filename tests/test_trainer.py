@@ -319,6 +319,19 @@ def test_missing_model_directory_says_what_to_do(tmp_path):
 
 
 # ---------------------------------------------------------------------- command line
+def test_the_documented_recipe_command_is_the_recipe():
+    """docs/trainer.md's by-hand command configures exactly what reference_trainer.recipes does."""
+    import shlex
+
+    from reference_trainer.recipes import sokoban_tiny
+
+    text = (ROOT / "docs" / "trainer.md").read_text()
+    start = text.index("python -m reference_trainer train --env TurnSokoban-v0 --env-kwarg prompt_style=compact")
+    argv = shlex.split(text[start:text.index("\n\n", start)].replace("\\\n", " "))[3:]
+    cfg = config_from_args(build_parser().parse_args(argv))
+    assert cfg.to_dict() == sokoban_tiny(out="runs/sokoban").to_dict()
+
+
 def test_cli_help_lists_every_option_group():
     text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
     for flag in ("--algo", "--model", "--device", "--dtype", "--sft-episodes", "--clip-bias-correction", "--resume", "--env-kwarg"):

@@ -1,20 +1,26 @@
-"""The tiny model on TurnSokoban-v0: the SFT warm start and a short Turn-PPO run of the
-measured recipe (reference_trainer.recipes), one thread, fixed step counts and seeds.
+"""The tiny model on TurnSokoban-v0 with the measured recipe (reference_trainer.recipes), one
+thread per process, fixed step counts and seeds.
 
-What this checks: SFT lands in the band RL starts from, and Turn-PPO with the recipe keeps
-the policy intact (no format collapse, no success collapse: the two failure modes the
-recipe's choices remove). How much RL *gains* is measured in benchmarks/learning.py.
+What this checks: SFT lands in the band RL starts from; Turn-PPO keeps the policy intact (no
+format or success collapse); and the issue's bar: from that SFT checkpoint, Turn-PPO raises
+greedy held-out success on 200 levels by at least 10 points on each of three seeds within
+the recipe's RL budget (``SOKOBAN_RL_ITERATIONS``, under 3 minutes of RL on one thread).
+benchmarks/learning.py runs the same function for all five presets.
 """
+
+import multiprocessing as mp
 
 import pytest
 import torch
 
-from reference_trainer.recipes import sokoban_tiny
+from reference_trainer.policy import save_policy
+from reference_trainer.recipes import SOKOBAN_RL_ITERATIONS, rl_from, sokoban_tiny
 from reference_trainer.trainer import Trainer
 
 
 @pytest.fixture(scope="module")
 def sft_trainer(tmp_path_factory):
+    """The recipe's SFT warm start, built here from scratch; its policy is saved before any RL."""
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("sokoban")
     cfg = sokoban_tiny("turn-ppo", seed=0, iterations=8, out=str(root / "run"), progress=False)
@@ -22,21 +28,38 @@ def sft_trainer(tmp_path_factory):
     trainer = Trainer(cfg)
     before = trainer.evaluate()
     trainer.sft()
-    yield trainer, before, trainer.evaluate()
+    after = trainer.evaluate()
+    policy = save_policy(trainer.policy, trainer.tokenizer, root / "sft_policy")
+    yield trainer, before, after, policy
     trainer.close()
 
 
 @pytest.mark.slow
 def test_sft_warm_start_lands_in_the_band_rl_starts_from(sft_trainer):
-    _, before, after = sft_trainer
+    _, before, after, _ = sft_trainer
     assert before["success"] < 0.05  # a random tiny model does not solve Sokoban
-    assert 0.25 <= after["success"] <= 0.5, after
+    assert 0.3 <= after["success"] <= 0.5, after
     assert after["invalid_turns"] < 0.1, after
 
 
 @pytest.mark.slow
+def test_turn_ppo_raises_held_out_success_by_ten_points_on_three_seeds(sft_trainer, tmp_path):
+    """Three seeds, one thread each, two processes at a time (the CI machine has two cores)."""
+    _, _, after, policy = sft_trainer
+    jobs = [("turn-ppo", seed, str(policy), SOKOBAN_RL_ITERATIONS, 0, str(tmp_path)) for seed in (0, 1, 2)]
+    with mp.get_context("spawn").Pool(2, maxtasksperchild=1) as pool:
+        runs = pool.map(rl_from, jobs)
+    report = [(r["seed"], r["start"], r["end"], round(r["rl_seconds"])) for r in runs]
+    for r in runs:
+        assert r["start"] == after["success"], report  # the saved SFT policy, evaluated the same way
+        assert r["end"] - r["start"] >= 0.10 - 1e-9, report
+        # the budget is the iteration count (~165 s here); a generous bound catches a slow-down
+        assert r["rl_seconds"] < 240, report
+
+
+@pytest.mark.slow
 def test_turn_ppo_with_the_recipe_keeps_format_and_success(sft_trainer):
-    trainer, _, start = sft_trainer
+    trainer, _, start, _ = sft_trainer
     metrics = [trainer.train_iteration() for _ in range(trainer.cfg.train.iterations)]
     end = trainer.evaluate()
     assert all(torch.isfinite(torch.tensor(list(m.values()))).all() for m in metrics)
@@ -47,11 +70,7 @@ def test_turn_ppo_with_the_recipe_keeps_format_and_success(sft_trainer):
 
 @pytest.mark.slow
 def test_rl_from_a_saved_policy_reports_what_the_benchmark_reads(sft_trainer, tmp_path):
-    from reference_trainer.policy import save_policy
-    from reference_trainer.recipes import rl_from
-
-    trainer, _, _ = sft_trainer
-    policy = save_policy(trainer.policy, trainer.tokenizer, tmp_path / "policy")
+    _, _, _, policy = sft_trainer
     r = rl_from(("turn-ppo", 3, str(policy), 2, 1, str(tmp_path)))
     assert r["eval_iterations"] == [0, 1, 2] and len(r["clipfrac"]) == len(r["invalid_turns"]) == 2
     assert 0 < r["rl_seconds"] <= r["seconds"] and r["start"] == r["eval_success"][0] and r["end"] == r["eval_success"][-1]
