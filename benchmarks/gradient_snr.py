@@ -48,7 +48,8 @@ def main() -> None:
         episodes = trainer.rollout(seeds, generator=torch.Generator().manual_seed(sample_seed))
         batch = make_batch(episodes, trainer.pad_id)
         prepared = trainer.prepare(batch)
-        out = trainer.policy.evaluate(batch.ids, batch.attention_mask, batch.action_mask, with_values=False, with_entropy=False)
+        out = trainer.policy.evaluate(batch.ids, batch.attention_mask, batch.action_mask, temperature=cfg.rollout.temperature,
+                                      with_values=False, with_entropy=False)  # scored as sampled: ratio 1
         loss, _ = policy_loss(out.logp, prepared.old_logp, prepared.advantages, batch.action_mask, batch.turn_ids,
                               ratio_level="turn", clip_eps=0.2, clip_bias_correction="none")
         return torch.cat([g.flatten() for g in torch.autograd.grad(loss, params)])
