@@ -173,11 +173,10 @@ class Trainer:
         )
         warm = max(0, a.lr_warmup_steps)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: min(1.0, (step + 1) / (warm + 1)))
-        self.ref_lm = None
-        if a.kl_coef > 0:
-            self.ref_lm = copy.deepcopy(policy.lm).requires_grad_(False)
-        #: Polyak average of the actor's parameters (``ema_decay > 0``); evaluations use it.
-        self.ema: list[torch.Tensor] | None = None
+        #: Frozen float32 Polyak average of the actor (``ema_decay > 0``); evaluations play it.
+        self.averaged_lm: torch.nn.Module | None = None
+        #: The KL penalty's reference: a frozen copy of the actor, or ``averaged_lm`` itself.
+        self.ref_lm: torch.nn.Module | None = None
         self._start_rl_from_current()
         self.np_rng = np.random.default_rng(cfg.train.seed)
         self.generator = torch.Generator().manual_seed(cfg.train.seed)
@@ -199,10 +198,11 @@ class Trainer:
 
     def _start_rl_from_current(self) -> None:
         """The KL reference and the weight average start from the actor as it is now (at start, after SFT)."""
-        if self.ref_lm is not None:
-            self.ref_lm.load_state_dict(self.policy.lm.state_dict())
-        if self.cfg.algo.ema_decay > 0:
-            self.ema = [q.detach().clone().float() for q in self.policy.lm.parameters()]
+        a = self.cfg.algo
+        if a.ema_decay > 0:
+            self.averaged_lm = _frozen_copy(self.policy.lm).float()
+        if a.kl_coef > 0:
+            self.ref_lm = self.averaged_lm if a.kl_reference == "average" else _frozen_copy(self.policy.lm)
 
     def close(self) -> None:
         self.envs.close()
@@ -234,13 +234,20 @@ class Trainer:
         """The rollout's sampling temperature (greedy rollouts are scored at temperature 1)."""
         return self.cfg.rollout.temperature or 1.0
 
-    def _ref_logp(self, batch: RolloutBatch) -> torch.Tensor:
+    @contextlib.contextmanager
+    def _playing(self, lm: torch.nn.Module | None) -> Iterator[None]:
+        """Within the block the policy's actor is ``lm`` (``None``: unchanged)."""
         saved = self.policy.lm
         try:
-            self.policy.lm = self.ref_lm
-            logp, _ = self._forward(batch, with_values=False)
+            if lm is not None:
+                self.policy.lm = lm
+            yield
         finally:
             self.policy.lm = saved
+
+    def _ref_logp(self, batch: RolloutBatch) -> torch.Tensor:
+        with self._playing(self.ref_lm):
+            logp, _ = self._forward(batch, with_values=False)
         return logp
 
     # ------------------------------------------------------------------ advantages
@@ -421,12 +428,11 @@ class Trainer:
             metrics["train/explained_variance"] = explained_variance(prepared.old_values, prepared.value_targets, prepared.value_mask)
         upd = self.update(prepared)
         metrics.update({f"train/{k}": v for k, v in upd.items()})
-        if self.ema is not None:
-            self.ema = ema_update(self.ema, [q.detach() for q in self.policy.lm.parameters()], self.cfg.algo.ema_decay)
-            if self.ref_lm is not None and self.cfg.algo.kl_reference == "average":
-                with torch.no_grad():
-                    for q, avg in zip(self.ref_lm.parameters(), self.ema):
-                        q.copy_(avg)
+        if self.averaged_lm is not None:  # (with --kl-reference average this moves the KL reference too)
+            averaged = list(self.averaged_lm.parameters())
+            with torch.no_grad():
+                for q, new in zip(averaged, ema_update(averaged, list(self.policy.lm.parameters()), self.cfg.algo.ema_decay)):
+                    q.copy_(new)
         self.iteration += 1
         metrics["time/rollout_s"] = t1 - t0
         metrics["time/update_s"] = time.perf_counter() - t1
@@ -441,29 +447,11 @@ class Trainer:
     def evaluate(self, n: int | None = None) -> dict[str, float]:
         """Success and return on the fixed held-out seeds (does not touch the training RNGs).
 
-        With ``ema_decay > 0`` the averaged weights play (see :meth:`averaged_weights`)."""
+        With ``ema_decay > 0`` the weight average plays."""
         gen = torch.Generator().manual_seed(self.cfg.train.eval_seed)
-        with self.averaged_weights():
+        with self._playing(self.averaged_lm):
             episodes = self.rollout(self.eval_seeds(n), temperature=self.cfg.train.eval_temperature, generator=gen)
         return episode_metrics(episodes)
-
-    @contextlib.contextmanager
-    def averaged_weights(self) -> Iterator[None]:
-        """Within the block the actor holds its Polyak average (nothing changes when ``ema_decay`` is 0)."""
-        if self.ema is None:
-            yield
-            return
-        params = list(self.policy.lm.parameters())
-        saved = [q.detach().clone() for q in params]
-        with torch.no_grad():
-            for q, avg in zip(params, self.ema):
-                q.copy_(avg)
-        try:
-            yield
-        finally:
-            with torch.no_grad():
-                for q, old in zip(params, saved):
-                    q.copy_(old)
 
     # ------------------------------------------------------------------ SFT
     def sft(self, episodes: int | None = None, steps: int | None = None) -> dict[str, float]:
@@ -540,8 +528,8 @@ class Trainer:
             self.logger.log({"iteration": self.iteration, "phase": "eval", **_prefix("eval", last_eval)})
         summary["end"] = last_eval
         self.save_checkpoint(self.out / "checkpoint")
-        if self.ema is not None:  # the policy the evaluations measured
-            with self.averaged_weights():
+        if self.averaged_lm is not None:  # the policy the evaluations measured
+            with self._playing(self.averaged_lm):
                 summary["averaged_policy"] = str(save_policy(self.policy, self.tokenizer, self.out / "averaged_policy"))
         from .plots import plot_run
 
@@ -559,8 +547,8 @@ class Trainer:
             "scheduler": self.scheduler.state_dict(),
             "torch_generator": self.generator.get_state(),
             "torch_global": torch.get_rng_state(),
-            "ref_lm": self.ref_lm.state_dict() if self.ref_lm is not None else None,
-            "ema": self.ema,
+            "ref_lm": self.ref_lm.state_dict() if self.ref_lm is not None and self.ref_lm is not self.averaged_lm else None,
+            "averaged_lm": self.averaged_lm.state_dict() if self.averaged_lm is not None else None,
         }
         torch.save(state, tmp / "state.pt")
         (tmp / _STATE_FILE).write_text(json.dumps({
@@ -583,18 +571,26 @@ class Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self.generator.set_state(state["torch_generator"])
         torch.set_rng_state(state["torch_global"])
+        if state.get("averaged_lm") is not None and self.averaged_lm is not None:
+            self.averaged_lm.load_state_dict(state["averaged_lm"])  # (the KL reference too, when it is the average)
         if state.get("ref_lm") is not None:
             if self.ref_lm is None:
-                self.ref_lm = copy.deepcopy(self.policy.lm).requires_grad_(False)
+                self.ref_lm = _frozen_copy(self.policy.lm)
             self.ref_lm.load_state_dict(state["ref_lm"])
-        if state.get("ema") is not None:
-            self.ema = [t.to(self.device) for t in state["ema"]]
         self.np_rng.bit_generator.state = meta["numpy_rng"]
         self.iteration = int(meta["iteration"])
         self.sft_done = bool(meta["sft_done"])
 
 
 # ---------------------------------------------------------------------- helpers
+def _frozen_copy(lm: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``lm`` without gradients (for the KL reference and the weight average)."""
+    copied = copy.deepcopy(lm).requires_grad_(False)
+    for q in copied.parameters():
+        q.grad = None
+    return copied
+
+
 def episode_metrics(episodes: list[Episode]) -> dict[str, float]:
     """Success rate, mean return/score/turns/response length, truncation and invalid-turn rates."""
     n = max(len(episodes), 1)

@@ -201,7 +201,7 @@ def test_resume_from_a_checkpoint_continues_with_identical_metrics(tiny_dir, tmp
     assert len(resumed) == 2 and resumed == expected
     # the weight average resumes too: the resumed run's saved average is the straight run's
     saved = Trainer(_config(str(out / "averaged_policy"), tmp_path / "check", "st-ppo")).policy.lm.parameters()
-    for avg, q in zip(straight.ema, saved):
+    for avg, q in zip(straight.averaged_lm.parameters(), saved):
         assert torch.allclose(avg, q, atol=1e-6)
 
 
@@ -266,7 +266,7 @@ def test_rl_anchors_start_from_the_sft_policy(tiny_dir, tmp_path):
     now = list(tr.policy.lm.parameters())
     assert any(not torch.equal(a, b) for a, b in zip(before, now))
     assert all(torch.equal(a, b) for a, b in zip(tr.ref_lm.parameters(), now))
-    assert all(torch.equal(a, b) for a, b in zip(tr.ema, now))
+    assert all(torch.equal(a, b) for a, b in zip(tr.averaged_lm.parameters(), now))
     tr.close()
 
 
@@ -277,13 +277,13 @@ def test_evaluation_plays_the_weight_average_and_restores_the_actor(tiny_dir, tm
     tr.train_iteration()
     trained = [p.detach().clone() for p in tr.policy.lm.parameters()]
     assert any(not torch.equal(a, b) for a, b in zip(start, trained))
-    for avg, s, t in zip(tr.ema, start, trained):
+    for avg, s, t in zip(tr.averaged_lm.parameters(), start, trained):
         assert torch.allclose(avg, 0.5 * s + 0.5 * t)
     seen = []
     orig = tr.rollout
     tr.rollout = lambda *a, **k: (seen.append([p.detach().clone() for p in tr.policy.lm.parameters()]), orig(*a, **k))[1]
     tr.evaluate()
-    assert all(torch.allclose(a, b) for a, b in zip(seen[0], tr.ema))  # the average played
+    assert all(torch.allclose(a, b) for a, b in zip(seen[0], tr.averaged_lm.parameters()))  # the average played
     assert all(torch.equal(a, b) for a, b in zip(tr.policy.lm.parameters(), trained))  # and the actor is back
     tr.close()
 
@@ -292,7 +292,7 @@ def test_kl_reference_average_follows_the_weight_average(tiny_dir, tmp_path):
     tr = Trainer(_config(tiny_dir, tmp_path, "turn-ppo", kl_coef=0.1, ema_decay=0.5, kl_reference="average", lr=0.05))
     for _ in range(2):
         tr.train_iteration()
-        assert all(torch.equal(r, avg) for r, avg in zip(tr.ref_lm.parameters(), tr.ema))
+        assert all(torch.equal(r, avg) for r, avg in zip(tr.ref_lm.parameters(), tr.averaged_lm.parameters()))
     assert any(not torch.equal(r, q) for r, q in zip(tr.ref_lm.parameters(), tr.policy.lm.parameters()))
     tr.close()
     with pytest.raises(ValueError, match="--ema-decay"):
