@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     policy_dir, sft = _sft(work, args.sft_seed)
     print(f"SFT: held-out success {sft['before']:.1%} -> {sft['after']:.1%} ({sft['seconds']:.0f} s)", flush=True)
 
-    jobs = [(a, s, str(policy_dir), args.iterations, args.eval_every, str(work)) for a in args.presets for s in args.seeds]
+    jobs = [("sokoban", a, s, str(policy_dir), args.iterations, args.eval_every, str(work)) for a in args.presets for s in args.seeds]
     runs = []
     ctx = mp.get_context("spawn")
     with ctx.Pool(args.jobs, maxtasksperchild=1) as pool:

@@ -143,6 +143,12 @@ class Trainer:
         self.device = torch.device(m.device)
         r = cfg.rollout
         self.envs = make_envs(cfg.train.env, r.num_envs, r.env_mode, **r.env_kwargs)
+        #: The envs evaluations play: the training envs, or others when ``eval_env_kwargs`` names a held-out split/world.
+        self.eval_envs = (make_envs(cfg.train.env, r.num_envs, r.env_mode, **{**r.env_kwargs, **cfg.train.eval_env_kwargs})
+                          if cfg.train.eval_env_kwargs else self.envs)
+        #: Per-episode outcomes of the latest :meth:`evaluate` (``seeds``, ``success``, ``score``, ``return``),
+        #: for paired statistics between two evaluations of the same tasks.
+        self.last_eval_outcomes: dict[str, list[float]] = {}
         a = cfg.algo
         self.optimizer = torch.optim.AdamW(
             [
@@ -187,6 +193,8 @@ class Trainer:
 
     def close(self) -> None:
         self.envs.close()
+        if self.eval_envs is not self.envs:
+            self.eval_envs.close()
         self.logger.close()
 
     # ------------------------------------------------------------------ network passes
@@ -233,11 +241,12 @@ class Trainer:
 
     # ------------------------------------------------------------------ one iteration
     def rollout(self, seeds: list[int], groups: list[int] | None = None, *, temperature: float | None = None,
-                generator: torch.Generator | None = None) -> list[Episode]:
-        """One episode per seed with the current actor (default: the rollout temperature and the training generator)."""
+                generator: torch.Generator | None = None, envs: Any = None) -> list[Episode]:
+        """One episode per seed with the current actor (default: the rollout temperature, the training
+        generator and the training envs)."""
         r = self.cfg.rollout
         return collect(
-            self.policy, self.fmt, self.envs, seeds,
+            self.policy, self.fmt, self.envs if envs is None else envs, seeds,
             generator=generator if generator is not None else self.generator,
             max_new_tokens=r.max_new_tokens, max_context_tokens=r.max_context_tokens,
             temperature=r.temperature if temperature is None else temperature, groups=groups,
@@ -375,12 +384,20 @@ class Trainer:
 
     @torch.no_grad()
     def evaluate(self, n: int | None = None) -> dict[str, float]:
-        """Success and return on the fixed held-out seeds (does not touch the training RNGs).
+        """Success and return on the fixed held-out seeds, in the eval envs (does not touch the training RNGs).
 
-        With ``ema_decay > 0`` the weight average plays."""
+        With ``ema_decay > 0`` the weight average plays. The per-episode outcomes are kept in
+        :attr:`last_eval_outcomes` (same seeds in the same order every time, so two evaluations pair up)."""
         gen = torch.Generator().manual_seed(self.cfg.train.eval_seed)
+        seeds = self.eval_seeds(n)
         with self._playing(self.averaged_lm):
-            episodes = self.rollout(self.eval_seeds(n), temperature=self.cfg.train.eval_temperature, generator=gen)
+            episodes = self.rollout(seeds, temperature=self.cfg.train.eval_temperature, generator=gen, envs=self.eval_envs)
+        self.last_eval_outcomes = {
+            "seeds": [float(s) for s in seeds],
+            "success": [float(e.success) for e in episodes],
+            "score": [e.score for e in episodes],
+            "return": [e.ret for e in episodes],
+        }
         return episode_metrics(episodes)
 
     # ------------------------------------------------------------------ SFT
@@ -437,6 +454,7 @@ class Trainer:
             start = self.evaluate()
             self.logger.log({"iteration": 0, "phase": "eval", **_prefix("eval", start)})
             summary["start"] = start
+            summary["start_outcomes"] = self.last_eval_outcomes
         bar = _progress(range(self.iteration, t.iterations), f"{self.cfg.algo.algo}", t.progress)
         last_eval = None
         for _ in bar:
@@ -457,6 +475,7 @@ class Trainer:
             last_eval = self.evaluate()
             self.logger.log({"iteration": self.iteration, "phase": "eval", **_prefix("eval", last_eval)})
         summary["end"] = last_eval
+        summary["end_outcomes"] = self.last_eval_outcomes
         self.save_checkpoint(self.out / "checkpoint")
         if self.averaged_lm is not None:  # the policy the evaluations measured
             with self._playing(self.averaged_lm):

@@ -223,3 +223,16 @@ def test_batch_rewards__scale_the_turn_and_token_rewards_not_the_episode_score()
     assert success.episode.tolist() == [1.0]
     with pytest.raises(ValueError, match="reward must be"):
         batch_rewards(batch, "score")
+
+
+def test_paired_ci_matches_the_hand_computed_case_of_docs_algorithms():
+    from reference_trainer.stats import paired_ci, required_tasks
+
+    ci = paired_ci([1, 0, 0, 1], [1, 1, 1, 0])
+    assert ci.n == 4 and ci.mean == pytest.approx(0.25)
+    assert ci.half_width == pytest.approx(1.959964 * (2.75 / 3) ** 0.5 / 2, rel=1e-6)
+    assert ci.low == pytest.approx(0.25 - ci.half_width) and ci.high == pytest.approx(0.25 + ci.half_width)
+    assert paired_ci([0.5] * 3, [0.7] * 3).half_width == 0.0  # no spread, no width
+    assert required_tasks(0.3, 0.04) == 721
+    with pytest.raises(ValueError, match="same tasks"):
+        paired_ci([1, 0], [1])

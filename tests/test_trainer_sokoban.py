@@ -47,7 +47,7 @@ def test_sft_warm_start_lands_in_the_band_rl_starts_from(sft_trainer):
 def test_turn_ppo_raises_held_out_success_by_ten_points_on_three_seeds(sft_trainer, tmp_path):
     """Three seeds, one thread each, two processes at a time (the CI machine has two cores)."""
     _, _, after, policy = sft_trainer
-    jobs = [("turn-ppo", seed, str(policy), SOKOBAN_RL_ITERATIONS, 0, str(tmp_path)) for seed in (0, 1, 2)]
+    jobs = [("sokoban", "turn-ppo", seed, str(policy), SOKOBAN_RL_ITERATIONS, 0, str(tmp_path)) for seed in (0, 1, 2)]
     with mp.get_context("spawn").Pool(2, maxtasksperchild=1) as pool:
         runs = pool.map(rl_from, jobs)
     report = [(r["seed"], r["start"], r["end"], len(r["clipfrac"])) for r in runs]
@@ -73,6 +73,6 @@ def test_turn_ppo_with_the_recipe_keeps_format_and_success(sft_trainer):
 @pytest.mark.slow
 def test_rl_from_a_saved_policy_reports_what_the_benchmark_reads(sft_trainer, tmp_path):
     _, _, _, policy = sft_trainer
-    r = rl_from(("turn-ppo", 3, str(policy), 2, 1, str(tmp_path)))
+    r = rl_from(("sokoban", "turn-ppo", 3, str(policy), 2, 1, str(tmp_path)))
     assert r["eval_iterations"] == [0, 1, 2] and len(r["clipfrac"]) == len(r["invalid_turns"]) == 2
     assert r["start"] == r["eval_success"][0] and r["end"] == r["eval_success"][-1]

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import Config, preset
+from ..config import Config, preset
+from .base import Recipe
 
-__all__ = ["SOKOBAN_ENV", "SOKOBAN_ENV_KWARGS", "SOKOBAN_RL_ITERATIONS", "sokoban_tiny", "rl_from"]
+__all__ = ["RECIPE", "SOKOBAN", "SOKOBAN_ENV", "SOKOBAN_ENV_KWARGS", "SOKOBAN_RL_ITERATIONS", "sokoban_tiny"]
 
 SOKOBAN_ENV = "TurnSokoban-v0"
 SOKOBAN_ENV_KWARGS: dict[str, Any] = {"prompt_style": "compact", "show_border": False, "format_penalty": -1.0}
@@ -66,42 +67,6 @@ def sokoban_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = SOK
     })
 
 
-def rl_from(job: tuple[str, int, str, int, int, str]) -> dict[str, Any]:
-    """One RL run of the recipe from a saved policy, on one thread; a summary of its metrics.
-
-    ``job = (algo, seed, policy_dir, iterations, eval_every, out_dir)``; a tuple so that a
-    process pool can map it (``benchmarks/learning.py`` does).
-    Returns start/end held-out success, the evaluations on the way, RL seconds (rollouts and
-    updates, without evaluations) and per-iteration clip fractions and rollout metrics.
-    """
-    import time
-    from pathlib import Path
-
-    import torch
-
-    from .metrics import read_metrics
-    from .trainer import Trainer
-
-    algo, seed, policy_dir, iterations, eval_every, out = job
-    torch.set_num_threads(1)
-    cfg = sokoban_tiny(algo, seed=seed, iterations=iterations, model=policy_dir, sft_episodes=0,
-                       out=str(Path(out) / f"{algo}_seed{seed}"), eval_every=eval_every, progress=False)
-    t0 = time.perf_counter()
-    trainer = Trainer(cfg)
-    try:
-        summary = trainer.fit()
-    finally:
-        trainer.close()
-    records = read_metrics(trainer.logger.path)
-    evals = [(r["iteration"], r["eval/success"]) for r in records if r.get("phase") == "eval"]
-    train = [r for r in records if r.get("phase") == "train"]
-    return {
-        "algo": algo, "seed": seed, "seconds": time.perf_counter() - t0,
-        "rl_seconds": sum(r["time/rollout_s"] + r["time/update_s"] for r in train),  # without evaluations
-        "start": summary["start"]["success"], "end": summary["end"]["success"],
-        "eval_iterations": [i for i, _ in evals], "eval_success": [s for _, s in evals],
-        "clipfrac": [r.get("train/clipfrac", 0.0) for r in train],
-        "clipfrac_turn": [r.get("train/clipfrac_turn", 0.0) for r in train],
-        "rollout_success": [r["rollout/success"] for r in train],
-        "invalid_turns": [r["rollout/invalid_turns"] for r in train],
-    }
+#: The recipe as :mod:`reference_trainer.recipes` registers it.
+RECIPE = SOKOBAN = Recipe(name="sokoban", env_id=SOKOBAN_ENV, build=sokoban_tiny, rl_iterations=SOKOBAN_RL_ITERATIONS, metric="success",
+                 what="held-out greedy success on 200 TurnSokoban-v0 levels (6x6, 1 box)")

@@ -1,0 +1,149 @@
+"""What a recipe is: the measured settings of the tiny model on one env, and one RL run of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..config import Config
+
+__all__ = ["Recipe", "learn", "rl_from", "sft_policy"]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The tiny model's measured settings on one env.
+
+    ``build(algo, *, seed, iterations, out, model, sft_episodes, **train)`` returns the
+    :class:`~reference_trainer.config.Config` of one run: an SFT warm start on ``expert_action()``
+    episodes (unless ``sft_episodes=0``), then ``algo`` for ``iterations``; ``model`` is
+    ``"tiny"`` or a checkpoint directory (e.g. a saved SFT policy); ``train`` overrides fields of
+    any config section. Evaluations play the held-out tasks the config's ``eval_env_kwargs`` name.
+    """
+
+    name: str
+    env_id: str
+    build: Callable[..., Config]
+    rl_iterations: int
+    #: The held-out metric the recipe's gain is reported on: ``"success"`` or ``"score"`` (0-1).
+    metric: str
+    #: One line for reports: what the held-out evaluation is.
+    what: str
+
+
+def rl_from(job: tuple[str, str, int, str, int, int, str]) -> dict[str, Any]:
+    """One RL run of a recipe from a saved policy, on one thread; a summary of its metrics.
+
+    ``job = (recipe, algo, seed, policy_dir, iterations, eval_every, out_dir)``: a tuple so that a
+    process pool can map it (``benchmarks/learning.py`` does). Returns start/end held-out success
+    and score with their per-task outcomes and paired 95% intervals
+    (:func:`~reference_trainer.stats.paired_ci`), the evaluations on the way, RL seconds (rollouts
+    and updates, without evaluations) and the per-iteration diagnostics (token and turn clip
+    fractions, approx KL, gradient norm) and rollout metrics.
+    """
+    import time
+    from pathlib import Path
+
+    import torch
+
+    from ..metrics import read_metrics
+    from ..stats import paired_ci
+    from ..trainer import Trainer
+    from . import RECIPES
+
+    name, algo, seed, policy_dir, iterations, eval_every, out = job
+    recipe = RECIPES[name]
+    torch.set_num_threads(1)
+    cfg = recipe.build(algo, seed=seed, iterations=iterations, model=policy_dir, sft_episodes=0,
+                       out=str(Path(out) / f"{name}_{algo}_seed{seed}"), eval_every=eval_every, progress=False)
+    t0 = time.perf_counter()
+    trainer = Trainer(cfg)
+    try:
+        summary = trainer.fit()
+    finally:
+        trainer.close()
+    records = read_metrics(trainer.logger.path)
+    evals = [r for r in records if r.get("phase") == "eval"]
+    train = [r for r in records if r.get("phase") == "train"]
+    before, after = summary["start_outcomes"], summary["end_outcomes"]
+    return {
+        "recipe": name, "env": recipe.env_id, "algo": algo, "seed": seed, "iterations": len(train),
+        "seconds": time.perf_counter() - t0,
+        "rl_seconds": sum(r["time/rollout_s"] + r["time/update_s"] for r in train),  # without evaluations
+        "start": summary["start"]["success"], "end": summary["end"]["success"],
+        "start_score": summary["start"]["score"], "end_score": summary["end"]["score"],
+        "start_invalid_turns": summary["start"]["invalid_turns"], "end_invalid_turns": summary["end"]["invalid_turns"],
+        "ci_success": paired_ci(before["success"], after["success"]).to_dict(),
+        "ci_score": paired_ci(before["score"], after["score"]).to_dict(),
+        "eval_iterations": [r["iteration"] for r in evals],
+        "eval_success": [r["eval/success"] for r in evals],
+        "eval_score": [r["eval/score"] for r in evals],
+        "clipfrac": [r.get("train/clipfrac", 0.0) for r in train],
+        "clipfrac_turn": [r.get("train/clipfrac_turn", 0.0) for r in train],
+        "approx_kl": [r.get("train/approx_kl", 0.0) for r in train],
+        "grad_norm": [r.get("train/grad_norm", 0.0) for r in train],
+        "rollout_success": [r["rollout/success"] for r in train],
+        "rollout_score": [r["rollout/score"] for r in train],
+        "invalid_turns": [r["rollout/invalid_turns"] for r in train],
+    }
+
+
+def sft_policy(name: str, work: str, *, seed: int = 0) -> tuple[str, dict[str, Any]]:
+    """Build the tiny model, SFT it with recipe ``name``, save the policy under ``work``; returns
+    ``(policy_dir, meta)``. A policy saved before by the same recipe settings is reused.
+
+    ``meta``: held-out ``before``/``after`` success and score, SFT seconds, steps, batch size,
+    episodes, final loss and the recipe's settings.
+    """
+    import json
+    import time
+    from pathlib import Path
+
+    import torch
+
+    from ..policy import save_policy
+    from ..trainer import Trainer
+    from . import RECIPES
+
+    torch.set_num_threads(1)
+    root = Path(work) / f"{name}_sft"
+    policy_dir, meta_file = root / "policy", root / "sft.json"
+    cfg = RECIPES[name].build(seed=seed, out=str(root / "run"), progress=False)
+    cfg.model.tiny_dir = str(root / "tiny")
+    recipe = json.loads(json.dumps({k: v for k, v in cfg.to_dict().items() if k != "algo"}, default=str))
+    recipe["model"].pop("tiny_dir", None)
+    recipe["train"].pop("out", None)
+    if (policy_dir / "config.json").exists() and meta_file.exists():
+        meta = json.loads(meta_file.read_text())
+        if meta.get("recipe") == recipe:
+            return str(policy_dir), meta
+    trainer = Trainer(cfg)
+    try:
+        t0 = time.perf_counter()
+        before = trainer.evaluate()
+        stats = trainer.sft()
+        after = trainer.evaluate()
+        save_policy(trainer.policy, trainer.tokenizer, policy_dir)
+    finally:
+        trainer.close()
+    meta = {"before": before["success"], "after": after["success"], "before_score": before["score"],
+            "after_score": after["score"], "after_invalid_turns": after["invalid_turns"],
+            "seconds": time.perf_counter() - t0, "steps": cfg.train.sft_steps, "batch_size": cfg.train.sft_batch_size,
+            "episodes": cfg.train.sft_episodes, "loss": stats["sft/loss"], "recipe": recipe}
+    meta_file.write_text(json.dumps(meta, indent=1))
+    return str(policy_dir), meta
+
+
+def learn(job: tuple[str, str, int, int, int, str]) -> dict[str, Any]:
+    """A recipe end to end on one thread: its SFT start (:func:`sft_policy`, seed 0, reused when
+    saved), then one RL run (:func:`rl_from`). ``job = (recipe, algo, seed, iterations, eval_every,
+    work)``; ``iterations <= 0`` means the recipe's budget. The result is :func:`rl_from`'s with
+    ``"sft"`` (the start's meta) added."""
+    from . import RECIPES
+
+    name, algo, seed, iterations, eval_every, work = job
+    policy_dir, meta = sft_policy(name, work)
+    n = iterations if iterations > 0 else RECIPES[name].rl_iterations
+    result = rl_from((name, algo, seed, policy_dir, n, eval_every, work))
+    result["sft"] = meta
+    return result
