@@ -27,7 +27,11 @@ class ModelConfig:
 
     model: str = _f("tiny", "'tiny' (built offline from the env's text) or a local HF checkpoint directory")
     device: str = _f("cpu", "cpu, cuda, cuda:1, ...", choices=None)
-    dtype: str = _f("float32", "parameter dtype", choices=("float32", "bfloat16", "float16"))
+    dtype: str = _f("float32", "compute dtype (autocast; weights and AdamW state stay float32); auto: bfloat16 on CUDA, "
+                    "float32 elsewhere; float16 adds a gradient scaler", choices=("float32", "bfloat16", "float16", "auto"))
+    gradient_checkpointing: bool = _f(False, "recompute each layer's activations in the backward pass (less memory, ~1/3 more compute)")
+    logprob_chunk_tokens: int = _f(0, "score this many tokens at a time, never holding the full [tokens, vocab] float32 logits "
+                                   "(0: all at once)")
     critic: str = _f("shared", "value head on the actor's trunk, or a separate critic model", choices=("shared", "separate"))
     critic_model: str | None = _f(None, "checkpoint for a separate critic (default: --model)")
     tiny_arch: str = _f("qwen2", "tiny model: qwen2 (rotary positions) or gpt2 (learned absolute positions)", choices=("qwen2", "gpt2"))
@@ -48,7 +52,12 @@ class RolloutConfig:
     tasks_per_iteration: int = _f(64, "distinct tasks (env seeds) per iteration")
     group_size: int = _f(1, "rollouts per task (GRPO needs > 1; the PPO presets use 1)")
     num_envs: int = _f(64, "envs stepped together (episodes run in chunks of this size)")
-    env_mode: str = _f("list", "list (one process), sync or async (Gymnasium vector envs)", choices=("list", "sync", "async"))
+    env_mode: str = _f("list", "list (one process, one env after another), sync or async (Gymnasium vector envs), threads "
+                       "(active envs stepped at once by threads: envs that wait on I/O) or processes (one worker process "
+                       "per env: CPU-bound envs)", choices=("list", "sync", "async", "threads", "processes"))
+    env_workers: int = _f(0, "threads of --env-mode threads (0: one per env)")
+    step_timeout_s: float = _f(0.0, "seconds an env step may take before its episode ends as truncated (truncation='timeout') "
+                               "and the env is replaced; needs --env-mode threads or processes (0: no limit)")
     max_new_tokens: int = _f(24, "longest response per turn, in tokens")
     max_context_tokens: int = _f(1024, "longest conversation; an episode that would exceed it ends as truncated")
     temperature: float = _f(1.0, "sampling temperature of the rollout policy")
@@ -127,6 +136,8 @@ class TrainConfig:
     resume: str | None = _f(None, "checkpoint directory to resume from")
     tensorboard: bool = _f(False, "also log to TensorBoard (needs the tensorboard package)")
     progress: bool = _f(True, "tqdm progress bars")
+    parallel: str = _f("ddp", "under torchrun (WORLD_SIZE > 1): ddp replicates the model on every rank; fsdp shards parameters, "
+                       "gradients and optimizer state over the ranks (PyTorch's FSDP). One process: ignored", choices=("ddp", "fsdp"))
 
 
 #: The sections of a :class:`Config`, by attribute name.

@@ -11,23 +11,27 @@ Context policy: before a turn, if the state plus ``max_new_tokens`` (and the end
 template) would exceed ``max_context_tokens``, the episode ends as **truncated**
 (``truncation="context"``); the state is still appended when it fits, so the critic can
 bootstrap from it, otherwise the episode is bootstrapped with 0 and counted in the
-``context_overflow`` metric. Nothing is ever cut silently.
+``context_overflow`` metric. Nothing is ever cut silently. An env step that overruns
+``step_timeout_s`` (env modes ``threads``/``processes``, :mod:`reference_trainer.stepping`) ends
+its episode as truncated (``truncation="timeout"``) with no final state (bootstrapped with 0).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 import gymnasium as gym
-import numpy as np
+from gymnasium.vector import AutoresetMode
 import torch
 
 from agentgym_turn.chat import split_first_message
 
+from .stepping import STEP_TIMEOUT_KEY, unbatch_info
 from .tokenization import ROLE_ACTION, ChatFormat, Conversation
 
-__all__ = ["Episode", "EnvBatch", "ListEnvs", "VectorEnvs", "make_envs", "collect", "RolloutBatch", "make_batch", "expert_episodes",
+__all__ = ["Episode", "EnvBatch", "ListEnvs", "VectorEnvs", "ENV_MODES", "make_envs", "collect", "RolloutBatch", "make_batch", "expert_episodes",
            "episode_metrics"]
 
 
@@ -43,7 +47,7 @@ class Episode:
     sampled_logp: list[float] = field(default_factory=list)  # per action token, as sampled
     terminated: bool = False
     truncated: bool = False
-    truncation: str | None = None  # "env" (turn limit) or "context"
+    truncation: str | None = None  # "env" (turn limit), "context" or "timeout" (the env's step overran step_timeout_s)
     bootstrap_pos: int | None = None  # last token of the final state when truncated
 
     @property
@@ -126,9 +130,7 @@ class VectorEnvs:
         obs, rew, term, trunc, infos = self.vec.step(full)
         out = {}
         for i in actions:
-            info = {k: v[i] for k, v in infos.items() if not k.startswith("_") and infos.get("_" + k, np.ones(self.num_envs, bool))[i]}
-            info = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in info.items()}
-            out[i] = (obs[i], float(rew[i]), bool(term[i]), bool(trunc[i]), info)
+            out[i] = (obs[i], float(rew[i]), bool(term[i]), bool(trunc[i]), unbatch_info(infos, i))
         return out
 
     def split_first(self, index: int, observation: str) -> tuple[str, str]:
@@ -141,13 +143,43 @@ class VectorEnvs:
         self.vec.close()
 
 
-def make_envs(env_id: str, num_envs: int, mode: str = "list", **env_kwargs: Any) -> EnvBatch:
-    """``num_envs`` copies of ``env_id``: ``"list"`` (one process), ``"sync"`` or ``"async"`` vector envs."""
+#: ``env_mode`` values of :func:`make_envs`.
+ENV_MODES = ("list", "sync", "async", "threads", "processes")
+
+
+def make_envs(env_id: str, num_envs: int, mode: str = "list", *, env_workers: int = 0, step_timeout_s: float = 0.0,
+              **env_kwargs: Any) -> EnvBatch:
+    """``num_envs`` copies of ``env_id``.
+
+    Modes: ``"list"`` (one process, one env after another), ``"sync"`` or ``"async"`` Gymnasium
+    vector envs (every sub-env stepped each turn), ``"threads"`` (active envs stepped at once by
+    ``env_workers`` threads, 0: one per env; for envs that wait on I/O) or ``"processes"`` (one
+    worker process per env; for CPU-bound envs): see :mod:`reference_trainer.stepping`.
+    ``step_timeout_s > 0`` (threads and processes only) cuts off a step after that many seconds.
+    """
+    if mode not in ENV_MODES:
+        raise ValueError(f"make_envs: env_mode must be one of {ENV_MODES}, got {mode!r}.")
+    if step_timeout_s and mode not in ("threads", "processes"):
+        raise ValueError(f"make_envs: step_timeout_s={step_timeout_s} needs env_mode 'threads' or 'processes' "
+                         f"(got {mode!r}); set --env-mode threads (I/O-bound envs) or processes (CPU-bound envs).")
+    if env_workers and mode != "threads":
+        raise ValueError(f"make_envs: env_workers={env_workers} sets the threads of env_mode 'threads' (got {mode!r}); "
+                         "leave it at 0 or set --env-mode threads.")
     if mode == "list":
         return ListEnvs([gym.make(env_id, **env_kwargs) for _ in range(num_envs)])
+    if mode in ("threads", "processes"):
+        from .stepping import ProcessEnvs, ThreadEnvs
+
+        fns = [functools.partial(gym.make, env_id, **env_kwargs)] * num_envs
+        if mode == "threads":
+            return ThreadEnvs(fns, workers=env_workers, step_timeout_s=step_timeout_s)
+        return ProcessEnvs(fns, step_timeout_s=step_timeout_s)
     from agentgym_turn import make_vec
 
-    return VectorEnvs(make_vec(env_id, num_envs, mode=mode, **env_kwargs))
+    # Async: no autoreset. Gymnasium 1.4's async worker keeps a pending next-step autoreset across reset() when
+    # shared_memory=False, so a chunk's first step would be swallowed by a reset (VectorEnvs resets explicitly).
+    vector_kwargs = {"autoreset_mode": AutoresetMode.DISABLED} if mode == "async" else None
+    return VectorEnvs(make_vec(env_id, num_envs, mode=mode, vector_kwargs=vector_kwargs, **env_kwargs))
 
 
 def collect(
@@ -230,6 +262,9 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
             conv = ep.conversation
             if terminated:
                 ep.terminated = True
+                continue
+            if info.get(STEP_TIMEOUT_KEY):  # the env did not answer in time: no final state to bootstrap from
+                ep.truncated, ep.truncation = True, "timeout"
                 continue
             need = conv.observation_length(fmt, obs)
             fits = len(conv) + need <= max_context_tokens
