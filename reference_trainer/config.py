@@ -27,11 +27,7 @@ class ModelConfig:
 
     model: str = _f("tiny", "'tiny' (built offline from the env's text) or a local HF checkpoint directory")
     device: str = _f("cpu", "cpu, cuda, cuda:1, ...", choices=None)
-    dtype: str = _f("float32", "compute dtype (autocast; weights and AdamW state stay float32); auto: bfloat16 on CUDA, "
-                    "float32 elsewhere; float16 adds a gradient scaler", choices=("float32", "bfloat16", "float16", "auto"))
-    gradient_checkpointing: bool = _f(False, "recompute each layer's activations in the backward pass (less memory, ~1/3 more compute)")
-    logprob_chunk_tokens: int = _f(0, "score this many tokens at a time, never holding the full [tokens, vocab] float32 logits "
-                                   "(0: all at once)")
+    dtype: str = _f("float32", "parameter dtype", choices=("float32", "bfloat16", "float16"))
     critic: str = _f("shared", "value head on the actor's trunk, or a separate critic model", choices=("shared", "separate"))
     critic_model: str | None = _f(None, "checkpoint for a separate critic (default: --model)")
     tiny_arch: str = _f("qwen2", "tiny model: qwen2 (rotary positions) or gpt2 (learned absolute positions)", choices=("qwen2", "gpt2"))
@@ -136,8 +132,6 @@ class TrainConfig:
     resume: str | None = _f(None, "checkpoint directory to resume from")
     tensorboard: bool = _f(False, "also log to TensorBoard (needs the tensorboard package)")
     progress: bool = _f(True, "tqdm progress bars")
-    parallel: str = _f("ddp", "under torchrun (WORLD_SIZE > 1): ddp replicates the model on every rank; fsdp shards parameters, "
-                       "gradients and optimizer state over the ranks (PyTorch's FSDP). One process: ignored", choices=("ddp", "fsdp"))
 
 
 #: The sections of a :class:`Config`, by attribute name.

@@ -46,13 +46,13 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from . import checkpoint, distributed
+from . import checkpoint
 from .advantages import ESTIMATORS, batch_rewards, episode_weights, masked_mean, masked_whiten
 from .averaging import ema_update
 from .config import Config
 from .losses import LOSSES, LossInputs, Metric, clip_bias_surrogate, clipped_tokens, combine_parts, combine_steps, explained_variance, log_ratios
 from .metrics import MetricsLogger
-from .policy import Policy, load_policy, needs_grad_scaler, save_policy
+from .policy import Policy, load_policy, save_policy
 from .rollout import Episode, RolloutBatch, collect, episode_metrics, expert_episodes, make_batch, make_envs
 from .tokenization import ChatFormat
 
@@ -132,20 +132,15 @@ class Trainer:
                 "register your own with --import MODULE."
             )
         m = cfg.model
-        #: This process's place among the data-parallel ranks (one process: rank 0 of 1), and its device.
-        self.dist, device = distributed.setup(m.device, cfg.train.parallel)
-        _check_divisible(cfg, self.dist.world_size)
         if policy is None:
             path = cfg.train.resume and checkpoint.resolve(cfg.train.resume) / "policy"
             if not path:
                 path = self._build_tiny() if m.model == "tiny" else Path(m.model)
-            policy, tokenizer = load_policy(path, device=device, dtype=m.dtype, critic=m.critic, critic_path=m.critic_model)
+            policy, tokenizer = load_policy(path, device=m.device, dtype=m.dtype, critic=m.critic, critic_path=m.critic_model)
         self.policy, self.tokenizer = policy, tokenizer
-        #: The loss as a DDP/FSDP-wrapped module (before the optimizer: FSDP replaces the parameters); None in one process.
-        self.parallel = distributed.wrap(distributed.Objective(policy, self._losses), self.dist, device)
         self.fmt = ChatFormat(tokenizer, cfg.rollout.system_prompt)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self.device = torch.device(device)
+        self.device = torch.device(m.device)
         r = cfg.rollout
         stepping = dict(env_workers=r.env_workers, step_timeout_s=r.step_timeout_s)
         self.envs = make_envs(cfg.train.env, r.num_envs, r.env_mode, **stepping, **r.env_kwargs)
@@ -166,23 +161,17 @@ class Trainer:
         )
         warm = max(0, a.lr_warmup_steps)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: min(1.0, (step + 1) / (warm + 1)))
-        policy.logprob_chunk_tokens = m.logprob_chunk_tokens
-        if m.gradient_checkpointing:
-            policy.enable_gradient_checkpointing()
-        #: float16 autocast's loss scaler (None otherwise): losses are scaled up before backward, gradients unscaled before clipping.
-        self.scaler = torch.amp.GradScaler(torch.device(m.device).type) if needs_grad_scaler(policy.compute_dtype) else None
         #: Frozen float32 Polyak average of the actor (``ema_decay > 0``); evaluations play it.
         self.averaged_lm: torch.nn.Module | None = None
         #: The KL penalty's reference: a frozen copy of the actor, or ``averaged_lm`` itself.
         self.ref_lm: torch.nn.Module | None = None
         self._start_rl_from_current()
         self.np_rng = np.random.default_rng(cfg.train.seed)
-        self.generator = torch.Generator().manual_seed(distributed.rank_seed(cfg.train.seed, self.dist.rank))
+        self.generator = torch.Generator().manual_seed(cfg.train.seed)
         self.iteration = 0
         self.sft_done = False
         self.out = Path(cfg.train.out)
-        self.logger = (MetricsLogger(self.out, tensorboard=cfg.train.tensorboard, append=bool(cfg.train.resume))
-                       if self.dist.is_main else distributed.QuietLogger(self.out))  # rank 0 logs the reduced metrics
+        self.logger = MetricsLogger(self.out, tensorboard=cfg.train.tensorboard, append=bool(cfg.train.resume))
         if cfg.train.resume:
             self._load_state(Path(cfg.train.resume))
 
@@ -208,7 +197,6 @@ class Trainer:
         if self.eval_envs is not self.envs:
             self.eval_envs.close()
         self.logger.close()
-        distributed.shutdown()
 
     # ------------------------------------------------------------------ network passes
     def _forward(self, batch: RolloutBatch, *, with_values: bool = True, with_logp: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
@@ -271,22 +259,20 @@ class Trainer:
         r = self.cfg.rollout
         t0 = time.perf_counter()
         tasks = self.np_rng.integers(0, self.cfg.train.eval_seed, size=r.tasks_per_iteration).tolist()
-        mine = distributed.shard(range(len(tasks)), self.dist)  # every rank draws all tasks and plays its share
-        seeds = [tasks[i] for i in mine for _ in range(r.group_size)]
-        groups = [i for i in mine for _ in range(r.group_size)]
+        seeds = [s for s in tasks for _ in range(r.group_size)]
+        groups = [i for i in range(len(tasks)) for _ in range(r.group_size)]
         episodes = self.rollout(seeds, groups)
         t1 = time.perf_counter()
         batch = make_batch(episodes, self.pad_id).to(self.device)
         prepared = self.prepare(batch)
-        metrics = {f"rollout/{k}": v for k, v in episode_metrics(distributed.gather_episodes(episodes, self.dist)).items()}
+        metrics = {f"rollout/{k}": v for k, v in episode_metrics(episodes).items()}
         if r.step_timeout_s > 0:  # share of episodes whose env overran the step timeout (runs without one keep their keys)
             metrics["rollout/step_timeouts"] = sum(e.truncation == "timeout" for e in episodes) / max(len(episodes), 1)
         act = batch.action_mask
         if self.cfg.algo.recompute_old_logp:
-            metrics["rollout/logp_diff"] = float(distributed.masked_mean((batch.sampled_logp - prepared.old_logp).abs(), act, self.dist))
+            metrics["rollout/logp_diff"] = float(masked_mean((batch.sampled_logp - prepared.old_logp).abs(), act))
         if self.estimator.uses_critic:
-            metrics["train/explained_variance"] = distributed.explained_variance(prepared.old_values, prepared.value_targets,
-                                                                                 prepared.value_mask, self.dist)
+            metrics["train/explained_variance"] = explained_variance(prepared.old_values, prepared.value_targets, prepared.value_mask)
         upd = self.update(prepared)
         metrics.update({f"train/{k}": v for k, v in upd.items()})
         if self.averaged_lm is not None:  # (with --kl-reference average this moves the KL reference too)
@@ -297,7 +283,7 @@ class Trainer:
         self.iteration += 1
         metrics["time/rollout_s"] = t1 - t0
         metrics["time/update_s"] = time.perf_counter() - t1
-        return distributed.reduce_times(metrics, self.dist)
+        return metrics
 
     # ------------------------------------------------------------------ advantages
     def prepare(self, batch: RolloutBatch) -> Prepared:
@@ -310,9 +296,9 @@ class Trainer:
         est = self.estimator.estimate(batch, values, batch_rewards(batch, a.reward, a.reward_scale), a)
         adv = est.advantages
         if a.normalize_advantages and self.estimator.uses_critic:
-            adv = distributed.masked_whiten(adv, act, self.dist)  # global statistics over all ranks
+            adv = masked_whiten(adv, act)
         if a.loss_agg == "seq-mean-token-mean":
-            adv = adv * distributed.episode_weights(act, self.dist)
+            adv = adv * episode_weights(act)
         ref = self._ref_logp(batch) if self.ref_lm is not None else None
         return Prepared(batch, old_logp, values, adv.float(), est.value_targets, est.value_mask, ref)
 
@@ -324,39 +310,33 @@ class Trainer:
         steps: list[dict[str, Metric]] = []
         actor_params = self.policy.actor_parameters()
         all_params = [q for g in self.optimizer.param_groups for q in g["params"]]
-        size = a.minibatch_size // self.dist.world_size  # this rank's share of each minibatch
         for _ in range(a.epochs):
             perm = torch.randperm(B, generator=self.generator)
-            for lo in range(0, B, size):
-                idx = perm[lo : lo + size].to(self.device)
+            for lo in range(0, B, a.minibatch_size):
+                idx = perm[lo : lo + a.minibatch_size].to(self.device)
                 mbatch = prepared.select(idx)
-                n_tok = distributed.all_reduce_sum(mbatch.batch.action_mask.sum().float(), self.dist).clamp(min=1)
-                n_val = distributed.all_reduce_sum(mbatch.value_mask.sum().float(), self.dist).clamp(min=1)
+                n_tok = mbatch.batch.action_mask.sum().float().clamp(min=1)
+                n_val = mbatch.value_mask.sum().float().clamp(min=1)
                 micro = [mbatch.select(j.to(self.device))
                          for j in micro_batches(mbatch.batch.attention_mask.sum(1), a.micro_batch_size, a.micro_batch_tokens)]
                 norm = None
-                if a.clip_bias_correction != "none" and (len(micro) > 1 or self.dist.enabled) and self.iteration >= a.critic_warmup:
+                if a.clip_bias_correction != "none" and len(micro) > 1 and self.iteration >= a.critic_warmup:
                     norm = self._clip_bias_norm(micro, n_tok)
                 self.optimizer.zero_grad(set_to_none=True)
                 parts = []
-                for i, part in enumerate(micro):
-                    with distributed.grad_sync(self.parallel, last=i == len(micro) - 1):
-                        loss, m = (self.parallel or self._losses)(part, n_tok, n_val, norm, actor_params)
-                        if loss.requires_grad:  # DDP averages gradients over ranks; n_tok is global, so scale to their sum
-                            (loss * self.dist.world_size if self.dist.enabled else loss).backward()
+                for part in micro:
+                    loss, m = self._losses(part, n_tok, n_val, norm, actor_params)
+                    if loss.requires_grad:
+                        loss.backward()
                     parts.append((m, part.batch.action_mask.sum().item() / n_tok.item()))
                 has_grad = any(q.grad is not None for q in all_params)
-                if self.scaler is not None and has_grad:
-                    self.scaler.unscale_(self.optimizer)  # clip, measure and step on the true gradient
                 limit = a.max_grad_norm if a.max_grad_norm and a.max_grad_norm > 0 else float("inf")
                 gnorm = float(torch.nn.utils.clip_grad_norm_(all_params, limit)) if has_grad else 0.0
                 if has_grad and math.isfinite(gnorm):  # a non-finite gradient skips the step
                     self.optimizer.step()
                     self.scheduler.step()
-                if self.scaler is not None and has_grad:
-                    self.scaler.update()  # a non-finite gradient (step skipped above) halves the scale
                 steps.append({**combine_parts(parts), "grad_norm": Metric(gnorm, "minibatch")})
-        return combine_steps(distributed.reduce_steps(steps, self.dist))
+        return combine_steps(steps)
 
     def _losses(self, p: Prepared, n_tok: torch.Tensor, n_val: torch.Tensor, clip_bias_norm: float | None,
                 actor_only_params) -> tuple[torch.Tensor, dict[str, Metric]]:
@@ -377,14 +357,13 @@ class Trainer:
                 if loss is not None:
                     total = total + loss
                 metrics.update(m)
-        return (total if self.scaler is None else self.scaler.scale(total)), metrics  # float16: scaled for backward
+        return total, metrics
 
     def _clip_bias_norm(self, micro: list[Prepared], n_tok: torch.Tensor) -> float:
         """``||grad C||`` over a whole minibatch split in micro-batches (one extra pass)."""
         a = self.cfg.algo
         params = self.policy.actor_parameters()
         acc = [torch.zeros_like(q, dtype=torch.float32) for q in params]
-        scale = 1.0 if self.scaler is None else self.scaler.get_scale()  # float16: keep small gradients above underflow
         for p in micro:
             b = p.batch
             out = self.policy.evaluate(b.ids, b.attention_mask, b.action_mask,
@@ -394,13 +373,12 @@ class Trainer:
             clipped = clipped_tokens(ratio.detach(), adv, b.action_mask, a.clip_eps)
             if not bool(clipped.any()):
                 continue
-            c = clip_bias_surrogate(out.logp, ratio, adv, clipped, n_tok) * scale
+            c = clip_bias_surrogate(out.logp, ratio, adv, clipped, n_tok)
             grads = torch.autograd.grad(c, params, allow_unused=True)
             for s, g in zip(acc, grads):
                 if g is not None:
                     s += g.float()
-        acc = [distributed.all_reduce_sum(s, self.dist) for s in acc]  # C sums over all ranks' tokens
-        return float(torch.sqrt(sum((s**2).sum() for s in acc))) / scale
+        return float(torch.sqrt(sum((s**2).sum() for s in acc)))
 
     # ------------------------------------------------------------------ evaluation
     def eval_seeds(self, n: int | None = None) -> list[int]:
@@ -413,12 +391,10 @@ class Trainer:
 
         With ``ema_decay > 0`` the weight average plays. The per-episode outcomes are kept in
         :attr:`last_eval_outcomes` (same seeds in the same order every time, so two evaluations pair up)."""
-        gen = torch.Generator().manual_seed(distributed.rank_seed(self.cfg.train.eval_seed, self.dist.rank))
+        gen = torch.Generator().manual_seed(self.cfg.train.eval_seed)
         seeds = self.eval_seeds(n)
-        with self._playing(self.averaged_lm):  # each rank plays its share of the seeds
-            episodes = self.rollout(distributed.shard(seeds, self.dist), temperature=self.cfg.train.eval_temperature,
-                                    generator=gen, envs=self.eval_envs)
-        episodes = distributed.gather_episodes(episodes, self.dist)
+        with self._playing(self.averaged_lm):
+            episodes = self.rollout(seeds, temperature=self.cfg.train.eval_temperature, generator=gen, envs=self.eval_envs)
         self.last_eval_outcomes = {
             "seeds": [float(s) for s in seeds],
             "success": [float(e.success) for e in episodes],
@@ -452,20 +428,13 @@ class Trainer:
                 part = b.select(j.to(self.device))
                 out = self.policy.evaluate(part.ids, part.attention_mask, part.action_mask, with_values=False, with_entropy=False)
                 part_loss = -(out.logp * part.action_mask).sum() / n_tok  # parts add up to the batch's token-mean
-                (part_loss if self.scaler is None else self.scaler.scale(part_loss)).backward()
+                part_loss.backward()
                 loss += float(part_loss.detach())
-            if self.scaler is not None:
-                self.scaler.unscale_(opt)
             torch.nn.utils.clip_grad_norm_(params, 1.0)
-            if self.scaler is None:
-                opt.step()
-            else:  # skips a non-finite step
-                self.scaler.step(opt)
-                self.scaler.update()
+            opt.step()
             losses.append(loss)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
-        distributed.broadcast_module(self.policy, self.dist)  # every rank ran the same SFT; rank 0's weights are the truth
         if self.cfg.model.critic_model is None:  # a critic built from --model starts from the SFT weights too
             self.policy.critic_from_actor()
         self._start_rl_from_current()
@@ -511,8 +480,6 @@ class Trainer:
         summary["end"] = last_eval
         summary["end_outcomes"] = self.last_eval_outcomes
         self.save_checkpoint(self.out / "checkpoint")
-        if not self.dist.is_main:  # rank 0 writes the run's files
-            return summary
         if self.averaged_lm is not None:  # the policy the evaluations measured
             with self._playing(self.averaged_lm):
                 summary["averaged_policy"] = str(save_policy(self.policy, self.tokenizer, self.out / "averaged_policy"))
@@ -537,17 +504,6 @@ def _frozen_copy(lm: torch.nn.Module) -> torch.nn.Module:
     for q in copied.parameters():
         q.grad = None
     return copied
-
-
-def _check_divisible(cfg: Config, world_size: int) -> None:
-    """Every rank must run the same number of optimizer steps: tasks and minibatches split evenly over the ranks."""
-    if world_size == 1:
-        return
-    for section, name in (("rollout", "tasks_per_iteration"), ("algo", "minibatch_size")):
-        value = getattr(getattr(cfg, section), name)
-        if value % world_size:
-            raise ValueError(f"--{name.replace('_', '-')} {value} does not split over {world_size} ranks (WORLD_SIZE): "
-                             f"make it a multiple of {world_size} (it counts over all ranks together).")
 
 
 def _prefix(p: str, d: dict[str, float]) -> dict[str, float]:
