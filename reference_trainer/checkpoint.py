@@ -158,25 +158,42 @@ def load_tensors(path: str | os.PathLike) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- the trainer's state
 def save_trainer(trainer: "Trainer", path: str | os.PathLike) -> Path:
-    """Weights, optimizer, scheduler, RNG states, KL reference, weight average and config of ``trainer``."""
+    """Weights, optimizer, scheduler, RNG states, KL reference, weight average and config of ``trainer``.
+
+    Under torchrun every rank calls this: rank 0 writes (the weights and optimizer state are the same
+    on every DDP rank), each rank's sampling generator is kept (``rank_generators``), and all ranks
+    wait until the checkpoint is whole.
+    """
+    from . import distributed
     from .policy import save_policy
 
+    ctx = getattr(trainer, "dist", distributed.SINGLE)
     ref, avg = trainer.ref_lm, trainer.averaged_lm
+    generators = distributed.gather_objects(trainer.generator.get_state(), ctx)
 
     def write(directory: Path) -> None:
         save_policy(trainer.policy, trainer.tokenizer, directory / "policy")
-        torch.save({
+        state = {
             "optimizer": trainer.optimizer.state_dict(),
             "scheduler": trainer.scheduler.state_dict(),
             "torch_generator": trainer.generator.get_state(),
             "torch_global": torch.get_rng_state(),
             "ref_lm": ref.state_dict() if ref is not None and ref is not avg else None,  # (None: it is the average)
             "averaged_lm": avg.state_dict() if avg is not None else None,
-        }, directory / TENSORS_FILE)
+        }
+        if ctx.enabled:  # rank r resumes with its own generator when the world size is the same
+            state["rank_generators"] = generators
+        torch.save(state, directory / TENSORS_FILE)
 
     meta = {"iteration": trainer.iteration, "sft_done": trainer.sft_done, "numpy_rng": trainer.np_rng.bit_generator.state,
             "config": trainer.cfg.to_dict()}
-    return save(path, write, meta, iteration=trainer.iteration)
+    if ctx.enabled:
+        meta["world_size"] = ctx.world_size
+    path = Path(path)
+    if ctx.is_main:
+        save(path, write, meta, iteration=trainer.iteration)
+    distributed.barrier(ctx)  # nobody reads or resumes from a half-written checkpoint
+    return path
 
 
 def restore_trainer(trainer: "Trainer", path: str | os.PathLike, frozen_copy: Callable[[torch.nn.Module], torch.nn.Module]) -> None:
@@ -184,7 +201,17 @@ def restore_trainer(trainer: "Trainer", path: str | os.PathLike, frozen_copy: Ca
     meta, state = read_meta(path), load_tensors(path)
     trainer.optimizer.load_state_dict(state["optimizer"])
     trainer.scheduler.load_state_dict(state["scheduler"])
-    trainer.generator.set_state(state["torch_generator"])
+    ranks = state.get("rank_generators")
+    ctx = getattr(trainer, "dist", None)
+    rank, world = (ctx.rank, ctx.world_size) if ctx is not None else (0, 1)
+    if ranks is not None and len(ranks) == world:
+        trainer.generator.set_state(ranks[rank])
+    elif rank == 0:
+        trainer.generator.set_state(state["torch_generator"])
+    else:  # another world size: rank 0 continues rank 0's stream, the others start fresh streams for this iteration
+        from .distributed import rank_seed
+
+        trainer.generator.manual_seed(rank_seed(trainer.cfg.train.seed + int(meta["iteration"]), rank))
     torch.set_rng_state(state["torch_global"])
     if state.get("averaged_lm") is not None and trainer.averaged_lm is not None:
         trainer.averaged_lm.load_state_dict(state["averaged_lm"])  # (the KL reference too, when it is the average)

@@ -132,6 +132,8 @@ class TrainConfig:
     resume: str | None = _f(None, "checkpoint directory to resume from")
     tensorboard: bool = _f(False, "also log to TensorBoard (needs the tensorboard package)")
     progress: bool = _f(True, "tqdm progress bars")
+    parallel: str = _f("ddp", "under torchrun (WORLD_SIZE > 1): ddp replicates the model on every rank; fsdp shards parameters, "
+                       "gradients and optimizer state over the ranks (PyTorch's FSDP). One process: ignored", choices=("ddp", "fsdp"))
 
 
 #: The sections of a :class:`Config`, by attribute name.

@@ -46,7 +46,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from . import checkpoint
+from . import checkpoint, distributed
 from .advantages import ESTIMATORS, batch_rewards, episode_weights, masked_mean, masked_whiten
 from .averaging import ema_update
 from .config import Config
@@ -132,15 +132,20 @@ class Trainer:
                 "register your own with --import MODULE."
             )
         m = cfg.model
+        #: This process's place among the data-parallel ranks (one process: rank 0 of 1), and its device.
+        self.dist, device = distributed.setup(m.device, cfg.train.parallel)
+        _check_divisible(cfg, self.dist.world_size)
         if policy is None:
             path = cfg.train.resume and checkpoint.resolve(cfg.train.resume) / "policy"
             if not path:
                 path = self._build_tiny() if m.model == "tiny" else Path(m.model)
-            policy, tokenizer = load_policy(path, device=m.device, dtype=m.dtype, critic=m.critic, critic_path=m.critic_model)
+            policy, tokenizer = load_policy(path, device=device, dtype=m.dtype, critic=m.critic, critic_path=m.critic_model)
         self.policy, self.tokenizer = policy, tokenizer
+        #: The loss as a DDP/FSDP-wrapped module (before the optimizer: FSDP replaces the parameters); None in one process.
+        self.parallel = distributed.wrap(distributed.Objective(policy, self._losses), self.dist, device)
         self.fmt = ChatFormat(tokenizer, cfg.rollout.system_prompt)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self.device = torch.device(m.device)
+        self.device = torch.device(device)
         r = cfg.rollout
         stepping = dict(env_workers=r.env_workers, step_timeout_s=r.step_timeout_s)
         self.envs = make_envs(cfg.train.env, r.num_envs, r.env_mode, **stepping, **r.env_kwargs)
@@ -167,11 +172,12 @@ class Trainer:
         self.ref_lm: torch.nn.Module | None = None
         self._start_rl_from_current()
         self.np_rng = np.random.default_rng(cfg.train.seed)
-        self.generator = torch.Generator().manual_seed(cfg.train.seed)
+        self.generator = torch.Generator().manual_seed(distributed.rank_seed(cfg.train.seed, self.dist.rank))
         self.iteration = 0
         self.sft_done = False
         self.out = Path(cfg.train.out)
-        self.logger = MetricsLogger(self.out, tensorboard=cfg.train.tensorboard, append=bool(cfg.train.resume))
+        self.logger = (MetricsLogger(self.out, tensorboard=cfg.train.tensorboard, append=bool(cfg.train.resume))
+                       if self.dist.is_main else distributed.QuietLogger(self.out))  # rank 0 logs the reduced metrics
         if cfg.train.resume:
             self._load_state(Path(cfg.train.resume))
 
@@ -197,6 +203,7 @@ class Trainer:
         if self.eval_envs is not self.envs:
             self.eval_envs.close()
         self.logger.close()
+        distributed.shutdown()
 
     # ------------------------------------------------------------------ network passes
     def _forward(self, batch: RolloutBatch, *, with_values: bool = True, with_logp: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
@@ -259,20 +266,22 @@ class Trainer:
         r = self.cfg.rollout
         t0 = time.perf_counter()
         tasks = self.np_rng.integers(0, self.cfg.train.eval_seed, size=r.tasks_per_iteration).tolist()
-        seeds = [s for s in tasks for _ in range(r.group_size)]
-        groups = [i for i in range(len(tasks)) for _ in range(r.group_size)]
+        mine = distributed.shard(range(len(tasks)), self.dist)  # every rank draws all tasks and plays its share
+        seeds = [tasks[i] for i in mine for _ in range(r.group_size)]
+        groups = [i for i in mine for _ in range(r.group_size)]
         episodes = self.rollout(seeds, groups)
         t1 = time.perf_counter()
         batch = make_batch(episodes, self.pad_id).to(self.device)
         prepared = self.prepare(batch)
-        metrics = {f"rollout/{k}": v for k, v in episode_metrics(episodes).items()}
+        metrics = {f"rollout/{k}": v for k, v in episode_metrics(distributed.gather_episodes(episodes, self.dist)).items()}
         if r.step_timeout_s > 0:  # share of episodes whose env overran the step timeout (runs without one keep their keys)
             metrics["rollout/step_timeouts"] = sum(e.truncation == "timeout" for e in episodes) / max(len(episodes), 1)
         act = batch.action_mask
         if self.cfg.algo.recompute_old_logp:
-            metrics["rollout/logp_diff"] = float(masked_mean((batch.sampled_logp - prepared.old_logp).abs(), act))
+            metrics["rollout/logp_diff"] = float(distributed.masked_mean((batch.sampled_logp - prepared.old_logp).abs(), act, self.dist))
         if self.estimator.uses_critic:
-            metrics["train/explained_variance"] = explained_variance(prepared.old_values, prepared.value_targets, prepared.value_mask)
+            metrics["train/explained_variance"] = distributed.explained_variance(prepared.old_values, prepared.value_targets,
+                                                                                 prepared.value_mask, self.dist)
         upd = self.update(prepared)
         metrics.update({f"train/{k}": v for k, v in upd.items()})
         if self.averaged_lm is not None:  # (with --kl-reference average this moves the KL reference too)
@@ -283,7 +292,7 @@ class Trainer:
         self.iteration += 1
         metrics["time/rollout_s"] = t1 - t0
         metrics["time/update_s"] = time.perf_counter() - t1
-        return metrics
+        return distributed.reduce_times(metrics, self.dist)
 
     # ------------------------------------------------------------------ advantages
     def prepare(self, batch: RolloutBatch) -> Prepared:
@@ -296,9 +305,9 @@ class Trainer:
         est = self.estimator.estimate(batch, values, batch_rewards(batch, a.reward, a.reward_scale), a)
         adv = est.advantages
         if a.normalize_advantages and self.estimator.uses_critic:
-            adv = masked_whiten(adv, act)
+            adv = distributed.masked_whiten(adv, act, self.dist)  # global statistics over all ranks
         if a.loss_agg == "seq-mean-token-mean":
-            adv = adv * episode_weights(act)
+            adv = adv * distributed.episode_weights(act, self.dist)
         ref = self._ref_logp(batch) if self.ref_lm is not None else None
         return Prepared(batch, old_logp, values, adv.float(), est.value_targets, est.value_mask, ref)
 
@@ -310,24 +319,26 @@ class Trainer:
         steps: list[dict[str, Metric]] = []
         actor_params = self.policy.actor_parameters()
         all_params = [q for g in self.optimizer.param_groups for q in g["params"]]
+        size = a.minibatch_size // self.dist.world_size  # this rank's share of each minibatch
         for _ in range(a.epochs):
             perm = torch.randperm(B, generator=self.generator)
-            for lo in range(0, B, a.minibatch_size):
-                idx = perm[lo : lo + a.minibatch_size].to(self.device)
+            for lo in range(0, B, size):
+                idx = perm[lo : lo + size].to(self.device)
                 mbatch = prepared.select(idx)
-                n_tok = mbatch.batch.action_mask.sum().float().clamp(min=1)
-                n_val = mbatch.value_mask.sum().float().clamp(min=1)
+                n_tok = distributed.all_reduce_sum(mbatch.batch.action_mask.sum().float(), self.dist).clamp(min=1)
+                n_val = distributed.all_reduce_sum(mbatch.value_mask.sum().float(), self.dist).clamp(min=1)
                 micro = [mbatch.select(j.to(self.device))
                          for j in micro_batches(mbatch.batch.attention_mask.sum(1), a.micro_batch_size, a.micro_batch_tokens)]
                 norm = None
-                if a.clip_bias_correction != "none" and len(micro) > 1 and self.iteration >= a.critic_warmup:
+                if a.clip_bias_correction != "none" and (len(micro) > 1 or self.dist.enabled) and self.iteration >= a.critic_warmup:
                     norm = self._clip_bias_norm(micro, n_tok)
                 self.optimizer.zero_grad(set_to_none=True)
                 parts = []
-                for part in micro:
-                    loss, m = self._losses(part, n_tok, n_val, norm, actor_params)
-                    if loss.requires_grad:
-                        loss.backward()
+                for i, part in enumerate(micro):
+                    with distributed.grad_sync(self.parallel, last=i == len(micro) - 1):
+                        loss, m = (self.parallel or self._losses)(part, n_tok, n_val, norm, actor_params)
+                        if loss.requires_grad:  # DDP averages gradients over ranks; n_tok is global, so scale to their sum
+                            (loss * self.dist.world_size if self.dist.enabled else loss).backward()
                     parts.append((m, part.batch.action_mask.sum().item() / n_tok.item()))
                 has_grad = any(q.grad is not None for q in all_params)
                 limit = a.max_grad_norm if a.max_grad_norm and a.max_grad_norm > 0 else float("inf")
@@ -336,7 +347,7 @@ class Trainer:
                     self.optimizer.step()
                     self.scheduler.step()
                 steps.append({**combine_parts(parts), "grad_norm": Metric(gnorm, "minibatch")})
-        return combine_steps(steps)
+        return combine_steps(distributed.reduce_steps(steps, self.dist))
 
     def _losses(self, p: Prepared, n_tok: torch.Tensor, n_val: torch.Tensor, clip_bias_norm: float | None,
                 actor_only_params) -> tuple[torch.Tensor, dict[str, Metric]]:
@@ -378,6 +389,7 @@ class Trainer:
             for s, g in zip(acc, grads):
                 if g is not None:
                     s += g.float()
+        acc = [distributed.all_reduce_sum(s, self.dist) for s in acc]  # C sums over all ranks' tokens
         return float(torch.sqrt(sum((s**2).sum() for s in acc)))
 
     # ------------------------------------------------------------------ evaluation
@@ -391,10 +403,12 @@ class Trainer:
 
         With ``ema_decay > 0`` the weight average plays. The per-episode outcomes are kept in
         :attr:`last_eval_outcomes` (same seeds in the same order every time, so two evaluations pair up)."""
-        gen = torch.Generator().manual_seed(self.cfg.train.eval_seed)
+        gen = torch.Generator().manual_seed(distributed.rank_seed(self.cfg.train.eval_seed, self.dist.rank))
         seeds = self.eval_seeds(n)
-        with self._playing(self.averaged_lm):
-            episodes = self.rollout(seeds, temperature=self.cfg.train.eval_temperature, generator=gen, envs=self.eval_envs)
+        with self._playing(self.averaged_lm):  # each rank plays its share of the seeds
+            episodes = self.rollout(distributed.shard(seeds, self.dist), temperature=self.cfg.train.eval_temperature,
+                                    generator=gen, envs=self.eval_envs)
+        episodes = distributed.gather_episodes(episodes, self.dist)
         self.last_eval_outcomes = {
             "seeds": [float(s) for s in seeds],
             "success": [float(e.success) for e in episodes],
@@ -435,6 +449,7 @@ class Trainer:
             losses.append(loss)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        distributed.broadcast_module(self.policy, self.dist)  # every rank ran the same SFT; rank 0's weights are the truth
         if self.cfg.model.critic_model is None:  # a critic built from --model starts from the SFT weights too
             self.policy.critic_from_actor()
         self._start_rl_from_current()
@@ -480,6 +495,8 @@ class Trainer:
         summary["end"] = last_eval
         summary["end_outcomes"] = self.last_eval_outcomes
         self.save_checkpoint(self.out / "checkpoint")
+        if not self.dist.is_main:  # rank 0 writes the run's files
+            return summary
         if self.averaged_lm is not None:  # the policy the evaluations measured
             with self._playing(self.averaged_lm):
                 summary["averaged_policy"] = str(save_policy(self.policy, self.tokenizer, self.out / "averaged_policy"))
@@ -504,6 +521,17 @@ def _frozen_copy(lm: torch.nn.Module) -> torch.nn.Module:
     for q in copied.parameters():
         q.grad = None
     return copied
+
+
+def _check_divisible(cfg: Config, world_size: int) -> None:
+    """Every rank must run the same number of optimizer steps: tasks and minibatches split evenly over the ranks."""
+    if world_size == 1:
+        return
+    for section, name in (("rollout", "tasks_per_iteration"), ("algo", "minibatch_size")):
+        value = getattr(getattr(cfg, section), name)
+        if value % world_size:
+            raise ValueError(f"--{name.replace('_', '-')} {value} does not split over {world_size} ranks (WORLD_SIZE): "
+                             f"make it a multiple of {world_size} (it counts over all ranks together).")
 
 
 def _prefix(p: str, d: dict[str, float]) -> dict[str, float]:

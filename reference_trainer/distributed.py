@@ -1,0 +1,393 @@
+"""Data parallelism on ``torch.distributed``: DDP by default, PyTorch's FSDP with ``--parallel fsdp``.
+
+Launch with ``torchrun --nproc_per_node N -m reference_trainer train ...``: torchrun sets
+``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT``, and
+:func:`setup` initialises the process group from them (gloo on CPU, NCCL on CUDA, where rank
+``r`` uses ``cuda:LOCAL_RANK``). Without those variables (or with ``WORLD_SIZE=1``) nothing is
+initialised and the trainer runs exactly as a single process.
+
+What each rank does (see ``docs/scaling.md``):
+
+* every rank draws the same task seeds from the same numpy generator and plays its contiguous
+  share of them (:func:`shard_bounds`; a GRPO group stays on one rank), sampling with its own
+  torch generator (:func:`rank_seed`);
+* advantage whitening and the loss's token counts use statistics summed over all ranks
+  (:func:`masked_whiten`, :func:`episode_weights`, :func:`all_reduce_sum`), so the loss of
+  each minibatch is the single-process loss of the concatenated batch;
+* gradients are averaged by DDP (or reduce-scattered by FSDP) once per optimizer step, after
+  the last micro-batch of each rank (:func:`grad_sync`);
+* metrics are reduced before rank 0 logs them (:func:`gather_episodes`, :func:`reduce_steps`).
+
+The functions here take a :class:`DistContext` and are plain pass-throughs when it is a single
+process, so world size 1 computes exactly what the single-process trainer computes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = ["DistContext", "SINGLE", "context_from_env", "setup", "device_for_rank", "shard_bounds", "shard", "rank_seed",
+           "all_reduce_sum", "all_reduce_max", "gather_objects", "barrier", "masked_mean", "masked_whiten", "episode_weights",
+           "explained_variance", "gather_episodes", "reduce_steps", "reduce_times", "Objective", "wrap", "grad_sync",
+           "broadcast_module", "shutdown", "QuietLogger", "PARALLEL_MODES"]
+
+#: ``--parallel`` choices: DDP replicates the model on every rank; FSDP shards parameters, gradients and optimizer state.
+PARALLEL_MODES = ("ddp", "fsdp")
+
+
+@dataclass(frozen=True)
+class DistContext:
+    """Where this process stands: its ``rank`` among ``world_size`` processes, ``local_rank`` on its node."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    parallel: str = "ddp"
+
+    @property
+    def enabled(self) -> bool:
+        """More than one process: collectives run."""
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0: the process that logs, plots and writes checkpoints."""
+        return self.rank == 0
+
+
+#: The single-process context.
+SINGLE = DistContext()
+#: Whether :func:`setup` created the process group (then :func:`shutdown` destroys it; one made by the caller is left alone).
+_OWN_GROUP = [False]
+
+
+def context_from_env(env: Mapping[str, str] | None = None, parallel: str = "ddp") -> DistContext:
+    """The context torchrun's variables describe (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``); :data:`SINGLE` without them."""
+    env = os.environ if env is None else env
+    if parallel not in PARALLEL_MODES:
+        raise ValueError(f"parallel={parallel!r}: choose one of {PARALLEL_MODES} (--parallel).")
+    world = int(env.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return dataclasses.replace(SINGLE, parallel=parallel)
+    if "RANK" not in env:
+        raise ValueError(f"WORLD_SIZE={world} but RANK is not set: launch with torchrun (it sets both), or set RANK too.")
+    rank = int(env["RANK"])
+    if not 0 <= rank < world:
+        raise ValueError(f"RANK={rank} is outside 0 .. WORLD_SIZE-1 = {world - 1}.")
+    return DistContext(rank, world, int(env.get("LOCAL_RANK", rank)), parallel)
+
+
+def device_for_rank(device: str, ctx: DistContext) -> str:
+    """``cuda`` becomes ``cuda:LOCAL_RANK`` (one GPU per process); any other device is kept."""
+    return f"cuda:{ctx.local_rank}" if ctx.enabled and device == "cuda" else device
+
+
+def setup(device: str, parallel: str = "ddp") -> tuple[DistContext, str]:
+    """Initialise the process group from torchrun's variables (once); returns the context and this rank's device.
+
+    gloo serves CPU devices, NCCL CUDA devices. A single process (no ``WORLD_SIZE`` or ``WORLD_SIZE=1``)
+    initialises nothing.
+    """
+    ctx = context_from_env(parallel=parallel)
+    if not ctx.enabled:
+        return ctx, device
+    import torch.distributed as dist
+
+    device = device_for_rank(device, ctx)
+    if not dist.is_initialized():
+        if device.startswith("cuda"):
+            torch.cuda.set_device(torch.device(device))
+        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", init_method="env://")
+        _OWN_GROUP[0] = True
+    if dist.get_world_size() != ctx.world_size or dist.get_rank() != ctx.rank:
+        raise RuntimeError(f"the process group (rank {dist.get_rank()} of {dist.get_world_size()}) disagrees with "
+                           f"RANK={ctx.rank}, WORLD_SIZE={ctx.world_size}: initialise it from the same variables.")
+    return ctx, device
+
+
+def shutdown() -> None:
+    """Destroy the process group if :func:`setup` created it (after the last collective of a run)."""
+    if _OWN_GROUP[0]:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        _OWN_GROUP[0] = False
+
+
+class QuietLogger:
+    """The metrics logger of ranks other than 0: same interface, writes nothing (rank 0 logs the reduced metrics)."""
+
+    def __init__(self, out: Any):
+        from pathlib import Path
+
+        self.out = Path(out)
+        self.path = self.out / "metrics.jsonl"
+
+    def log(self, record: dict[str, Any]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+# ---------------------------------------------------------------------- sharding
+def shard_bounds(n: int, rank: int, world_size: int) -> tuple[int, int]:
+    """``[lo, hi)`` of rank ``rank``'s contiguous share of ``n`` items (the first ``n % world_size`` shares get one more)."""
+    base, extra = divmod(n, world_size)
+    lo = rank * base + min(rank, extra)
+    return lo, lo + base + (1 if rank < extra else 0)
+
+
+def shard(items: Sequence[Any], ctx: DistContext) -> list[Any]:
+    """This rank's contiguous share of ``items``; concatenated in rank order the shares are ``items``."""
+    lo, hi = shard_bounds(len(items), ctx.rank, ctx.world_size)
+    return list(items[lo:hi])
+
+
+def rank_seed(seed: int, rank: int) -> int:
+    """The sampling seed of ``rank``: ``seed`` itself on rank 0 (so one process is unchanged), independent streams elsewhere."""
+    if rank == 0:
+        return int(seed)
+    return int(np.random.SeedSequence([int(seed), int(rank)]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+# ---------------------------------------------------------------------- collectives (pass-throughs for one process)
+def all_reduce_sum(x: torch.Tensor, ctx: DistContext) -> torch.Tensor:
+    """The elementwise sum of ``x`` over ranks (a new tensor; ``x`` itself for one process)."""
+    if not ctx.enabled:
+        return x
+    import torch.distributed as dist
+
+    out = x.detach().clone()
+    dist.all_reduce(out, op=dist.ReduceOp.SUM)
+    return out
+
+
+def all_reduce_max(x: torch.Tensor, ctx: DistContext) -> torch.Tensor:
+    """The elementwise maximum of ``x`` over ranks."""
+    if not ctx.enabled:
+        return x
+    import torch.distributed as dist
+
+    out = x.detach().clone()
+    dist.all_reduce(out, op=dist.ReduceOp.MAX)
+    return out
+
+
+def gather_objects(obj: Any, ctx: DistContext) -> list[Any]:
+    """Every rank's ``obj`` (picklable), in rank order, on every rank."""
+    if not ctx.enabled:
+        return [obj]
+    import torch.distributed as dist
+
+    out: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def barrier(ctx: DistContext) -> None:
+    """Wait until every rank gets here."""
+    if ctx.enabled:
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
+# ---------------------------------------------------------------------- global statistics
+def _sums(ctx: DistContext, *values: torch.Tensor) -> list[torch.Tensor]:
+    """Float64 sums over ranks of scalar tensors, in one all-reduce."""
+    stacked = all_reduce_sum(torch.stack([v.detach().double().reshape(()) for v in values]), ctx)
+    return list(stacked.unbind())
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor, ctx: DistContext) -> torch.Tensor:
+    """Mean of ``x`` over ``mask`` on every rank together (0 for an empty mask)."""
+    from . import advantages
+
+    if not ctx.enabled:
+        return advantages.masked_mean(x, mask)
+    m = mask.to(x.dtype)
+    total, count = _sums(ctx, (x * m).sum(), m.sum())
+    return (total / count.clamp(min=1)).to(x.dtype)
+
+
+def masked_whiten(x: torch.Tensor, mask: torch.Tensor, ctx: DistContext, eps: float = 1e-8) -> torch.Tensor:
+    """:func:`~reference_trainer.advantages.masked_whiten` with the mean and variance of all ranks' masked values."""
+    from . import advantages
+
+    if not ctx.enabled:
+        return advantages.masked_whiten(x, mask, eps)
+    mean = masked_mean(x, mask, ctx)
+    var = masked_mean((x - mean) ** 2, mask, ctx)
+    out = (x - mean) / (var.sqrt() + eps)
+    return torch.where(mask.bool(), out, torch.zeros_like(out))
+
+
+def episode_weights(action_mask: torch.Tensor, ctx: DistContext) -> torch.Tensor:
+    """:func:`~reference_trainer.advantages.episode_weights` with the mean episode length over all ranks."""
+    from . import advantages
+
+    if not ctx.enabled:
+        return advantages.episode_weights(action_mask)
+    n = action_mask.float().sum(1, keepdim=True)
+    has = n > 0
+    total, count = _sums(ctx, n[has].sum(), has.sum())
+    mean = (total / count).float() if float(count) > 0 else n.new_ones(())
+    return torch.where(has, mean / n.clamp(min=1), torch.zeros_like(n))
+
+
+def explained_variance(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, ctx: DistContext) -> float:
+    """:func:`~reference_trainer.losses.explained_variance` over all ranks' masked positions."""
+    from . import losses
+
+    if not ctx.enabled:
+        return losses.explained_variance(pred, target, mask)
+    m = mask.bool()
+    y, d = target[m].double(), (target[m] - pred[m]).double()
+    n, sy, syy, sd, sdd = _sums(ctx, m.sum(), y.sum(), (y * y).sum(), d.sum(), (d * d).sum())
+    if float(n) < 2:
+        return float("nan")
+    var_y = syy / n - (sy / n) ** 2
+    if float(var_y) <= 0.0:
+        return float("nan")
+    return float(1.0 - (sdd / n - (sd / n) ** 2) / var_y)
+
+
+# ---------------------------------------------------------------------- metrics
+class _Spans:
+    """What :func:`~reference_trainer.rollout.episode_metrics` reads of a conversation: its length and action spans."""
+
+    def __init__(self, length: int, action_spans: list[tuple[int, int]]):
+        self.length, self.action_spans = length, action_spans
+
+    def __len__(self) -> int:
+        return self.length
+
+
+def gather_episodes(episodes: list[Any], ctx: DistContext) -> list[Any]:
+    """All ranks' episodes in rank order, without their token lists (enough for ``episode_metrics``).
+
+    For one process: ``episodes`` unchanged.
+    """
+    if not ctx.enabled:
+        return episodes
+    slim = [dataclasses.replace(e, conversation=_Spans(len(e.conversation), list(e.conversation.action_spans)), sampled_logp=[])
+            for e in episodes]
+    return [e for part in gather_objects(slim, ctx) for e in part]
+
+
+def reduce_steps(steps: list[dict[str, Any]], ctx: DistContext) -> list[dict[str, Any]]:
+    """Each optimizer step's :class:`~reference_trainer.losses.Metric` dict combined over ranks.
+
+    ``sum`` and ``share`` metrics are already divided by the global counts, so they add up; ``max``
+    takes the largest; ``minibatch`` values (the same on every rank) are averaged.
+    """
+    if not ctx.enabled:
+        return steps
+    from .losses import Metric
+
+    per_rank = gather_objects(steps, ctx)
+    if len({len(s) for s in per_rank}) != 1:
+        raise RuntimeError(f"ranks ran different numbers of optimizer steps: {[len(s) for s in per_rank]}.")
+    out = []
+    for parts in zip(*per_rank):
+        step: dict[str, Metric] = {}
+        for key in sorted({k for p in parts for k in p}):
+            got = [p[key] for p in parts if key in p]
+            values, kind = [m.value for m in got], got[0].reduce
+            value = {"sum": sum, "share": sum, "max": max}.get(kind, lambda v: float(np.mean(v)))(values)
+            step[key] = Metric(float(value), kind)
+        out.append(step)
+    return out
+
+
+def reduce_times(metrics: dict[str, float], ctx: DistContext) -> dict[str, float]:
+    """``time/*`` metrics: the slowest rank's (the step waits for it)."""
+    if not ctx.enabled:
+        return metrics
+    keys = sorted(k for k in metrics if k.startswith("time/"))
+    worst = all_reduce_max(torch.tensor([metrics[k] for k in keys], dtype=torch.float64), ctx)
+    return {**metrics, **{k: float(v) for k, v in zip(keys, worst)}}
+
+
+# ---------------------------------------------------------------------- the wrapped model
+class Objective(nn.Module):
+    """``loss_fn(*args)`` as the ``forward`` of a module that owns ``policy``, so DDP/FSDP can wrap it.
+
+    The loss itself is the wrapped forward's output, so DDP's search for unused parameters
+    starts from exactly what is differentiated (a value head without a critic, an actor during
+    critic warm-up: unused, not waited for).
+    """
+
+    def __init__(self, policy: nn.Module, loss_fn: Any):
+        super().__init__()
+        self.policy = policy
+        self._loss_fn = loss_fn
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._loss_fn(*args, **kwargs)
+
+
+def wrap(objective: Objective, ctx: DistContext, device: str) -> nn.Module | None:
+    """The objective wrapped for data parallelism (``None`` for one process).
+
+    DDP: buffers are not broadcast at each forward (ranks run different numbers of micro-batch
+    forwards; the buffers of an LM are constants), and parameters unused by a loss are found.
+    FSDP: every transformer block (each child of the LM's layer list) is its own shard unit.
+    """
+    if not ctx.enabled:
+        return None
+    if ctx.parallel == "ddp":
+        from torch.nn.parallel import DistributedDataParallel
+
+        ids = [torch.device(device).index] if device.startswith("cuda") else None
+        return DistributedDataParallel(objective, device_ids=ids, broadcast_buffers=False, find_unused_parameters=True)
+    from torch.distributed.fsdp import fully_shard
+
+    for module in objective.modules():
+        if isinstance(module, nn.ModuleList):  # a model's transformer blocks
+            for block in module:
+                fully_shard(block, reshard_after_forward=False)
+    fully_shard(objective, reshard_after_forward=False)
+    return objective
+
+
+@contextlib.contextmanager
+def grad_sync(wrapped: nn.Module | None, last: bool) -> Iterator[None]:
+    """Gradients are communicated only on each rank's ``last`` micro-batch of an optimizer step
+    (ranks may split their minibatch into different numbers of micro-batches)."""
+    if wrapped is None or last:
+        yield
+        return
+    if hasattr(wrapped, "no_sync"):  # DDP
+        with wrapped.no_sync():
+            yield
+        return
+    wrapped.set_requires_gradient_sync(False)  # FSDP
+    try:
+        yield
+    finally:
+        wrapped.set_requires_gradient_sync(True)
+
+
+def broadcast_module(module: nn.Module, ctx: DistContext) -> None:
+    """Copy rank 0's parameters and buffers of ``module`` to every rank (e.g. after a replicated SFT)."""
+    if not ctx.enabled:
+        return
+    import torch.distributed as dist
+
+    with torch.no_grad():
+        for t in list(module.parameters()) + list(module.buffers()):
+            local = t.to_local() if hasattr(t, "to_local") else t  # an FSDP shard is already rank-specific: skip
+            if local is not t:
+                continue
+            dist.broadcast(t.data, src=0)
