@@ -1,144 +1,220 @@
-"""All five presets side by side on TurnSokoban-v0 with the tiny model on CPU.
+"""The five presets side by side on each env's recipe, tiny model, CPU, with paired intervals.
 
-One SFT warm start (seeded, fixed step count) is trained once and saved; every preset then
-runs the same number of RL iterations from it, on the same seeds, one thread per process,
-``--jobs`` processes at a time. Held-out success (greedy, 200 fixed levels) is measured every
-``--eval-every`` iterations; clip fractions come from every update.
+Per env (a recipe of :mod:`reference_trainer.recipes`): one SFT warm start (seeded, fixed step
+count) is trained once and saved; every preset then runs the recipe's RL budget from it on the
+same seeds, one thread per process, ``--jobs`` processes at a time. Each run is evaluated greedily
+on the recipe's held-out tasks (a test goal split, a fresh world, unseen levels) before and after
+RL, so every gain comes with its paired 95% interval over the same tasks
+(:func:`reference_trainer.stats.paired_ci`); the token and turn clip fractions, approx KL and
+gradient norm of every update are kept (the Turn-PPO and ST-PPO papers' diagnostics).
 
-    python benchmarks/learning.py                      # all presets, seeds 0 1 2
-    python benchmarks/learning.py --presets turn-ppo --seeds 0 --iterations 10   # quick look
+    python benchmarks/learning.py                                   # every env, all presets, seeds 0 1 2
+    python benchmarks/learning.py --env searchqa --presets turn-ppo # one env, one preset
+    python benchmarks/learning.py --env sokoban --markdown          # print the docs table from the saved JSON
 
-Writes ``benchmarks/results/learning.json`` and ``benchmarks/results/learning.png``.
-Settings: :mod:`reference_trainer.recipes`.
+Writes ``benchmarks/results/learning_<env>.json`` and ``learning_<env>.png`` per env. Finished runs
+are kept in ``--work`` (one JSON per run, keyed by the recipe's settings), so an interrupted
+benchmark resumes where it stopped; ``--fresh`` ignores them.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import multiprocessing as mp
 import os
 import platform
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-from reference_trainer.recipes import SOKOBAN_RL_ITERATIONS  # noqa: E402  (no torch import)
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from reference_trainer.plots import plot_learning  # noqa: E402,F401  (matplotlib only when called)
+from reference_trainer.recipes import RECIPES  # noqa: E402  (no torch import)
 
 PRESETS = ["ppo", "turn-ppo", "s-ppo", "st-ppo", "grpo"]
 
 
-def _sft(out: Path, seed: int) -> tuple[Path, dict]:
-    """Build the tiny model, SFT it once, save the policy; reused when one from the same recipe is there."""
-    from reference_trainer.policy import save_policy
-    from reference_trainer.recipes import sokoban_tiny
-    from reference_trainer.trainer import Trainer
+def _run_key(name: str, algo: str, seed: int, iterations: int, eval_every: int, sft: dict[str, Any]) -> str:
+    """What a run's result depends on: the recipe's config for this algo, the SFT start, the budget."""
+    cfg = RECIPES[name].build(algo, seed=seed, iterations=iterations, eval_every=eval_every, progress=False)
+    c = json.loads(json.dumps(cfg.to_dict(), default=str))
+    c["train"].pop("out", None)
+    c["model"].pop("tiny_dir", None)
+    blob = json.dumps({"config": c, "sft": sft.get("recipe"), "sft_after": sft.get("after")}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
-    policy_dir = out / "sft_policy"
-    meta_file = out / "sft.json"
-    cfg = sokoban_tiny(seed=seed, out=str(out / "sft_run"), progress=False)
-    recipe = {k: v for k, v in cfg.to_dict().items() if k != "algo"}  # what the SFT policy depends on
-    if (policy_dir / "config.json").exists() and meta_file.exists():
-        meta = json.loads(meta_file.read_text())
-        if meta.get("recipe") == json.loads(json.dumps(recipe)):
-            return policy_dir, meta
-    trainer = Trainer(cfg)
-    try:
-        t0 = time.perf_counter()
-        before = trainer.evaluate()
-        stats = trainer.sft()
-        after = trainer.evaluate()
-        save_policy(trainer.policy, trainer.tokenizer, policy_dir)
-    finally:
-        trainer.close()
-    meta = {"before": before["success"], "after": after["success"], "seconds": time.perf_counter() - t0,
-            "steps": cfg.train.sft_steps, "batch_size": cfg.train.sft_batch_size, "episodes": cfg.train.sft_episodes,
-            "loss": stats["sft/loss"], "recipe": recipe}
-    meta_file.write_text(json.dumps(meta, indent=1))
-    return policy_dir, meta
+
+def _job(job: tuple[str, str, int, str, int, int, str, str]) -> dict[str, Any]:
+    """One RL run (``rl_from``), saved to ``cache`` as soon as it ends."""
+    from reference_trainer.recipes import rl_from
+
+    name, algo, seed, policy_dir, iterations, eval_every, work, cache = job
+    result = rl_from((name, algo, seed, policy_dir, iterations, eval_every, work))
+    Path(cache).write_text(json.dumps(result))
+    return result
+
+
+def summarise(runs: list[dict[str, Any]], metric: str) -> dict[str, Any]:
+    """Per preset: mean start/end of success and score, gains (mean, worst), per-seed intervals, diagnostics, times."""
+    key = "" if metric == "success" else "_score"
+    ci_key = "ci_success" if metric == "success" else "ci_score"
+    out: dict[str, Any] = {}
+    for algo in PRESETS:
+        rs = [r for r in runs if r["algo"] == algo]
+        if not rs:
+            continue
+
+        def mean(xs: list[float]) -> float:
+            return sum(xs) / len(xs) if xs else float("nan")
+
+        gains = [r[f"end{key}"] - r[f"start{key}"] for r in rs]
+        out[algo] = {
+            "seeds": [r["seed"] for r in rs],
+            "metric": metric,
+            "mean_start": mean([r[f"start{key}"] for r in rs]),
+            "mean_end": mean([r[f"end{key}"] for r in rs]),
+            "mean_gain_points": 100 * mean(gains),
+            "min_gain_points": 100 * min(gains),
+            "per_seed_ci_points": [{"seed": r["seed"], "gain": 100 * r[ci_key]["mean"], "half_width": 100 * r[ci_key]["half_width"],
+                                    "low": 100 * r[ci_key]["low"], "high": 100 * r[ci_key]["high"], "n": r[ci_key]["n"]} for r in rs],
+            "mean_start_success": mean([r["start"] for r in rs]),
+            "mean_end_success": mean([r["end"] for r in rs]),
+            "mean_start_score": mean([r["start_score"] for r in rs]),
+            "mean_end_score": mean([r["end_score"] for r in rs]),
+            "mean_end_invalid_turns": mean([r["end_invalid_turns"] for r in rs]),
+            "mean_clipfrac_tokens": mean([mean(r["clipfrac"]) for r in rs]),
+            "mean_clipfrac_turns": mean([mean(r["clipfrac_turn"]) for r in rs]),
+            "mean_approx_kl": mean([mean(r["approx_kl"]) for r in rs]),
+            "mean_grad_norm": mean([mean(r["grad_norm"]) for r in rs]),
+            "mean_rl_seconds": mean([r["rl_seconds"] for r in rs]),
+            "rl_seconds": [r["rl_seconds"] for r in rs],
+        }
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The docs table of one env's result."""
+    metric = result["metric"]
+    unit = "success" if metric == "success" else "score"
+    lines = [
+        f"| preset | held-out {unit}: start -> end (mean of seeds) | gain per seed, points (paired 95% CI) | success start -> end "
+        "| clip fraction tokens / turns | approx KL | grad norm | RL time per run |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for algo, s in result["summary"].items():
+        seeds = ", ".join(f"{c['gain']:+.1f} ± {c['half_width']:.1f}" for c in s["per_seed_ci_points"])
+        lines.append(
+            f"| {algo} | {100 * s['mean_start']:.1f} -> {100 * s['mean_end']:.1f} ({s['mean_gain_points']:+.1f}) | {seeds} "
+            f"| {100 * s['mean_start_success']:.1f}% -> {100 * s['mean_end_success']:.1f}% "
+            f"| {s['mean_clipfrac_tokens']:.3f} / {s['mean_clipfrac_turns']:.3f} | {s['mean_approx_kl']:.4f} "
+            f"| {s['mean_grad_norm']:.2f} | {s['mean_rl_seconds']:.0f} s |"
+        )
+    return "\n".join(lines)
+
+
+def _curves(runs: list[dict[str, Any]], metric: str) -> dict[str, dict[str, list[float]]]:
+    curves = {}
+    for algo in PRESETS:
+        rs = [r for r in runs if r["algo"] == algo]
+        if not rs:
+            continue
+        ev = "eval_success" if metric == "success" else "eval_score"
+        n = min(len(r[ev]) for r in rs)
+        m = min(len(r["clipfrac"]) for r in rs)
+
+        def avg(k: str, i: int) -> float:
+            return sum(r[k][i] for r in rs) / len(rs)
+
+        curves[algo] = {
+            "x": rs[0]["eval_iterations"][:n], "metric": [avg(ev, i) for i in range(n)], "it": list(range(1, m + 1)),
+            **{k: [avg(k, i) for i in range(m)] for k in ("clipfrac", "clipfrac_turn", "approx_kl", "grad_norm")},
+        }
+    return curves
+
+
+def run_env(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from reference_trainer.plots import plot_learning
+    from reference_trainer.recipes import sft_policy
+
+    recipe = RECIPES[name]
+    work = Path(args.work)
+    iterations = args.iterations or recipe.rl_iterations
+    eval_every = args.eval_every if args.eval_every is not None else max(1, iterations // 4)
+    print(f"[{name}] SFT warm start ...", flush=True)
+    policy_dir, sft = sft_policy(name, str(work))
+    print(f"[{name}] SFT: held-out success {sft['before']:.1%} -> {sft['after']:.1%}, score {sft['before_score']:.3f} -> "
+          f"{sft['after_score']:.3f} ({sft['seconds']:.0f} s)", flush=True)
+    cache_dir = work / f"{name}_runs"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    runs, jobs = [], []
+    for algo in args.presets:
+        for seed in args.seeds:
+            cache = cache_dir / f"{algo}_seed{seed}_{_run_key(name, algo, seed, iterations, eval_every, sft)}.json"
+            if cache.exists() and not args.fresh:
+                runs.append(json.loads(cache.read_text()))
+            else:
+                jobs.append((name, algo, seed, policy_dir, iterations, eval_every, str(work), str(cache)))
+    print(f"[{name}] {len(runs)} runs reused from {cache_dir}, {len(jobs)} to run", flush=True)
+    ci = "ci_success" if recipe.metric == "success" else "ci_score"
+    if jobs:
+        with mp.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
+            for r in pool.imap_unordered(_job, jobs):
+                runs.append(r)
+                c = r[ci]
+                print(f"[{name}] {r['algo']:>9s} seed {r['seed']}: {recipe.metric} "
+                      f"{r['start' if recipe.metric == 'success' else 'start_score']:.3f} -> "
+                      f"{r['end' if recipe.metric == 'success' else 'end_score']:.3f} "
+                      f"({100 * c['mean']:+.1f} ± {100 * c['half_width']:.1f} points), {r['rl_seconds']:.0f} s of RL", flush=True)
+    runs.sort(key=lambda r: (PRESETS.index(r["algo"]), r["seed"]))
+    result = {
+        "env": recipe.env_id, "recipe": f"reference_trainer.recipes.{name}", "what": recipe.what, "metric": recipe.metric,
+        "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
+                    "torch": torch.__version__, "threads_per_run": 1, "jobs": args.jobs},
+        "settings": {"iterations": iterations, "eval_every": eval_every, "seeds": args.seeds, "presets": args.presets},
+        "sft": sft, "summary": summarise(runs, recipe.metric), "runs": runs,
+    }
+    out = Path(args.out_dir) / f"learning_{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+    label = "held-out success" if recipe.metric == "success" else "held-out score (0-1)"
+    png = plot_learning(_curves(runs, recipe.metric), out.with_suffix(".png"), metric=label,
+                        title=f"{recipe.env_id}, tiny model, SFT start {sft['after']:.0%} success, mean of seeds {args.seeds}")
+    print(markdown(result))
+    print(f"wrote {out} and {png}", flush=True)
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--env", nargs="+", default=sorted(RECIPES), choices=sorted(RECIPES), help="recipes to run (default: all)")
     ap.add_argument("--presets", nargs="+", default=PRESETS, choices=PRESETS)
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--iterations", type=int, default=SOKOBAN_RL_ITERATIONS,
-                    help=f"RL iterations per run (default: {SOKOBAN_RL_ITERATIONS}, under 3 minutes of Turn-PPO on one thread)")
-    ap.add_argument("--eval-every", type=int, default=6)
-    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="processes at a time")
-    ap.add_argument("--sft-seed", type=int, default=0)
-    ap.add_argument("--work", default="runs/learning", help="where the SFT policy and run folders go")
-    ap.add_argument("--out", default=str(HERE / "results" / "learning.json"))
+    ap.add_argument("--iterations", type=int, default=0, help="RL iterations per run (default: the recipe's budget)")
+    ap.add_argument("--eval-every", type=int, default=None, help="evaluate every N iterations (default: a quarter of the budget)")
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="processes at a time (one thread each)")
+    ap.add_argument("--work", default="runs/learning", help="where SFT policies, run folders and finished runs go")
+    ap.add_argument("--out-dir", default=str(HERE / "results"))
+    ap.add_argument("--fresh", action="store_true", help="rerun runs that finished before")
+    ap.add_argument("--markdown", action="store_true", help="only print the docs tables of the saved results")
     args = ap.parse_args(argv)
-
-    import torch
-
-    from reference_trainer.recipes import rl_from
-
-    torch.set_num_threads(1)
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    print("SFT warm start ...", flush=True)
-    policy_dir, sft = _sft(work, args.sft_seed)
-    print(f"SFT: held-out success {sft['before']:.1%} -> {sft['after']:.1%} ({sft['seconds']:.0f} s)", flush=True)
-
-    jobs = [("sokoban", a, s, str(policy_dir), args.iterations, args.eval_every, str(work)) for a in args.presets for s in args.seeds]
-    runs = []
-    ctx = mp.get_context("spawn")
-    with ctx.Pool(args.jobs, maxtasksperchild=1) as pool:
-        for r in pool.imap_unordered(rl_from, jobs):
-            runs.append(r)
-            print(f"{r['algo']:>9s} seed {r['seed']}: {r['start']:.1%} -> {r['end']:.1%} "
-                  f"(best {max(r['eval_success']):.1%}, {r['rl_seconds']:.0f} s of RL, {r['seconds']:.0f} s in all)", flush=True)
-    runs.sort(key=lambda r: (PRESETS.index(r["algo"]), r["seed"]))
-
-    summary = {}
-    for algo in args.presets:
-        rs = [r for r in runs if r["algo"] == algo]
-        gains = [r["end"] - r["start"] for r in rs]
-        summary[algo] = {
-            "mean_start": sum(r["start"] for r in rs) / len(rs),
-            "mean_end": sum(r["end"] for r in rs) / len(rs),
-            "mean_gain_points": 100 * sum(gains) / len(gains),
-            "min_gain_points": 100 * min(gains),
-            "mean_best_gain_points": 100 * sum(max(r["eval_success"]) - r["start"] for r in rs) / len(rs),
-            "mean_rl_seconds": sum(r["rl_seconds"] for r in rs) / len(rs),
-            "mean_clipfrac": sum(sum(r["clipfrac"]) / max(len(r["clipfrac"]), 1) for r in rs) / len(rs),
-            "mean_seconds": sum(r["seconds"] for r in rs) / len(rs),
-        }
-    result = {
-        "what": "held-out greedy success on 200 TurnSokoban-v0 levels (6x6, 1 box), tiny model, same SFT start, same seeds",
-        "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
-                    "torch": torch.__version__, "threads_per_run": 1, "jobs": args.jobs},
-        "settings": {"iterations": args.iterations, "eval_every": args.eval_every, "seeds": args.seeds,
-                     "recipe": "reference_trainer.recipes.sokoban_tiny"},
-        "sft": sft, "summary": summary, "runs": runs,
-    }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-
-    from reference_trainer.plots import plot_comparison
-
-    curves = {}
-    for algo in args.presets:
-        rs = [r for r in runs if r["algo"] == algo]
-        n = min(len(r["eval_success"]) for r in rs)
-        m = min(len(r["clipfrac"]) for r in rs)
-        curves[algo] = {
-            "x": rs[0]["eval_iterations"][:n],
-            "success": [sum(r["eval_success"][i] for r in rs) / len(rs) for i in range(n)],
-            "clip_x": list(range(1, m + 1)),
-            "clipfrac": [sum(r["clipfrac"][i] for r in rs) / len(rs) for i in range(m)],
-        }
-    png = plot_comparison(curves, out.with_suffix(".png"),
-                          title=f"TurnSokoban-v0, tiny model, SFT start {sft['after']:.0%}, mean of seeds {args.seeds}")
-    for algo, s in summary.items():
-        print(f"{algo:>9s}: {s['mean_start']:.1%} -> {s['mean_end']:.1%} (mean gain {s['mean_gain_points']:+.1f} points, "
-              f"worst {s['min_gain_points']:+.1f}, best on the way {s['mean_best_gain_points']:+.1f}), "
-              f"{s['mean_rl_seconds']:.0f} s of RL, clip fraction {s['mean_clipfrac']:.3f}")
-    print(f"wrote {out} and {png}")
+    if args.markdown:
+        for name in args.env:
+            path = Path(args.out_dir) / f"learning_{name}.json"
+            if not path.exists():
+                print(f"{path} does not exist: run `python benchmarks/learning.py --env {name}` first.", file=sys.stderr)
+                return 2
+            print(f"### {name}\n\n{markdown(json.loads(path.read_text()))}\n")
+        return 0
+    for name in args.env:
+        run_env(name, args)
     return 0
 
 

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from .metrics import read_metrics
 
-__all__ = ["plot_run", "plot_comparison"]
+__all__ = ["plot_run", "plot_comparison", "plot_learning"]
 
 
 def _pyplot():
@@ -69,4 +69,33 @@ def plot_comparison(curves: dict[str, dict[str, list[float]]], path: str | Path,
     ax2.set_xlabel("RL iteration")
     ax2.set_ylabel("clip fraction (tokens)")
     ax2.legend(loc="upper right", fontsize=8)
+    return _save(plt, fig, path, title)
+
+
+def plot_learning(curves: dict[str, dict[str, list[float]]], path: str | Path, title: str = "", metric: str = "held-out success") -> Path:
+    """Four panels per env, one line per preset (mean over seeds): the held-out metric at each
+    evaluation, and per RL iteration the clip fraction (tokens solid, turns dashed), the approx KL
+    and the gradient norm (the diagnostics of the Turn-PPO and ST-PPO papers).
+
+    ``curves[preset] = {"x", "metric", "it", "clipfrac", "clipfrac_turn", "approx_kl", "grad_norm"}``.
+    """
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    ax1, ax2, ax3, ax4 = axes
+    for name, c in curves.items():
+        line, = ax1.plot(c["x"], c["metric"], "o-", label=name, markersize=3)
+        colour = line.get_color()
+        ax2.plot(c["it"], c["clipfrac"], color=colour, label=f"{name} tokens")
+        ax2.plot(c["it"], c["clipfrac_turn"], color=colour, linestyle="--", label=f"{name} turns")
+        ax3.plot(c["it"], c["approx_kl"], color=colour, label=name)
+        ax4.plot(c["it"], c["grad_norm"], color=colour, label=name)
+    ax1.set_ylabel(metric)
+    ax1.set_ylim(-0.02, 1.02)
+    ax1.legend(loc="lower right", fontsize=8)
+    ax2.set_ylabel("clip fraction (solid: tokens, dashed: turns)")
+    ax3.set_ylabel("approx KL (old -> new)")
+    ax3.set_yscale("symlog", linthresh=1e-4)
+    ax4.set_ylabel("gradient norm (before clipping)")
+    for ax in axes:
+        ax.set_xlabel("RL iteration")
     return _save(plt, fig, path, title)
