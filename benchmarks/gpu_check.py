@@ -1,16 +1,21 @@
-"""A short, prepared check of the reference trainer on a GPU (see docs/trainer.md).
+"""A short, prepared check of the reference trainer on a GPU (see docs/trainer.md, "GPU").
 
 Builds a Qwen2.5-0.5B-sized model (hidden 896, 24 layers, 14 heads, 2 KV heads, vocabulary
 151,936) with random weights from a config (no downloads) and the tiny TurnSokoban tokenizer,
-then measures, in bfloat16 autocast with float32 master weights:
+then measures, with float32 master weights and ``--dtype auto`` autocast (bfloat16 on CUDA):
 
-1. generation: tokens per second of ``Policy.generate`` (KV cache, batch of prompts);
-2. training: tokens per second of a forward + backward pass of ``Policy.evaluate`` + PPO loss;
+1. generation: tokens per second and peak memory of ``Policy.generate`` (KV cache, sampling on
+   the device, batch of prompts);
+2. update: tokens per second and peak memory of a forward + backward pass of
+   ``Policy.evaluate`` + PPO loss + AdamW step, four ways: ``plain`` (all log-probs at once),
+   ``chunked`` (``logprob_chunk_tokens``), ``float16_scaler`` (float16 autocast with a
+   ``torch.amp.GradScaler``) and ``checkpointed`` (chunked + gradient checkpointing);
 3. end to end: two ST-PPO iterations on TurnSokoban-v0 (rollout, advantages, micro-batched
-   update with the clipping-bias correction);
+   update with the clipping-bias correction, chunked log-probs);
 
-and prints one JSON object (peak GPU memory included). ``--dry-run`` uses a tiny config on CPU
-so the script itself is tested in the suite (``tests/test_trainer.py``). Run: ``bash benchmarks/gpu_check.sh``
+and prints one JSON object. ``--dry-run`` uses a tiny config on CPU so the script itself is tested
+in the suite (``tests/test_gpu_path.py``, ``tests/test_trainer.py``); peak memory is then
+``null`` (CPU peaks: ``benchmarks/logprob_memory.py``). Run: ``bash benchmarks/gpu_check.sh``
 (or ``python -m benchmarks.gpu_check`` from the repository root).
 """
 
@@ -23,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import torch
 
@@ -32,6 +38,46 @@ QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
                   rms_norm_eps=1e-6, tie_word_embeddings=True)
 DRY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
            vocab_size=1024, max_position_embeddings=2048, tie_word_embeddings=True)
+
+
+def _update_step(policy: Any, ids: torch.Tensor, act: torch.Tensor, turns: torch.Tensor, opt: torch.optim.Optimizer,
+                 scaler: torch.amp.GradScaler | None) -> float:
+    """One forward + backward + AdamW step of a turn-level PPO loss on ``ids [B, L]``; returns the loss."""
+    from reference_trainer.losses import policy_loss
+
+    o = policy.evaluate(ids, torch.ones_like(ids), act)
+    loss, _ = policy_loss(o.logp, o.logp.detach() - 0.01, torch.ones_like(o.logp), act, turns, ratio_level="turn")
+    loss = loss + (o.values**2).mean()
+    if scaler is None:
+        loss.backward()
+        opt.step()
+    else:  # float16: scale the loss up so small gradients do not underflow, unscale before the step
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+    opt.zero_grad(set_to_none=True)
+    return float(loss)
+
+
+def _measure(fn: Callable[[], float], tokens: int, device: str, repeats: int) -> dict[str, Any]:
+    """Tokens per second (best of ``repeats`` after one warm-up) and peak allocated GPU memory (``None`` on CPU)."""
+    cuda = device.startswith("cuda")
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+    times, values = [], []
+    for _ in range(repeats + 1):
+        sync()
+        t0 = time.perf_counter()
+        values.append(fn())
+        sync()
+        times.append(time.perf_counter() - t0)
+    return {"tokens_per_s": round(tokens / min(times[1:]), 1),
+            "peak_memory_gib": round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if cuda else None,
+            "finite": all(math.isfinite(v) for v in values)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,17 +97,20 @@ def main(argv: list[str] | None = None) -> int:
 
     import agentgym_turn  # noqa: F401
     from reference_trainer.config import preset
-    from reference_trainer.losses import policy_loss
-    from reference_trainer.policy import Policy, load_policy
+    from reference_trainer.policy import DTYPES, Policy, load_policy, resolve_dtype
     from reference_trainer.tiny import build_tiny
     from reference_trainer.trainer import Trainer
 
     transformers.utils.logging.disable_progress_bar()
     sizes = DRY if args.dry_run else QWEN25_05B
-    scale = dict(gen_batch=8, gen_tokens=8, train_batch=4, train_len=64, tasks=4, micro=2, max_new=8) if args.dry_run else \
-        dict(gen_batch=64, gen_tokens=128, train_batch=16, train_len=1024, tasks=32, micro=8, max_new=48)
-    result: dict = {"device": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
-                    "torch": torch.__version__, "transformers": transformers.__version__, "dtype": "bfloat16 autocast, float32 weights"}
+    scale = dict(gen_batch=8, gen_tokens=8, train_batch=4, train_len=64, chunk=16, tasks=4, micro=2, max_new=8, repeats=1) \
+        if args.dry_run else \
+        dict(gen_batch=64, gen_tokens=128, train_batch=16, train_len=1024, chunk=1024, tasks=32, micro=8, max_new=48, repeats=2)
+    cuda = device.startswith("cuda")
+    dtype = resolve_dtype("auto", device, bf16_supported=cuda and torch.cuda.is_bf16_supported())
+    result: dict = {"device": torch.cuda.get_device_name(device) if cuda else "cpu",
+                    "torch": torch.__version__, "transformers": transformers.__version__,
+                    "dtype": f"{dtype} autocast (--dtype auto), float32 weights"}
     with tempfile.TemporaryDirectory() as tmp:
         tiny = build_tiny("TurnSokoban-v0", Path(tmp) / "tiny", env_kwargs={"prompt_style": "compact"})
         _, tokenizer = load_policy(tiny)
@@ -70,49 +119,52 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(0)
         with torch.device(device):
             lm = AutoModelForCausalLM.from_config(config)
-        policy = Policy(lm, compute_dtype=torch.bfloat16, vocab_limit=len(tokenizer)).to(device)
+        policy = Policy(lm, compute_dtype=DTYPES[dtype], vocab_limit=len(tokenizer)).to(device)
         result["params"] = sum(p.numel() for p in policy.parameters())
         result["build_s"] = round(time.perf_counter() - t0, 2)
-        sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+        sync = torch.cuda.synchronize if cuda else (lambda: None)
 
-        # 1. generation throughput
+        # 1. generation: sampling on the device, KV cache
         gen = torch.Generator().manual_seed(0)
         prompts = [torch.randint(3, len(tokenizer), (60,), generator=gen).tolist() for _ in range(scale["gen_batch"])]
-        policy.generate(prompts[:2], max_new_tokens=2, stop_ids=frozenset(), pad_id=tokenizer.pad_token_id, generator=gen)  # warm-up
-        sync()
-        t0 = time.perf_counter()
-        out, _ = policy.generate(prompts, max_new_tokens=scale["gen_tokens"], stop_ids=frozenset(), pad_id=tokenizer.pad_token_id,
-                                 generator=gen)
-        sync()
-        dt = time.perf_counter() - t0
-        result["generate_tokens_per_s"] = round(sum(map(len, out)) / dt, 1)
+        lengths: list[int] = []
 
-        # 2. training throughput: forward + backward of the PPO loss on [B, L]
+        def generate() -> float:
+            out, lps = policy.generate(prompts, max_new_tokens=scale["gen_tokens"], stop_ids=frozenset(),
+                                       pad_id=tokenizer.pad_token_id, generator=gen)
+            lengths.append(sum(map(len, out)))
+            return sum(map(sum, lps))
+
+        result["generate"] = _measure(generate, scale["gen_batch"] * scale["gen_tokens"], device, scale["repeats"])
+        result["generate_tokens_per_s"] = result["generate"]["tokens_per_s"]  # (the key earlier runs recorded)
+
+        # 2. update: forward + backward of the PPO loss on [B, L], half of it response tokens, four ways
         B, L = scale["train_batch"], scale["train_len"]
         ids = torch.randint(3, len(tokenizer), (B, L), generator=gen).to(device)
-        attn = torch.ones_like(ids)
         act = torch.zeros(B, L, dtype=torch.bool, device=device)
         act[:, L // 2 :] = True
         turns = (torch.arange(L, device=device) // 64).expand(B, L)
         opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
-        times = []
-        for _ in range(3):
-            sync()
-            t0 = time.perf_counter()
-            o = policy.evaluate(ids, attn, act)
-            loss, _ = policy_loss(o.logp, o.logp.detach() - 0.01, torch.ones(B, L, device=device), act, turns, ratio_level="turn")
-            (loss + (o.values**2).mean()).backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            sync()
-            times.append(time.perf_counter() - t0)
-        result["train_tokens_per_s"] = round(B * L / min(times[1:]), 1)
-        del opt
+        paths = {"plain": dict(chunk=0, dtype=DTYPES[dtype], checkpointed=False),
+                 "chunked": dict(chunk=scale["chunk"], dtype=DTYPES[dtype], checkpointed=False),
+                 "float16_scaler": dict(chunk=scale["chunk"], dtype=torch.float16, checkpointed=False),
+                 "checkpointed": dict(chunk=scale["chunk"], dtype=DTYPES[dtype], checkpointed=True)}
+        result["update"] = {}
+        for name, path in paths.items():
+            if name == "checkpointed":
+                continue  # last: it cannot be switched off again (after the end-to-end run)
+            policy.logprob_chunk_tokens, policy.compute_dtype = path["chunk"], path["dtype"]
+            scaler = torch.amp.GradScaler(device.split(":")[0]) if path["dtype"] == torch.float16 else None
+            result["update"][name] = {"logprob_chunk_tokens": path["chunk"], "dtype": str(path["dtype"]).removeprefix("torch."),
+                                      **_measure(lambda: _update_step(policy, ids, act, turns, opt, scaler), B * L, device,
+                                                 scale["repeats"])}
+        result["train_tokens_per_s"] = result["update"]["plain"]["tokens_per_s"]  # (the key earlier runs recorded)
+        policy.compute_dtype = DTYPES[dtype] if dtype != "float32" else None
 
-        # 3. end to end: ST-PPO on TurnSokoban-v0
-        cfg = preset("st-ppo", device=device, dtype="bfloat16", tasks_per_iteration=scale["tasks"], num_envs=scale["tasks"],
+        # 3. end to end: ST-PPO on TurnSokoban-v0, chunked log-probs
+        cfg = preset("st-ppo", device=device, dtype="auto", tasks_per_iteration=scale["tasks"], num_envs=scale["tasks"],
                      max_new_tokens=scale["max_new"], max_context_tokens=2048, env_kwargs={"prompt_style": "compact"},
-                     lr=1e-6, minibatch_size=scale["tasks"] // 2, micro_batch_size=scale["micro"],
+                     lr=1e-6, minibatch_size=scale["tasks"] // 2, micro_batch_size=scale["micro"], logprob_chunk_tokens=scale["chunk"],
                      env="TurnSokoban-v0", iterations=2, eval_episodes=scale["tasks"], out=str(Path(tmp) / "run"), progress=False)
         trainer = Trainer(cfg, policy=policy, tokenizer=tokenizer)
         its = []
@@ -125,8 +177,16 @@ def main(argv: list[str] | None = None) -> int:
         trainer.close()
         result["iteration_s"] = round(its[-1], 2)
         result["iteration_metrics"] = {k: round(v, 4) for k, v in m.items() if k.startswith(("train/", "rollout/"))}
-        result["finite"] = all(math.isfinite(v) for v in m.values()) and all(torch.isfinite(p).all().item() for p in policy.parameters())
-        if device.startswith("cuda"):
+
+        # 2 (end). chunked + gradient checkpointing
+        policy.enable_gradient_checkpointing()
+        policy.logprob_chunk_tokens = scale["chunk"]
+        result["update"]["checkpointed"] = {"logprob_chunk_tokens": scale["chunk"], "dtype": dtype, "gradient_checkpointing": True,
+                                            **_measure(lambda: _update_step(policy, ids, act, turns, opt, None), B * L, device,
+                                                       scale["repeats"])}
+        result["finite"] = (all(math.isfinite(v) for v in m.values()) and all(torch.isfinite(p).all().item() for p in policy.parameters())
+                            and result["generate"]["finite"] and all(u["finite"] for u in result["update"].values()))
+        if cuda:
             result["peak_memory_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
     text = json.dumps(result, indent=1)
     print(text)

@@ -24,7 +24,10 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["Policy", "PolicyOutput", "load_policy", "load_tokenizer", "save_policy", "DTYPES"]
+from .logprobs import selected_logprobs
+
+__all__ = ["Policy", "PolicyOutput", "load_policy", "load_tokenizer", "save_policy", "DTYPES", "resolve_dtype",
+           "needs_grad_scaler", "sampling_generator"]
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _VALUE_HEAD_FILE = "value_head.pt"
@@ -52,6 +55,36 @@ def _softcap(model: nn.Module) -> float | None:
     return float(cap) if cap else None
 
 
+def resolve_dtype(dtype: str, device: str | torch.device, *, bf16_supported: bool = True) -> str:
+    """The compute dtype a ``--dtype`` value means on ``device``: ``"auto"`` is bfloat16 on CUDA
+    (float16 on a GPU without bfloat16, ``bf16_supported=False``) and float32 elsewhere; any
+    other value of :data:`DTYPES` is itself."""
+    if dtype == "auto":
+        if torch.device(device).type != "cuda":
+            return "float32"
+        return "bfloat16" if bf16_supported else "float16"
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be 'auto' or one of {sorted(DTYPES)}, got {dtype!r} (--dtype).")
+    return dtype
+
+
+def needs_grad_scaler(compute_dtype: torch.dtype | None) -> bool:
+    """float16 autocast needs loss scaling (its gradients underflow below ~6e-8); bfloat16 and float32 do not."""
+    return compute_dtype == torch.float16
+
+
+def sampling_generator(generator: torch.Generator, device: str | torch.device) -> torch.Generator:
+    """The generator to sample on ``device`` with: ``generator`` itself when it lives there, else a
+    generator on ``device`` seeded by one draw from ``generator`` (so the probabilities never go to
+    the host, and a run stays reproducible from ``generator``'s state alone)."""
+    device = torch.device(device)
+    here = generator.device
+    if here.type == device.type and (device.index is None or here.index in (None, device.index)):
+        return generator
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    return torch.Generator(device=device).manual_seed(seed)
+
+
 class Policy(nn.Module):
     """Actor (a causal LM) and critic (value head on the LM's trunk, or a separate model).
 
@@ -65,6 +98,9 @@ class Policy(nn.Module):
         vocab_limit: Ids ``>= vocab_limit`` (embedding rows the tokenizer cannot decode, e.g.
             padding rows of a model's vocabulary) get logit ``-inf`` when sampling *and* when
             scoring, so the sampled and trained distributions are the same.
+        logprob_chunk_tokens: ``0`` scores all selected tokens of :meth:`evaluate` at once; ``c > 0``
+            ``c`` tokens at a time, never holding the full ``[N, V]`` float32 logits
+            (:func:`~reference_trainer.logprobs.selected_logprobs`).
     """
 
     def __init__(
@@ -74,6 +110,7 @@ class Policy(nn.Module):
         *,
         compute_dtype: torch.dtype | None = None,
         vocab_limit: int | None = None,
+        logprob_chunk_tokens: int = 0,
     ):
         super().__init__()
         self.lm = lm
@@ -87,6 +124,39 @@ class Policy(nn.Module):
         nn.init.zeros_(self.value_head.bias)
         self._cache_kw = _cache_kwarg(lm)
         self._softcap = _softcap(lm)
+        self.logprob_chunk_tokens = logprob_chunk_tokens
+        self._checkpointed: list[nn.Module] = []  # modules whose activations are recomputed in backward
+
+    def enable_gradient_checkpointing(self) -> None:
+        """Recompute each transformer layer's activations in the backward pass instead of keeping them
+        (the HF model's activation/gradient checkpointing, non-reentrant), for the actor and a separate critic.
+
+        HF checkpoints a layer only while it is in training mode; :meth:`evaluate` switches just the
+        checkpointed modules into it for passes with gradients, so dropout stays as it was and
+        generation keeps its KV cache. Same gradients as without it (tested)."""
+        for model in (self.lm, self.critic_trunk):
+            if model is None or any(m is model for m in self._checkpointed):
+                continue
+            if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5 (the old name warns)
+                model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            else:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            self._checkpointed += [m for m in model.modules() if getattr(m, "gradient_checkpointing", False) is True]
+
+    @contextlib.contextmanager
+    def _checkpointing(self):
+        """Within the block the checkpointed modules (not their children) are in training mode, when gradients are on."""
+        if not self._checkpointed or not torch.is_grad_enabled():
+            yield
+            return
+        saved = [m.training for m in self._checkpointed]
+        try:
+            for m in self._checkpointed:
+                m.training = True
+            yield
+        finally:
+            for m, was in zip(self._checkpointed, saved):
+                m.training = was
 
     # ------------------------------------------------------------------ parameters
     def actor_parameters(self) -> list[nn.Parameter]:
@@ -131,7 +201,8 @@ class Policy(nn.Module):
     def _trunk(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         base = self.actor_trunk
         position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
-        return base(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids).last_hidden_state
+        # no KV cache in a scoring pass (nothing reads it; HF warns when checkpointing layers see one)
+        return base(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False).last_hidden_state
 
     def logits_from_hidden(self, hidden: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
         """``[..., H] -> [..., V]`` float32 logits as sampled (see :meth:`_finish_logits`)."""
@@ -159,7 +230,7 @@ class Policy(nn.Module):
             with_logp: ``False`` returns zero log-probs and entropies; with a separate critic
                 the actor's forward pass is then skipped (values only).
         """
-        with self._autocast():
+        with self._autocast(), self._checkpointing():
             return self._evaluate(ids, attention_mask, positions, temperature, with_values, with_entropy, with_logp)
 
     def _evaluate(self, ids, attention_mask, positions, temperature, with_values, with_entropy, with_logp=True) -> PolicyOutput:
@@ -171,14 +242,11 @@ class Policy(nn.Module):
         sel = positions[:, 1:]
         if with_logp and sel.any():
             h = hidden[:, :-1][sel]  # [N, H]: the state before each selected token
-            logprobs = torch.log_softmax(self.logits_from_hidden(h, temperature), dim=-1)  # [N, V]
             target = ids[:, 1:][sel]
-            lp = logprobs.gather(-1, target[:, None]).squeeze(-1)
+            lp, ent = selected_logprobs(lambda x: self.logits_from_hidden(x, temperature), h, target,
+                                        chunk_tokens=self.logprob_chunk_tokens, with_entropy=with_entropy)
             logp = logp.masked_scatter(torch.nn.functional.pad(sel, (1, 0)), lp)
             if with_entropy:
-                # finite logits only: a -inf logit (masked vocabulary) gives p * logp = nan
-                p = logprobs.exp()
-                ent = -(p * logprobs.masked_fill(p == 0, 0.0)).sum(-1)
                 entropy = entropy.masked_scatter(torch.nn.functional.pad(sel, (1, 0)), ent)
         values = None
         if with_values:
@@ -189,7 +257,8 @@ class Policy(nn.Module):
 
     def _critic_hidden(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
-        return self.critic_trunk(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids).last_hidden_state
+        return self.critic_trunk(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids,
+                                 use_cache=False).last_hidden_state
 
     # ------------------------------------------------------------------ sampling
     @torch.no_grad()
@@ -202,12 +271,18 @@ class Policy(nn.Module):
         pad_id: int,
         generator: torch.Generator,
         temperature: float = 1.0,
+        use_cache: bool = True,
     ) -> tuple[list[list[int]], list[list[float]]]:
         """Sample one response per prompt, token by token, with a KV cache.
 
         Prompts are left-padded into one batch. A row stops at its first id in ``stop_ids``
         (kept in the response) or after ``max_new_tokens`` ids. ``temperature = 0`` is greedy.
         Returns the sampled ids and their log-probabilities under the sampling distribution.
+
+        Sampling happens on the model's device with :func:`sampling_generator` (``generator`` itself
+        on CPU); per token only one bool (are all rows done?) reaches the host, and the ids and
+        log-probs are copied once at the end. ``use_cache=False`` recomputes the whole prefix at
+        every step (slow; the reference the cached path is tested against).
         """
         from transformers import DynamicCache
 
@@ -221,41 +296,47 @@ class Policy(nn.Module):
             mask[i, width - len(p) :] = 1
         ids, mask = ids.to(device), mask.to(device)
         position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
-        cache = DynamicCache(config=self.lm.config) if "config" in inspect.signature(DynamicCache).parameters else DynamicCache()
-        out_ids: list[list[int]] = [[] for _ in range(n)]
-        out_lp: list[list[float]] = [[] for _ in range(n)]
-        done = torch.zeros(n, dtype=torch.bool)
+        cache = None
+        if use_cache:
+            cache = DynamicCache(config=self.lm.config) if "config" in inspect.signature(DynamicCache).parameters else DynamicCache()
+        sampler = sampling_generator(generator, device) if temperature != 0 else None
+        stops = torch.tensor(sorted(stop_ids), dtype=torch.long, device=device)
+        tokens: list[torch.Tensor] = []  # [n] per step, on the device
+        lps: list[torch.Tensor] = []
+        done = torch.zeros(n, dtype=torch.bool, device=device)
         step_ids, step_pos = ids, position_ids
         for _ in range(max_new_tokens):
             with self._autocast():
-                out = self.lm(
-                    input_ids=step_ids,
-                    attention_mask=mask,
-                    position_ids=step_pos,
-                    use_cache=True,
-                    logits_to_keep=1,
-                    **{self._cache_kw: cache},
-                )
+                if use_cache:
+                    out = self.lm(input_ids=step_ids, attention_mask=mask, position_ids=step_pos, use_cache=True,
+                                  logits_to_keep=1, **{self._cache_kw: cache})
+                else:
+                    out = self.lm(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+                                  use_cache=False, logits_to_keep=1)
             logits = self._finish_logits(out.logits[:, -1], temperature)
+            logprobs = torch.log_softmax(logits, -1)
             if temperature == 0:
                 token = logits.argmax(-1)
-                lp = torch.log_softmax(logits, -1).gather(-1, token[:, None]).squeeze(-1)
             else:
-                logprobs = torch.log_softmax(logits, -1)
-                token = torch.multinomial(logprobs.exp().cpu(), 1, generator=generator).squeeze(-1).to(device)
-                lp = logprobs.gather(-1, token[:, None]).squeeze(-1)
-            token_cpu, lp_cpu = token.cpu().tolist(), lp.cpu().tolist()
-            for i in range(n):
-                if not done[i]:
-                    out_ids[i].append(token_cpu[i])
-                    out_lp[i].append(lp_cpu[i])
-                    if token_cpu[i] in stop_ids:
-                        done[i] = True
+                token = torch.multinomial(logprobs.exp(), 1, generator=sampler).squeeze(-1)
+            tokens.append(token)
+            lps.append(logprobs.gather(-1, token[:, None]).squeeze(-1))
+            done |= torch.isin(token, stops)
             if bool(done.all()):
                 break
             step_ids = token[:, None]
             step_pos = step_pos[:, -1:] + 1
             mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype, device=device)], dim=1)
+            if not use_cache:
+                ids = torch.cat([ids, step_ids], dim=1)
+        all_ids = torch.stack(tokens, 1).cpu().tolist() if tokens else [[] for _ in range(n)]
+        all_lp = torch.stack(lps, 1).cpu().tolist() if lps else [[] for _ in range(n)]
+        out_ids: list[list[int]] = []
+        out_lp: list[list[float]] = []
+        for row_ids, row_lp in zip(all_ids, all_lp):
+            end = next((j + 1 for j, t in enumerate(row_ids) if t in stop_ids), len(row_ids))  # the first stop id is kept
+            out_ids.append(row_ids[:end])
+            out_lp.append(row_lp[:end])
         return out_ids, out_lp
 
 
@@ -273,7 +354,8 @@ def load_policy(
     ``path`` is any directory ``AutoModelForCausalLM.from_pretrained`` reads (with a tokenizer
     that has a chat template), or one written by :func:`save_policy` (then the value head and
     a separate critic are restored too). ``critic="separate"`` adds a critic trunk loaded from
-    ``critic_path`` (default: ``path``).
+    ``critic_path`` (default: ``path``). ``dtype="auto"`` computes in bfloat16 on CUDA and float32
+    elsewhere (:func:`resolve_dtype`).
     """
     from transformers import AutoModel, AutoModelForCausalLM
 
@@ -283,8 +365,7 @@ def load_policy(
             f"{path} is not a model directory (no config.json). Pass --model tiny, or a local "
             "directory written by save_pretrained (this trainer never downloads models)."
         )
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}.")
+    dtype = resolve_dtype(dtype, device, bf16_supported=torch.device(device).type == "cuda" and torch.cuda.is_bf16_supported())
     meta = json.loads((path / _POLICY_META).read_text()) if (path / _POLICY_META).exists() else {}
     lm = _from_pretrained(AutoModelForCausalLM, path)
     tokenizer = load_tokenizer(path)

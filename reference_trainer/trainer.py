@@ -52,7 +52,7 @@ from .averaging import ema_update
 from .config import Config
 from .losses import LOSSES, LossInputs, Metric, clip_bias_surrogate, clipped_tokens, combine_parts, combine_steps, explained_variance, log_ratios
 from .metrics import MetricsLogger
-from .policy import Policy, load_policy, save_policy
+from .policy import Policy, load_policy, needs_grad_scaler, save_policy
 from .rollout import Episode, RolloutBatch, collect, episode_metrics, expert_episodes, make_batch, make_envs
 from .tokenization import ChatFormat
 
@@ -166,6 +166,11 @@ class Trainer:
         )
         warm = max(0, a.lr_warmup_steps)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: min(1.0, (step + 1) / (warm + 1)))
+        policy.logprob_chunk_tokens = m.logprob_chunk_tokens
+        if m.gradient_checkpointing:
+            policy.enable_gradient_checkpointing()
+        #: float16 autocast's loss scaler (None otherwise): losses are scaled up before backward, gradients unscaled before clipping.
+        self.scaler = torch.amp.GradScaler(self.device.type) if needs_grad_scaler(policy.compute_dtype) else None
         #: Frozen float32 Polyak average of the actor (``ema_decay > 0``); evaluations play it.
         self.averaged_lm: torch.nn.Module | None = None
         #: The KL penalty's reference: a frozen copy of the actor, or ``averaged_lm`` itself.
@@ -341,11 +346,15 @@ class Trainer:
                             (loss * self.dist.world_size if self.dist.enabled else loss).backward()
                     parts.append((m, part.batch.action_mask.sum().item() / n_tok.item()))
                 has_grad = any(q.grad is not None for q in all_params)
+                if self.scaler is not None and has_grad:
+                    self.scaler.unscale_(self.optimizer)  # clip, measure and step on the true gradient
                 limit = a.max_grad_norm if a.max_grad_norm and a.max_grad_norm > 0 else float("inf")
                 gnorm = float(torch.nn.utils.clip_grad_norm_(all_params, limit)) if has_grad else 0.0
                 if has_grad and math.isfinite(gnorm):  # a non-finite gradient skips the step
                     self.optimizer.step()
                     self.scheduler.step()
+                if self.scaler is not None and has_grad:
+                    self.scaler.update()  # a non-finite gradient (step skipped above) halves the scale
                 steps.append({**combine_parts(parts), "grad_norm": Metric(gnorm, "minibatch")})
         return combine_steps(distributed.reduce_steps(steps, self.dist))
 
@@ -368,13 +377,14 @@ class Trainer:
                 if loss is not None:
                     total = total + loss
                 metrics.update(m)
-        return total, metrics
+        return (total if self.scaler is None else self.scaler.scale(total)), metrics  # float16: scaled for backward
 
     def _clip_bias_norm(self, micro: list[Prepared], n_tok: torch.Tensor) -> float:
         """``||grad C||`` over a whole minibatch split in micro-batches (one extra pass)."""
         a = self.cfg.algo
         params = self.policy.actor_parameters()
         acc = [torch.zeros_like(q, dtype=torch.float32) for q in params]
+        scale = 1.0 if self.scaler is None else self.scaler.get_scale()  # float16: keep small gradients above underflow
         for p in micro:
             b = p.batch
             out = self.policy.evaluate(b.ids, b.attention_mask, b.action_mask,
@@ -384,13 +394,13 @@ class Trainer:
             clipped = clipped_tokens(ratio.detach(), adv, b.action_mask, a.clip_eps)
             if not bool(clipped.any()):
                 continue
-            c = clip_bias_surrogate(out.logp, ratio, adv, clipped, n_tok)
+            c = clip_bias_surrogate(out.logp, ratio, adv, clipped, n_tok) * scale
             grads = torch.autograd.grad(c, params, allow_unused=True)
             for s, g in zip(acc, grads):
                 if g is not None:
                     s += g.float()
         acc = [distributed.all_reduce_sum(s, self.dist) for s in acc]  # C sums over all ranks' tokens
-        return float(torch.sqrt(sum((s**2).sum() for s in acc)))
+        return float(torch.sqrt(sum((s**2).sum() for s in acc))) / scale
 
     # ------------------------------------------------------------------ evaluation
     def eval_seeds(self, n: int | None = None) -> list[int]:
@@ -442,10 +452,16 @@ class Trainer:
                 part = b.select(j.to(self.device))
                 out = self.policy.evaluate(part.ids, part.attention_mask, part.action_mask, with_values=False, with_entropy=False)
                 part_loss = -(out.logp * part.action_mask).sum() / n_tok  # parts add up to the batch's token-mean
-                part_loss.backward()
+                (part_loss if self.scaler is None else self.scaler.scale(part_loss)).backward()
                 loss += float(part_loss.detach())
+            if self.scaler is not None:
+                self.scaler.unscale_(opt)
             torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
+            if self.scaler is None:
+                opt.step()
+            else:  # skips a non-finite step
+                self.scaler.step(opt)
+                self.scaler.update()
             losses.append(loss)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
