@@ -6,6 +6,10 @@
     python -m reference_trainer eval --model runs/sft/checkpoint/policy --env TurnSokoban-v0
     python -m reference_trainer train --resume runs/train/checkpoint --iterations 100
     python -m reference_trainer demo            # what `make demo` runs
+    torchrun --nproc_per_node 2 -m reference_trainer train --env TurnSokoban-v0 --algo turn-ppo   # data parallel
+
+Under torchrun every rank runs the same command; rank 0 prints, logs and writes checkpoints
+(docs/scaling.md).
 
 Every option of ``train`` comes from the dataclasses in :mod:`reference_trainer.config`.
 An ``--algo`` preset sets the advantage estimator, ratio level, correction and GAE
@@ -192,21 +196,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .trainer import Trainer
 
     trainer = Trainer(cfg)
+    say = print if trainer.dist.is_main else (lambda *a, **k: None)  # under torchrun every rank runs this; rank 0 prints
     try:
         if args.command == "eval":
-            print(_summary_line("held-out", trainer.evaluate()))
+            say(_summary_line("held-out", trainer.evaluate()))
             return 0
         if args.command == "sft":
             before = trainer.evaluate()
-            print(_summary_line("before SFT", before))
+            say(_summary_line("before SFT", before))
             sft = trainer.sft()
             after = trainer.evaluate()
-            print(_summary_line("after SFT", after))
+            say(_summary_line("after SFT", after))
             trainer.logger.log({"iteration": 0, "phase": "sft", **sft})
             path = trainer.save_checkpoint(trainer.out / "checkpoint")
-            print(f"checkpoint: {path}  (train from it with --model {path / 'policy'})")
+            say(f"checkpoint: {path}  (train from it with --model {path / 'policy'})")
             return 0
         summary = trainer.fit()
+        if not trainer.dist.is_main:
+            return 0
         for key, name in (("before_sft", "before SFT"), ("start", "start of RL"), ("end", "end of RL")):
             if key in summary:
                 print(_summary_line(name, summary[key]))

@@ -349,8 +349,13 @@ def wrap(objective: Objective, ctx: DistContext, device: str) -> nn.Module | Non
     if ctx.parallel == "ddp":
         from torch.nn.parallel import DistributedDataParallel
 
+        import inspect
+
         ids = [torch.device(device).index] if device.startswith("cuda") else None
-        return DistributedDataParallel(objective, device_ids=ids, broadcast_buffers=False, find_unused_parameters=True)
+        # newer PyTorch names the switch forward_sync_buffers (broadcast_buffers is deprecated there)
+        no_sync = ({"forward_sync_buffers": False} if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
+                   else {"broadcast_buffers": False})
+        return DistributedDataParallel(objective, device_ids=ids, find_unused_parameters=True, **no_sync)
     from torch.distributed.fsdp import fully_shard
 
     for module in objective.modules():

@@ -193,7 +193,10 @@ class Trainer:
         m = self.cfg.model
         spec = TinySpec(arch=m.tiny_arch, vocab_size=m.tiny_vocab, hidden_size=m.tiny_hidden, num_layers=m.tiny_layers, num_heads=m.tiny_heads,
                         intermediate_size=4 * m.tiny_hidden, rope_theta=m.tiny_rope_theta, init_std=m.tiny_init_std)
-        return build_tiny(self.cfg.train.env, m.tiny_dir, seed=m.tiny_seed, spec=spec, env_kwargs=self.cfg.rollout.env_kwargs)
+        build = lambda: build_tiny(self.cfg.train.env, m.tiny_dir, seed=m.tiny_seed, spec=spec, env_kwargs=self.cfg.rollout.env_kwargs)  # noqa: E731
+        path = build() if self.dist.is_main else None
+        distributed.barrier(self.dist)  # the other ranks find rank 0's build (one writer, no half-written files read)
+        return path or build()
 
     def _start_rl_from_current(self) -> None:
         """The KL reference and the weight average start from the actor as it is now (at start, after SFT)."""
