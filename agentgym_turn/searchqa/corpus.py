@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -24,7 +25,8 @@ import numpy as np
 from ..core.files import DataFileError, iter_text_lines
 from .generator.world import WORK_ROLES, World, _rng
 
-__all__ = ["Corpus", "RenderedWorld", "render_corpus", "open_text", "split_contents", "MAX_CORPUS_BYTES", "MAX_PASSAGE_CHARS"]
+__all__ = ["Corpus", "RenderedWorld", "render_corpus", "open_text", "split_contents", "first_sentences", "MAX_CORPUS_BYTES",
+           "MAX_PASSAGE_CHARS"]
 
 #: Largest corpus file read in-process (uncompressed bytes); wiki-18 (about 14 GB) fits.
 MAX_CORPUS_BYTES = 64 << 30
@@ -36,6 +38,26 @@ def split_contents(contents: str) -> tuple[str, str]:
     """``(title, text)`` of a ``contents`` string: the first line and the rest (Search-R1's split)."""
     title, _, text = contents.partition("\n")
     return title, text
+
+
+#: A sentence ends at ``.``, ``!`` or ``?`` (closing quotes and brackets kept) before whitespace.
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s)")
+
+
+def first_sentences(contents: str, n: int) -> str:
+    """``contents`` (title line, then text) with its text cut after the ``n``-th sentence.
+
+    A sentence ends at ``.``, ``!`` or ``?`` (with any closing quotes or brackets) followed by
+    whitespace; text with ``n`` sentences or fewer comes back unchanged, and the title line is
+    always kept. Linear in the length of ``contents``.
+    """
+    if n < 1:
+        raise ValueError(f"n must be a positive number of sentences, got {n!r}.")
+    title, sep, text = contents.partition("\n")
+    for k, m in enumerate(_SENTENCE_END.finditer(text), start=1):
+        if k == n:
+            return title + sep + text[: m.end()]
+    return contents
 
 
 def open_text(path: str | os.PathLike, mode: str = "r") -> io.TextIOBase:

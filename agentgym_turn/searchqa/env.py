@@ -14,6 +14,7 @@ from .protocol import INVALID_MESSAGE, cut_response, extract_answer, first_actio
 from .expert import oracle_response
 from .generator.questions import Question, split_questions
 from .retrieval import HTTPRetriever, Retriever
+from .corpus import first_sentences
 from .sources import Source, file_source, generated_source, local_retriever
 
 __all__ = ["TurnSearchQAEnv", "TurnSearchQAMCQEnv", "DEFAULT_PROMPT", "DEFAULT_MCQ_PROMPT", "MAX_QUERY_CHARS", "PROTOCOLS"]
@@ -100,7 +101,8 @@ returns the prompt: the rules and the question (``prompt_template`` replaces the
 search returns Search-R1's block
 ``"\\n\\n<information>Doc 1(Title: \\"T\\") text\\nDoc 2(...) ...</information>\\n\\n"``
 with the top ``topk`` passages, their text unchanged (no-break spaces, soft hyphens, CRLF
-stay). An invalid turn returns Search-R1's message ("My previous action is invalid ... Let
+stay). With ``passage_sentences=N`` each passage's text is cut after its ``N``-th sentence
+(title kept): a compact style for small context windows. An invalid turn returns Search-R1's message ("My previous action is invalid ... Let
 me try again."), with the reason added under ``protocol="strict"``. A search after the budget
 is spent says that only an answer is possible now. An answer ends the episode and returns
 ``""`` (``"search_r1"``: Search-R1 shows nothing more) or a short receipt (``"strict"``).
@@ -170,6 +172,11 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
 * ``retriever_url``: use a Search-R1 ``/retrieve`` server instead (``agentgym-turn serve
   retriever`` or Search-R1's own); then ``corpus_path`` is optional.
 * ``topk`` (3): passages per search. ``max_searches`` (4): search budget per episode.
+* ``passage_sentences`` (``None``: whole passages): show only the first ``N`` sentences of each
+  passage (title kept), a compact style for small context windows; the generated world states
+  an entity's facts first and its filler sentences last.
+* ``expert_think`` (``True``): ``False`` makes ``expert_action()`` give the action alone,
+  without its ``<think>...</think>`` line (shorter demonstrations for small models).
 * ``prompt_template``: replaces the first message; ``{question}``, ``{topk}``,
   ``{max_searches}`` (and ``{options}`` for multiple choice) are filled in, in one pass (braces
   inside a question stay as written). Under ``"search_r1"`` it must show an example answer pair.
@@ -201,6 +208,8 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         retriever_url: str | None = None,
         topk: int = 3,
         max_searches: int = 4,
+        passage_sentences: int | None = None,
+        expert_think: bool = True,
         prompt_template: str | None = None,
         protocol: str = "search_r1",
         format_penalty: float | None = None,
@@ -222,6 +231,9 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             raise ValueError(f"topk must be a positive integer, got {topk!r}.")
         if isinstance(max_searches, bool) or not isinstance(max_searches, int) or max_searches < 0:
             raise ValueError(f"max_searches must be a non-negative integer, got {max_searches!r}.")
+        if passage_sentences is not None and (isinstance(passage_sentences, bool) or not isinstance(passage_sentences, int)
+                                              or passage_sentences < 1):
+            raise ValueError(f"passage_sentences must be None (whole passages) or a positive integer, got {passage_sentences!r}.")
         if prompt_template is not None:
             if not isinstance(prompt_template, str) or "{question}" not in prompt_template:
                 raise ValueError("prompt_template must be a string containing '{question}'.")
@@ -236,6 +248,8 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         self.split = split
         self.topk = topk
         self.max_searches = max_searches
+        self.passage_sentences = passage_sentences
+        self.expert_think = bool(expert_think)
         self.prompt_template = prompt_template
         self.protocol = protocol
         self._config = dict(
@@ -383,7 +397,9 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         self._queries.append(query)
         for h in hits:
             self._seen.add(h.document.contents)
-        return information_block(h.document.contents for h in hits), [h.document.id for h in hits]
+        shown = [h.document.contents if self.passage_sentences is None else first_sentences(h.document.contents, self.passage_sentences)
+                 for h in hits]  # the expert still tracks whole passages (self._seen): cutting changes only what is shown
+        return information_block(shown), [h.document.id for h in hits]
 
     def _budget_message(self) -> str:
         return (
@@ -504,7 +520,8 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
     def expert_action(self) -> str:
         """An oracle searcher (:func:`~.expert.oracle_response`): it searches until it has read
         every supporting passage of the question's plan, then answers with the gold answer; for
-        loaded datasets it searches the question once and answers."""
+        loaded datasets it searches the question once and answers. With ``expert_think=False``
+        the response is the action alone."""
         q = self._question
         if q is None:
             return "<answer> unknown </answer>"
@@ -516,6 +533,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             can_search=self._searches < self.max_searches,
             multiple_choice=self.multiple_choice,
             max_query_chars=MAX_QUERY_CHARS,
+            think=self.expert_think,
         )
 
 

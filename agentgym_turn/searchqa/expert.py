@@ -19,6 +19,7 @@ def oracle_response(
     can_search: bool,
     multiple_choice: bool,
     max_query_chars: int,
+    think: bool = True,
 ) -> str:
     """The oracle's response: it searches until it has read every supporting passage, then answers.
 
@@ -29,13 +30,18 @@ def oracle_response(
     If the budget runs out (``can_search`` false) before the evidence is found it answers
     "unknown" (guesses "A" for multiple choice), so its success rate measures retrievability.
     For loaded datasets (no known supporting passages, or no corpus: ``passages=None``) it
-    searches the question once and answers.
+    searches the question once and answers. With ``think=False`` the response is the action
+    alone, without its ``<think>...</think>`` line.
     """
+
+    def say(thought: str, action: str) -> str:
+        return f"<think>{thought}</think>\n{action}" if think else action
+
     final = question.answer_letter if multiple_choice else question.golden_answers[0]
     if not question.hops or passages is None:
         if can_search and not queries:
-            return f"<think>I should look this up.</think>\n<search> {question.question[:max_query_chars]} </search>"
-        return f"<think>I can answer now.</think>\n<answer> {final} </answer>"
+            return say("I should look this up.", f"<search> {question.question[:max_query_chars]} </search>")
+        return say("I can answer now.", f"<answer> {final} </answer>")
     for hop in question.hops:
         if passages[hop.passage] in seen:
             continue
@@ -44,9 +50,9 @@ def oracle_response(
         fresh = [x for x in hop.queries + (question.question[:max_query_chars],) if x not in queries]
         if not fresh:
             break
-        return f"<think>I need to {hop.purpose}.</think>\n<search> {fresh[0]} </search>"
+        return say(f"I need to {hop.purpose}.", f"<search> {fresh[0]} </search>")
     else:
-        return f"<think>The passages I found give the answer.</think>\n<answer> {final} </answer>"
+        return say("The passages I found give the answer.", f"<answer> {final} </answer>")
     if multiple_choice:  # without evidence an expert still picks an option: the first
-        return f"<think>I could not find the evidence; I will guess.</think>\n<answer> {LETTERS[0]} </answer>"
-    return "<think>I could not find the evidence.</think>\n<answer> unknown </answer>"
+        return say("I could not find the evidence; I will guess.", f"<answer> {LETTERS[0]} </answer>")
+    return say("I could not find the evidence.", "<answer> unknown </answer>")
