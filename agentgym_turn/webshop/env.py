@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any, Collection, Mapping, Sequence
 
 from ..core import BracketAction, InvalidAction, TurnEnv, TurnOutcome, find_tagged, parse_bracket_action, snippet
 from ..core.cache import ProcessCache
@@ -12,11 +12,12 @@ from . import expert as _expert
 from . import pages
 from .generator import ShopSource, shop_source
 from .goals import GoalPool
-from .product import Goal
+from .product import Goal, Product
 from .reward import REWARD_MODES
 from .text import OBSERVATION_MODES, format_strings, fragments_strings
 
-__all__ = ["TurnWebShopEnv", "SHOPS", "shared_shop", "exact_click_name", "INTRO", "actions_line", "product_link_name"]
+__all__ = ["TurnWebShopEnv", "SHOPS", "shared_shop", "exact_click_name", "INTRO", "COMPACT_INTRO", "OBSERVATION_STYLES",
+           "actions_line", "compact_page", "product_link_name"]
 
 #: Shops by :class:`~.catalog.ShopSource`, made on first use and shared by every env of the process.
 SHOPS: ProcessCache[Any] = ProcessCache("webshop shops", 16)
@@ -70,6 +71,50 @@ INTRO = (
     "actions (for example click[buy now] on a product page). You may think first inside "
     "<think>...</think>.\n\n"
 )
+
+
+#: ``observation_style`` values: WebShop's pages as they are, or the short pages of :func:`compact_page`.
+OBSERVATION_STYLES = ("webshop", "compact")
+
+#: The first message's preamble in ``observation_style="compact"`` (the instruction follows).
+COMPACT_INTRO = (
+    "One action per turn: search[query] or click[x], x: a product id, an option, next >, < prev, "
+    "back to search, buy now.\n"
+)
+
+
+def compact_page(page: str, instruction: str, *, results: Sequence[Product] = (), first: int = 0, total: int = 0,
+                 page_no: int = 1, product: Product | None = None, options: Mapping[str, str] | None = None,
+                 score: float = 0.0) -> str:
+    """One page in ``observation_style="compact"``: plain lines, no instruction after the first
+    message, no list of actions (the page's clickables are its lines' ids, option values and the
+    buttons :data:`COMPACT_INTRO` names).
+
+    ``page`` is the page kind (``search``, ``results``, ``item``, a sub-page or ``done``);
+    ``results`` the products shown on a results page and ``first`` the 0-based rank of the first
+    of them among ``total`` hits; ``product`` and ``options`` (option name -> chosen value) the item.
+    """
+    if page == "search":
+        return f"Instruction: {instruction}"
+    if page == "results":
+        if not results:
+            return f"No results on page {page_no} ({total} in all)."
+        lines = [f"Results {first + 1}-{first + len(results)} of {total}:"]
+        lines += [f"{product_link_name(p.asin)}: {p.title} {p.price_tag}" for p in results]
+        return "\n".join(lines)
+    if page == "done":
+        return f"Bought {product.asin.lower() if product else ''}. Score: {score:.2f}"
+    assert product is not None
+    if page == "item":
+        lines = [f"{product.title} {product.price_tag}"]
+        chosen = options or {}
+        # a chosen group shows only its choice: every option click re-sends the page, so it shrinks as it fills
+        lines += [f"{name}: {chosen[name]} (chosen)" if name in chosen else f"{name}: {' | '.join(values)}"
+                  for name, values in product.options.items()]
+        return "\n".join(lines)
+    texts = {"Description": product.description, "Features": " | ".join(product.bullet_points),
+             "Reviews": f"{len(product.reviews)} reviews", "Attributes": ", ".join(product.attributes)}
+    return f"{page}: {texts.get(page, '')}"
 
 
 def exact_click_name(response: str, names: Collection[str]) -> str | None:
@@ -140,7 +185,9 @@ by ``" [SEP] "`` as WebShop does.
 ## Starting State
 
 The search page with a goal drawn uniformly from ``goal_split``, or the goal
-``options={"goal_index": i}`` asks for.
+``options={"goal_index": i}`` asks for. With ``goal_from_seed=True`` the reset seed ``s`` picks
+goal ``s mod n`` of the split's ``n`` goals instead, so seeds ``k .. k + n - 1`` visit every
+goal of the split exactly once (an evaluation that covers the split).
 
 ## Rewards
 
@@ -185,6 +232,16 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
 * ``reward_mode``: ``"original"`` (WebShop's ``get_reward``, default) or ``"strict"`` (see :mod:`.reward`).
 * ``filter_goals``, ``limit_goals``: WebShop's goal options, same semantics (see :mod:`.goals`).
 * ``goal_weighting``: ``"uniform"`` (default) or ``"weighted"`` (WebShop's server: by attribute rarity).
+* ``observation_style``: ``"webshop"`` (default: WebShop's pages, as above) or ``"compact"``, short
+  pages for small context windows (:func:`compact_page`): the first message is a two-line
+  preamble and the instruction; a results page is one ``id: title price`` line per product;
+  an item page is the title and price and one line per option group (its values, or its
+  chosen value once chosen); no
+  page repeats the instruction or lists the actions (``info["available_actions"]`` still
+  does); ``observation_mode``, ``list_actions`` and the history options do not apply.
+* ``results_per_page``: products per results page (default 10, WebShop's), over the same top 50.
+* ``goal_from_seed``: the reset seed picks the goal (``seed mod n`` in the split) instead of a
+  uniform draw (default off); ``options={"goal_index": i}`` still wins.
 * ``format_penalty``, ``render_mode``, ``max_action_length``, ``max_observation_length``: see ``TurnEnv``.
 
 ## Version History
@@ -214,9 +271,18 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         filter_goals: Any = None,
         limit_goals: int = -1,
         goal_weighting: str = "uniform",
+        observation_style: str = "webshop",
+        results_per_page: int = 10,
+        goal_from_seed: bool = False,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
+        if observation_style not in OBSERVATION_STYLES:
+            raise ValueError(f"observation_style must be one of {OBSERVATION_STYLES}, got {observation_style!r}.")
+        if isinstance(results_per_page, bool) or not isinstance(results_per_page, int) or results_per_page < 1:
+            raise ValueError(f"results_per_page must be a positive int (WebShop's is 10), got {results_per_page!r}.")
+        self.observation_style, self.results_per_page, self.goal_from_seed = observation_style, results_per_page, bool(goal_from_seed)
+        self._reset_seed: int | None = None
         for name, value in (("num_prev_obs", num_prev_obs), ("num_prev_actions", num_prev_actions)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int (WebShop's default is 0), got {value!r}.")
@@ -266,8 +332,8 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         if s.page == "search":
             return pages.search_fragments(instruction)
         if s.page == "results":
-            start = (s.page_no - 1) * 10
-            shown = [self.shop.product(i) for i in s.results[start : start + 10]]
+            start = (s.page_no - 1) * self.results_per_page
+            shown = [self.shop.product(i) for i in s.results[start : start + self.results_per_page]]
             return pages.results_fragments(instruction, s.keywords, s.page_no, len(s.results), shown)
         if s.page == "done":
             asin = self.shop.product(s.product).asin if s.product is not None else ""
@@ -289,8 +355,8 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
             if s.page_no > 1:
                 out[pages.PREV_PAGE.lower()] = ("prev", None)
             out[pages.NEXT_PAGE.lower()] = ("next", None)
-            start = (s.page_no - 1) * 10
-            for i in s.results[start : start + 10]:
+            start = (s.page_no - 1) * self.results_per_page
+            for i in s.results[start : start + self.results_per_page]:
                 out.setdefault(product_link_name(self.shop.product(i).asin), ("product", i))
         elif s.page == "item":
             product = self.shop.product(s.product)
@@ -312,7 +378,18 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         s = self.state
         return f"{'+'.join(s.keywords)}/{s.page_no}/{json.dumps(s.options)}"
 
+    def _compact_text(self) -> str:
+        s, goal = self.state, self.goal
+        instruction = self.shown_instruction if self.shown_instruction is not None else goal.instruction_text if goal else ""
+        first = (s.page_no - 1) * self.results_per_page
+        shown = [self.shop.product(i) for i in s.results[first : first + self.results_per_page]] if s.page == "results" else []
+        product = self.shop.product(s.product) if s.product is not None else None
+        return compact_page(s.page, instruction, results=shown, first=first, total=len(s.results), page_no=s.page_no,
+                            product=product, options=s.options, score=s.score)
+
     def _page_text(self) -> str:
+        if self.observation_style == "compact":
+            return self._compact_text()
         fragments = self._fragments()
         if self.observation_mode == "html":
             page = "".join(fragments)
@@ -333,11 +410,17 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
                 raise ValueError(f"goal_index must lie in [0, {self.shop.num_goals}), got {index}.")
         else:
             index = self._goals.draw(self.np_random)
+            if self.goal_from_seed and self._reset_seed is not None:
+                index = int(self._goals.indices[self._reset_seed % len(self._goals)])
         self.goal = self.shop.goal(index)
         self.state = _State()
         self._plan = None
         self._prev_obs, self._prev_actions = [self._page_text()], []
-        return INTRO + self._page_text(), {}
+        return (COMPACT_INTRO if self.observation_style == "compact" else INTRO) + self._page_text(), {}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        self._reset_seed = None if seed is None else int(seed)  # goal_from_seed reads it
+        return super().reset(seed=seed, options=options)
 
     def _extra_info(self) -> dict[str, Any]:
         s = self.state
@@ -353,7 +436,7 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         active = self.has_started and not self.episode_over
         observation, reward, terminated, truncated, info = super().step(action)
-        if active and (self.num_prev_obs or self.num_prev_actions):
+        if active and (self.num_prev_obs or self.num_prev_actions) and self.observation_style == "webshop":
             text = action if isinstance(action, str) else action.decode("utf-8", "replace") if isinstance(action, bytes) else repr(action)
             self._prev_actions.append(text)
             current = observation
@@ -479,7 +562,7 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         pos = _expert.pick(s.results, shop, goal, target)
         if pos is None:
             return "click[back to search]"
-        wanted_page = pos // 10 + 1
+        wanted_page = pos // self.results_per_page + 1
         if wanted_page > s.page_no:
             return "click[next >]"
         if wanted_page < s.page_no:

@@ -1,0 +1,88 @@
+"""TurnWebShop-v0's opt-in compact options (observation_style, results_per_page, goal_from_seed)
+keep the turn contract and do what docs/envs/webshop.md says; the defaults stay WebShop's."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import agentgym_turn  # noqa: F401
+from agentgym_turn.testing import check_turn_env
+
+COMPACT = {"observation_style": "compact", "results_per_page": 3}
+
+
+def _expert_episode(env, seed):
+    obs, info = env.reset(seed=seed)
+    pages = [obs]
+    for _ in range(15):
+        obs, reward, terminated, truncated, info = env.step(env.unwrapped.expert_action())
+        pages.append(obs)
+        if terminated or truncated:
+            break
+    return pages, info
+
+
+def test_compact_style__keeps_the_turn_contract():
+    check_turn_env(lambda: gym.make("TurnWebShop-v0", **COMPACT), episodes=3, fuzz_actions=12)
+
+
+def test_compact_style__pages_are_short_and_never_repeat_the_instruction():
+    env = gym.make("TurnWebShop-v0", **COMPACT)
+    for seed in range(5):
+        pages, info = _expert_episode(env, seed)
+        instruction = env.unwrapped.goal.instruction_text
+        assert info["success"] and instruction in pages[0]
+        assert all(instruction not in p and "Available actions" not in p for p in pages[1:])
+        assert len(pages[1].splitlines()) == 1 + 3  # header + results_per_page products
+        assert all(len(p) < 600 for p in pages[1:])
+
+
+def test_compact_style__chosen_option_group_shows_only_its_choice():
+    env = gym.make("TurnWebShop-v0", **COMPACT)
+    env.reset(seed=0)
+    env.step(env.unwrapped.expert_action())  # search
+    item, *_ = env.step(env.unwrapped.expert_action())  # open the product
+    product = env.unwrapped.shop.product(env.unwrapped.state.product)
+    name, values = next(iter(product.options.items()))
+    after, *_ = env.step(f"click[{values[-1]}]")
+    assert f"{name}: {' | '.join(values)}" in item
+    assert f"{name}: {values[-1]} (chosen)" in after and " | ".join(values) not in after
+
+
+def test_results_per_page__pages_and_clickables_follow_it():
+    env = gym.make("TurnWebShop-v0", results_per_page=4)
+    env.reset(seed=1)
+    _, _, _, _, info = env.step("search[coffee]")
+    products = [a for a in info["available_actions"] if a not in ("back to search", "next >", "< prev")]
+    assert len(products) == 4
+    _, _, _, _, info2 = env.step("click[next >]")
+    assert not set(products) & set(info2["available_actions"])
+
+
+@pytest.mark.parametrize("value", [0, -1, True, 2.5])
+def test_results_per_page__rejects_a_non_positive_int(value):
+    with pytest.raises(ValueError, match="results_per_page"):
+        gym.make("TurnWebShop-v0", results_per_page=value)
+
+
+def test_observation_style__rejects_unknown_names():
+    with pytest.raises(ValueError, match="observation_style"):
+        gym.make("TurnWebShop-v0", observation_style="short")
+
+
+def test_goal_from_seed__consecutive_seeds_visit_every_test_goal_once():
+    env = gym.make("TurnWebShop-v0", goal_split="test", goal_from_seed=True, **COMPACT)
+    start = 1_000_000_000
+    goals = [env.reset(seed=start + i)[1]["goal_index"] for i in range(500)]
+    assert sorted(goals) == list(range(500))
+    assert env.reset(seed=start + 500)[1]["goal_index"] == goals[0]
+    assert env.reset(seed=3, options={"goal_index": 42})[1]["goal_index"] == 42  # an explicit goal still wins
+
+
+def test_defaults__draw_goals_uniformly_and_show_webshop_pages():
+    env = gym.make("TurnWebShop-v0", goal_split="test")
+    goals = {env.reset(seed=1_000_000_000 + i)[1]["goal_index"] for i in range(200)}
+    assert len(goals) < 200  # uniform draws repeat (200 of 500: almost surely)
+    obs, _ = env.reset(seed=0)
+    assert "[SEP]" in obs and "Available actions" in obs
