@@ -69,12 +69,16 @@ def _measure(fn: Callable[[], float], tokens: int, device: str, repeats: int) ->
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
     times, values = [], []
-    for _ in range(repeats + 1):
-        sync()
-        t0 = time.perf_counter()
-        values.append(fn())
-        sync()
-        times.append(time.perf_counter() - t0)
+    try:
+        for _ in range(repeats + 1):
+            sync()
+            t0 = time.perf_counter()
+            values.append(fn())
+            sync()
+            times.append(time.perf_counter() - t0)
+    except torch.OutOfMemoryError:  # a smaller GPU: the record says which paths fit
+        return {"tokens_per_s": None, "out_of_memory": True, "finite": True,
+                "peak_memory_gib": round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if cuda else None}
     return {"tokens_per_s": round(tokens / min(times[1:]), 1),
             "peak_memory_gib": round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if cuda else None,
             "finite": all(math.isfinite(v) for v in values)}
@@ -145,21 +149,19 @@ def main(argv: list[str] | None = None) -> int:
         act[:, L // 2 :] = True
         turns = (torch.arange(L, device=device) // 64).expand(B, L)
         opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
-        paths = {"plain": dict(chunk=0, dtype=DTYPES[dtype], checkpointed=False),
-                 "chunked": dict(chunk=scale["chunk"], dtype=DTYPES[dtype], checkpointed=False),
-                 "float16_scaler": dict(chunk=scale["chunk"], dtype=torch.float16, checkpointed=False),
-                 "checkpointed": dict(chunk=scale["chunk"], dtype=DTYPES[dtype], checkpointed=True)}
+        paths = {"plain": dict(chunk=0, dtype=DTYPES[dtype]), "chunked": dict(chunk=scale["chunk"], dtype=DTYPES[dtype]),
+                 "float16_scaler": dict(chunk=scale["chunk"], dtype=torch.float16)}  # "checkpointed" comes last (below)
         result["update"] = {}
         for name, path in paths.items():
-            if name == "checkpointed":
-                continue  # last: it cannot be switched off again (after the end-to-end run)
-            policy.logprob_chunk_tokens, policy.compute_dtype = path["chunk"], path["dtype"]
+            policy.logprob_chunk_tokens = path["chunk"]
+            policy.compute_dtype = None if path["dtype"] == torch.float32 else path["dtype"]
             scaler = torch.amp.GradScaler(device.split(":")[0]) if path["dtype"] == torch.float16 else None
             result["update"][name] = {"logprob_chunk_tokens": path["chunk"], "dtype": str(path["dtype"]).removeprefix("torch."),
                                       **_measure(lambda: _update_step(policy, ids, act, turns, opt, scaler), B * L, device,
                                                  scale["repeats"])}
+            opt.zero_grad(set_to_none=True)  # (after an out-of-memory error the gradients are partial)
         result["train_tokens_per_s"] = result["update"]["plain"]["tokens_per_s"]  # (the key earlier runs recorded)
-        policy.compute_dtype = DTYPES[dtype] if dtype != "float32" else None
+        policy.compute_dtype = None if dtype == "float32" else DTYPES[dtype]
 
         # 3. end to end: ST-PPO on TurnSokoban-v0, chunked log-probs
         cfg = preset("st-ppo", device=device, dtype="auto", tasks_per_iteration=scale["tasks"], num_envs=scale["tasks"],
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         result["iteration_s"] = round(its[-1], 2)
         result["iteration_metrics"] = {k: round(v, 4) for k, v in m.items() if k.startswith(("train/", "rollout/"))}
 
-        # 2 (end). chunked + gradient checkpointing
+        # 2 (end). chunked + gradient checkpointing (last: it cannot be switched off again)
         policy.enable_gradient_checkpointing()
         policy.logprob_chunk_tokens = scale["chunk"]
         result["update"]["checkpointed"] = {"logprob_chunk_tokens": scale["chunk"], "dtype": dtype, "gradient_checkpointing": True,

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One short prepared command for a lent GPU: a Qwen2.5-0.5B-sized random-init model in
-# bfloat16; prints generation/training throughput, one end-to-end ST-PPO iteration and peak
-# memory, and writes benchmarks/results/gpu_check.json. `--dry-run` runs a tiny config on CPU.
+# bfloat16 (--dtype auto); prints tokens/s and peak memory of generation and of the update
+# (plain, chunked log-probs, float16 + GradScaler, gradient checkpointing), one end-to-end
+# ST-PPO iteration, and writes benchmarks/results/gpu_check.json. `--dry-run` runs a tiny
+# config on CPU (tests/test_gpu_path.py runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-.venv/bin/python}"
