@@ -67,7 +67,8 @@ def _rank(rank: int, world: int, port: int, model_dir: str, work: str, tasks: in
     finally:
         trainer.close()
     if rank == 0:
-        Path(work, f"world{world}.json").write_text(json.dumps(steps[1:]))
+        with Path(work, f"world{world}.jsonl").open("a") as f:  # one line per round
+            f.write(json.dumps(steps[1:]) + "\n")
 
 
 def _free_port() -> int:
@@ -76,13 +77,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def measure(world_sizes: Sequence[int] = (1, 2), *, tasks: int = 32, iterations: int = 3) -> dict[str, Any]:
+def measure(world_sizes: Sequence[int] = (1, 2), *, tasks: int = 32, iterations: int = 3, rounds: int = 2) -> dict[str, Any]:
     """Median trainer step, rollout and update seconds per world size (CPU, gloo, one thread per rank).
 
-    Returns ``{"world_sizes": {"1": {...}, "2": {...}}, "settings": {...}, "machine": {...}}``;
-    each world size holds ``step_s``, ``rollout_s``, ``update_s`` (medians over ``iterations``
-    timed iterations), ``speedup`` (world size 1's step time over this one's, when measured)
-    and the per-iteration records.
+    The world sizes take turns (``rounds`` times each, alternating), so a load that comes and goes
+    on a shared machine hits them alike. Returns ``{"world_sizes": {"1": {...}, "2": {...}},
+    "settings": {...}, "machine": {...}}``; each world size holds ``step_s``, ``rollout_s``,
+    ``update_s`` (medians over ``rounds * iterations`` timed iterations), ``speedup`` (world size
+    1's step time over this one's, when measured), the load averages before its runs and the
+    per-iteration records.
     """
     import torch
     import torch.multiprocessing as mp
@@ -103,20 +106,25 @@ def measure(world_sizes: Sequence[int] = (1, 2), *, tasks: int = 32, iterations:
                         num_heads=m.tiny_heads, intermediate_size=4 * m.tiny_hidden, rope_theta=m.tiny_rope_theta,
                         init_std=m.tiny_init_std)
         model_dir = str(build_tiny(SOKOBAN_ENV, Path(work) / "model", seed=m.tiny_seed, spec=spec, env_kwargs=dict(SOKOBAN_ENV_KWARGS)))
+        loads: dict[int, list[float]] = {w: [] for w in world_sizes}
+        for _ in range(rounds):
+            for w in world_sizes:
+                loads[w].append(os.getloadavg()[0])
+                mp.spawn(_rank, args=(w, _free_port(), model_dir, work, tasks, iterations), nprocs=w, join=True)
         for w in world_sizes:
-            load_before = os.getloadavg()[0]
-            mp.spawn(_rank, args=(w, _free_port(), model_dir, work, tasks, iterations), nprocs=w, join=True)
-            steps = json.loads(Path(work, f"world{w}.json").read_text())
+            lines = Path(work, f"world{w}.jsonl").read_text().splitlines()
+            steps = [s for line in lines for s in json.loads(line)]
             out["world_sizes"][str(w)] = {
                 **{k: statistics.median(s[k] for s in steps) for k in ("step_s", "rollout_s", "update_s")},
-                "load_average_before": load_before, "iterations": steps,
+                "load_average_before": loads[w], "iterations": steps,
             }
     base = out["world_sizes"].get("1")
     for rec in out["world_sizes"].values():
         if base:
             rec["speedup"] = base["step_s"] / rec["step_s"]
     out["settings"] = {"env": "TurnSokoban-v0", "recipe": "sokoban_tiny turn-ppo, no SFT", "tasks_per_iteration": tasks,
-                       "minibatch_size": tasks // 2, "timed_iterations": iterations, "backend": "gloo", "threads_per_rank": 1,
+                       "minibatch_size": tasks // 2, "timed_iterations": iterations, "rounds": rounds, "backend": "gloo",
+                       "threads_per_rank": 1,
                        "parallel": "ddp"}
     out["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                       "torch": torch.__version__, "load_average_after": os.getloadavg()[0]}
@@ -128,14 +136,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--world-sizes", type=int, nargs="+", default=[1, 2], metavar="N")
     parser.add_argument("--tasks", type=int, default=32, help="episodes an iteration, over all ranks (default 32)")
     parser.add_argument("--iterations", type=int, default=3, help="timed iterations after one warm-up (default 3)")
+    parser.add_argument("--rounds", type=int, default=2, help="times each world size runs, alternating (default 2)")
     parser.add_argument("--out", type=Path, default=RESULT, help="result JSON (default benchmarks/results/scaling_trainer.json)")
     args = parser.parse_args(argv)
-    result = measure(args.world_sizes, tasks=args.tasks, iterations=args.iterations)
+    result = measure(args.world_sizes, tasks=args.tasks, iterations=args.iterations, rounds=args.rounds)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     for w, rec in result["world_sizes"].items():
         print(f"world size {w}: step {rec['step_s']:.2f} s (rollout {rec['rollout_s']:.2f} s, update {rec['update_s']:.2f} s)"
-              f"  speed-up {rec.get('speedup', float('nan')):.2f}x  load {rec['load_average_before']:.1f}")
+              f"  speed-up {rec.get('speedup', float('nan')):.2f}x  load {max(rec['load_average_before']):.1f}")
     print(args.out)
     return 0
 

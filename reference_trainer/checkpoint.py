@@ -17,6 +17,11 @@ kill at any moment leaves ``PATH`` on the previous checkpoint or on the new one,
 the next save deletes what an interrupted one left behind. A ``PATH`` that is a plain
 directory (written by an older version) is moved aside once; if a kill lands in that short
 gap, :func:`resolve` falls back to the newest complete sibling.
+
+Under torchrun (:mod:`reference_trainer.distributed`) only rank 0 writes, after gathering every
+rank's sampling generator (and, under FSDP, the whole model and optimizer state), and the
+other ranks wait until the checkpoint is whole. The files have the same layout at every world
+size, so a checkpoint resumes under DDP, FSDP or in one process.
 """
 
 from __future__ import annotations
@@ -170,11 +175,17 @@ def save_trainer(trainer: "Trainer", path: str | os.PathLike) -> Path:
     ctx = getattr(trainer, "dist", distributed.SINGLE)
     ref, avg = trainer.ref_lm, trainer.averaged_lm
     generators = distributed.gather_objects(trainer.generator.get_state(), ctx)
+    full = distributed.full_state(getattr(trainer, "parallel", None), trainer.optimizer)  # FSDP: gathered on rank 0
 
     def write(directory: Path) -> None:
-        save_policy(trainer.policy, trainer.tokenizer, directory / "policy")
+        if full is None:
+            save_policy(trainer.policy, trainer.tokenizer, directory / "policy")
+            optimizer = trainer.optimizer.state_dict()
+        else:
+            save_policy(_whole_policy(trainer, full[0]), trainer.tokenizer, directory / "policy")
+            optimizer = _indexed_optimizer_state(full[1])
         state = {
-            "optimizer": trainer.optimizer.state_dict(),
+            "optimizer": optimizer,
             "scheduler": trainer.scheduler.state_dict(),
             "torch_generator": trainer.generator.get_state(),
             "torch_global": torch.get_rng_state(),
@@ -196,10 +207,35 @@ def save_trainer(trainer: "Trainer", path: str | os.PathLike) -> Path:
     return path
 
 
+def _whole_policy(trainer: "Trainer", model_state: dict[str, Any]) -> Any:
+    """An unsharded CPU copy of an FSDP trainer's policy holding ``model_state`` (names of the wrapped objective)."""
+    from .policy import load_policy
+
+    if trainer.model_path is None:
+        raise ValueError("an FSDP checkpoint rebuilds the whole model from the directory it was loaded from: build the "
+                         "Trainer from cfg.model.model (not from a policy object) to save under --parallel fsdp.")
+    m = trainer.cfg.model
+    whole, _ = load_policy(trainer.model_path, device="cpu", dtype=m.dtype, critic=m.critic, critic_path=m.critic_model)
+    whole.load_state_dict({k.removeprefix("policy."): v for k, v in model_state.items()})
+    return whole
+
+
+def _indexed_optimizer_state(by_name: dict[str, Any]) -> dict[str, Any]:
+    """A gathered optimizer state keyed by parameter name, keyed by position instead (``Optimizer.state_dict``'s
+    layout), so DDP, FSDP and one process load the same file at any world size."""
+    order = [name for g in by_name["param_groups"] for name in g["params"]]
+    index = {name: i for i, name in enumerate(order)}
+    return {"state": {index[name]: s for name, s in by_name["state"].items()},
+            "param_groups": [{**g, "params": [index[n] for n in g["params"]]} for g in by_name["param_groups"]]}
+
+
 def restore_trainer(trainer: "Trainer", path: str | os.PathLike, frozen_copy: Callable[[torch.nn.Module], torch.nn.Module]) -> None:
     """Put the state saved by :func:`save_trainer` back into ``trainer`` (its policy was loaded from ``path/policy``)."""
+    from . import distributed
+
     meta, state = read_meta(path), load_tensors(path)
-    trainer.optimizer.load_state_dict(state["optimizer"])
+    if not distributed.load_full_optimizer_state(getattr(trainer, "parallel", None), trainer.optimizer, state["optimizer"]):
+        trainer.optimizer.load_state_dict(state["optimizer"])
     trainer.scheduler.load_state_dict(state["scheduler"])
     ranks = state.get("rank_generators")
     ctx = getattr(trainer, "dist", None)

@@ -37,7 +37,7 @@ from torch import nn
 __all__ = ["DistContext", "SINGLE", "context_from_env", "setup", "device_for_rank", "shard_bounds", "shard", "rank_seed",
            "all_reduce_sum", "all_reduce_max", "gather_objects", "barrier", "masked_mean", "masked_whiten", "episode_weights",
            "explained_variance", "gather_episodes", "reduce_steps", "reduce_times", "Objective", "wrap", "grad_sync",
-           "broadcast_module", "shutdown", "QuietLogger", "PARALLEL_MODES"]
+           "broadcast_module", "gathered", "extra_micro_batches", "full_state", "shutdown", "QuietLogger", "PARALLEL_MODES"]
 
 #: ``--parallel`` choices: DDP replicates the model on every rank; FSDP shards parameters, gradients and optimizer state.
 PARALLEL_MODES = ("ddp", "fsdp")
@@ -342,7 +342,8 @@ def wrap(objective: Objective, ctx: DistContext, device: str) -> nn.Module | Non
 
     DDP: buffers are not broadcast at each forward (ranks run different numbers of micro-batch
     forwards; the buffers of an LM are constants), and parameters unused by a loss are found.
-    FSDP: every transformer block (each child of the LM's layer list) is its own shard unit.
+    FSDP (``fully_shard``): every transformer block (each child of a model's layer list) is its own
+    unit and the rest is the root unit; parameters, gradients and AdamW's state are sharded.
     """
     if not ctx.enabled:
         return None
@@ -358,12 +359,50 @@ def wrap(objective: Objective, ctx: DistContext, device: str) -> nn.Module | Non
         return DistributedDataParallel(objective, device_ids=ids, find_unused_parameters=True, **no_sync)
     from torch.distributed.fsdp import fully_shard
 
-    for module in objective.modules():
-        if isinstance(module, nn.ModuleList):  # a model's transformer blocks
+    for module in list(objective.modules()):
+        if isinstance(module, nn.ModuleList):  # a model's transformer blocks: one shard unit each
             for block in module:
-                fully_shard(block, reshard_after_forward=False)
-    fully_shard(objective, reshard_after_forward=False)
+                fully_shard(block)
+    fully_shard(objective)
+    # rollouts call the blocks without the root's forward: initialise the root's state now, or each block would make itself a root
+    objective._get_fsdp_state()._lazy_init()
     return objective
+
+
+def _fsdp_modules(wrapped: nn.Module | None) -> list[nn.Module]:
+    """The FSDP units of ``wrapped`` (none under DDP or in one process)."""
+    if wrapped is None or hasattr(wrapped, "no_sync"):
+        return []
+    from torch.distributed.fsdp import FSDPModule
+
+    return [m for m in wrapped.modules() if isinstance(m, FSDPModule)]
+
+
+@contextlib.contextmanager
+def gathered(wrapped: nn.Module | None) -> Iterator[None]:
+    """FSDP: the whole model's parameters are gathered on every rank for the block, so ranks may run
+    different numbers of forward passes inside it (rollouts, scoring). DDP and one process: nothing to do.
+
+    Every rank must enter and leave the block together (gathering and freeing are collectives).
+    """
+    units = _fsdp_modules(wrapped)
+    for unit in units:
+        unit.set_reshard_after_forward(False, recurse=False)
+        unit.unshard()
+    try:
+        yield
+    finally:
+        for unit in units:
+            unit.reshard()
+            unit.set_reshard_after_forward(unit is not wrapped, recurse=False)  # FSDP's defaults: the root unit keeps its gather
+
+
+def extra_micro_batches(count: int, wrapped: nn.Module | None, ctx: DistContext) -> int:
+    """How many empty micro-batches this rank adds so that every rank runs as many as the busiest:
+    FSDP gathers parameters in each forward, a collective. 0 under DDP and in one process."""
+    if not _fsdp_modules(wrapped):
+        return 0
+    return int(all_reduce_max(torch.tensor(count), ctx)) - count
 
 
 @contextlib.contextmanager
@@ -377,7 +416,7 @@ def grad_sync(wrapped: nn.Module | None, last: bool) -> Iterator[None]:
         with wrapped.no_sync():
             yield
         return
-    wrapped.set_requires_gradient_sync(False)  # FSDP
+    wrapped.set_requires_gradient_sync(False)  # FSDP: gradients accumulate unsharded until the last micro-batch
     try:
         yield
     finally:
@@ -396,3 +435,29 @@ def broadcast_module(module: nn.Module, ctx: DistContext) -> None:
             if local is not t:
                 continue
             dist.broadcast(t.data, src=0)
+
+
+def full_state(wrapped: nn.Module | None, optimizer: torch.optim.Optimizer) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """FSDP: the whole model's and optimizer's state gathered on rank 0 (CPU tensors, keyed by parameter
+    name; empty on other ranks). Every rank must call it. ``None`` under DDP and in one process."""
+    if not _fsdp_modules(wrapped):
+        return None
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, get_optimizer_state_dict
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return get_model_state_dict(wrapped, options=options), get_optimizer_state_dict(wrapped, optimizer, options=options)
+
+
+def load_full_optimizer_state(wrapped: nn.Module | None, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> bool:
+    """FSDP: load an optimizer state saved with parameter indices (any world size) into the sharded
+    optimizer; returns ``False`` (nothing done) under DDP and in one process."""
+    if not _fsdp_modules(wrapped):
+        return False
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+    names = {id(q): name for name, q in wrapped.named_parameters()}
+    order = [names[id(q)] for g in optimizer.param_groups for q in g["params"]]
+    by_name = {"state": {order[int(i)]: s for i, s in state["state"].items()},
+               "param_groups": [{**g, "params": [order[int(i)] for i in g["params"]]} for g in state["param_groups"]]}
+    set_optimizer_state_dict(wrapped, optimizer, by_name, options=StateDictOptions(full_state_dict=True))
+    return True

@@ -135,11 +135,15 @@ class Trainer:
         #: This process's place among the data-parallel ranks (one process: rank 0 of 1), and its device.
         self.dist, device = distributed.setup(m.device, cfg.train.parallel)
         _check_divisible(cfg, self.dist.world_size)
+        _check_fsdp(cfg, self.dist)
+        #: The directory the weights came from (an FSDP checkpoint rebuilds a whole model from it on rank 0).
+        self.model_path: Path | None = None
         if policy is None:
             path = cfg.train.resume and checkpoint.resolve(cfg.train.resume) / "policy"
             if not path:
                 path = self._build_tiny() if m.model == "tiny" else Path(m.model)
             policy, tokenizer = load_policy(path, device=device, dtype=m.dtype, critic=m.critic, critic_path=m.critic_model)
+            self.model_path = Path(path)
         self.policy, self.tokenizer = policy, tokenizer
         #: The loss as a DDP/FSDP-wrapped module (before the optimizer: FSDP replaces the parameters); None in one process.
         self.parallel = distributed.wrap(distributed.Objective(policy, self._losses), self.dist, device)
@@ -222,7 +226,7 @@ class Trainer:
         values = torch.zeros(B, L, device=batch.ids.device)
         if not (with_values or with_logp):
             return logp, values
-        with torch.no_grad():
+        with torch.no_grad(), distributed.gathered(self.parallel):
             for index in micro_batches(batch.attention_mask.sum(1), a.micro_batch_size or a.minibatch_size, a.micro_batch_tokens):
                 index = index.to(batch.ids.device)
                 sub = batch.select(index)
@@ -261,13 +265,14 @@ class Trainer:
         """One episode per seed with the current actor (default: the rollout temperature, the training
         generator and the training envs)."""
         r = self.cfg.rollout
-        return collect(
-            self.policy, self.fmt, self.envs if envs is None else envs, seeds,
-            generator=generator if generator is not None else self.generator,
-            max_new_tokens=r.max_new_tokens, max_context_tokens=r.max_context_tokens,
-            temperature=r.temperature if temperature is None else temperature, groups=groups,
-            split_system_prompt=r.split_system_prompt,
-        )
+        with distributed.gathered(self.parallel):  # FSDP: whole weights on every rank, so ranks may play different turn counts
+            return collect(
+                self.policy, self.fmt, self.envs if envs is None else envs, seeds,
+                generator=generator if generator is not None else self.generator,
+                max_new_tokens=r.max_new_tokens, max_context_tokens=r.max_context_tokens,
+                temperature=r.temperature if temperature is None else temperature, groups=groups,
+                split_system_prompt=r.split_system_prompt,
+            )
 
     def train_iteration(self) -> dict[str, float]:
         """Collect ``tasks_per_iteration * group_size`` episodes, update, return metrics."""
@@ -342,12 +347,16 @@ class Trainer:
                     norm = self._clip_bias_norm(micro, n_tok)
                 self.optimizer.zero_grad(set_to_none=True)
                 parts = []
-                for i, part in enumerate(micro):
-                    with distributed.grad_sync(self.parallel, last=i == len(micro) - 1):
+                extra = distributed.extra_micro_batches(len(micro), self.parallel, self.dist)  # FSDP: forwards in lockstep
+                for i, part in enumerate(micro + micro[:1] * extra):
+                    with distributed.grad_sync(self.parallel, last=i == len(micro) + extra - 1):
                         loss, m = (self.parallel or self._losses)(part, n_tok, n_val, norm, actor_params)
+                        if i >= len(micro):  # a padding pass: gathers and reduces like the others, adds nothing
+                            loss = loss * 0.0
                         if loss.requires_grad:  # DDP averages gradients over ranks; n_tok is global, so scale to their sum
                             (loss * self.dist.world_size if self.dist.enabled else loss).backward()
-                    parts.append((m, part.batch.action_mask.sum().item() / n_tok.item()))
+                    if i < len(micro):
+                        parts.append((m, part.batch.action_mask.sum().item() / n_tok.item()))
                 has_grad = any(q.grad is not None for q in all_params)
                 if self.scaler is not None and has_grad:
                     self.scaler.unscale_(self.optimizer)  # clip, measure and step on the true gradient
@@ -551,6 +560,20 @@ def _check_divisible(cfg: Config, world_size: int) -> None:
         if value % world_size:
             raise ValueError(f"--{name.replace('_', '-')} {value} does not split over {world_size} ranks (WORLD_SIZE): "
                              f"make it a multiple of {world_size} (it counts over all ranks together).")
+
+
+def _check_fsdp(cfg: Config, ctx: distributed.DistContext) -> None:
+    """The options FSDP does not support yet, refused before anything is built."""
+    if not (ctx.enabled and ctx.parallel == "fsdp"):
+        return
+    a, t = cfg.algo, cfg.train
+    unsupported = {"--kl-coef": a.kl_coef > 0, "--ema-decay": a.ema_decay > 0, "--clip-bias-correction": a.clip_bias_correction != "none",
+                   "--sft-episodes": t.sft_episodes > 0}
+    named = [name for name, on in unsupported.items() if on]
+    if named:
+        raise ValueError(f"--parallel fsdp does not support {', '.join(named)} yet (frozen copies and per-parameter "
+                         "gradient passes of a sharded model): use --parallel ddp, or run the SFT warm start first "
+                         "(python -m reference_trainer sft) and pass its policy with --model.")
 
 
 def _prefix(p: str, d: dict[str, float]) -> dict[str, float]:
