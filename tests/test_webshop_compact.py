@@ -38,6 +38,16 @@ def test_compact_style__pages_are_short_and_never_repeat_the_instruction():
         assert all(len(p) < 600 for p in pages[1:])
 
 
+def test_compact_style__results_are_clicked_by_their_number_on_the_page():
+    env = gym.make("TurnWebShop-v0", **COMPACT)
+    env.reset(seed=2)
+    page, _, _, _, info = env.step("search[coffee]")
+    assert info["available_actions"] == ["back to search", "next >", "1", "2", "3"]
+    second_title = page.splitlines()[2].split(": ", 1)[1]
+    item, _, _, _, info = env.step("click[2]")
+    assert info["page"] == "item" and item.startswith(second_title.rsplit(" $", 1)[0])
+
+
 def test_compact_style__chosen_option_group_shows_only_its_choice():
     env = gym.make("TurnWebShop-v0", **COMPACT)
     env.reset(seed=0)

@@ -78,7 +78,7 @@ OBSERVATION_STYLES = ("webshop", "compact")
 
 #: The first message's preamble in ``observation_style="compact"`` (the instruction follows).
 COMPACT_INTRO = (
-    "One action per turn: search[query] or click[x], x: a product id, an option, next >, < prev, "
+    "One action per turn: search[query] or click[x], x: a result's number, an option, next >, < prev, "
     "back to search, buy now.\n"
 )
 
@@ -88,7 +88,8 @@ def compact_page(page: str, instruction: str, *, results: Sequence[Product] = ()
                  score: float = 0.0) -> str:
     """One page in ``observation_style="compact"``: plain lines, no instruction after the first
     message, no list of actions (the page's clickables are its lines' ids, option values and the
-    buttons :data:`COMPACT_INTRO` names).
+    buttons :data:`COMPACT_INTRO` names). A result's link is its number on the page (``1``, ``2``...),
+    not its ASIN: a short name a small model need not copy letter by letter.
 
     ``page`` is the page kind (``search``, ``results``, ``item``, a sub-page or ``done``);
     ``results`` the products shown on a results page and ``first`` the 0-based rank of the first
@@ -100,7 +101,7 @@ def compact_page(page: str, instruction: str, *, results: Sequence[Product] = ()
         if not results:
             return f"No results on page {page_no} ({total} in all)."
         lines = [f"Results {first + 1}-{first + len(results)} of {total}:"]
-        lines += [f"{product_link_name(p.asin)}: {p.title} {p.price_tag}" for p in results]
+        lines += [f"{k}: {p.title} {p.price_tag}" for k, p in enumerate(results, 1)]
         return "\n".join(lines)
     if page == "done":
         return f"Bought {product.asin.lower() if product else ''}. Score: {score:.2f}"
@@ -234,7 +235,8 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
 * ``goal_weighting``: ``"uniform"`` (default) or ``"weighted"`` (WebShop's server: by attribute rarity).
 * ``observation_style``: ``"webshop"`` (default: WebShop's pages, as above) or ``"compact"``, short
   pages for small context windows (:func:`compact_page`): the first message is a two-line
-  preamble and the instruction; a results page is one ``id: title price`` line per product;
+  preamble and the instruction; a results page is one ``n: title price`` line per product,
+  whose link is its number ``n`` on the page (``click[1]``), not its ASIN;
   an item page is the title and price and one line per option group (its values, or its
   chosen value once chosen); no
   page repeats the instruction or lists the actions (``info["available_actions"]`` still
@@ -356,8 +358,9 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
                 out[pages.PREV_PAGE.lower()] = ("prev", None)
             out[pages.NEXT_PAGE.lower()] = ("next", None)
             start = (s.page_no - 1) * self.results_per_page
-            for i in s.results[start : start + self.results_per_page]:
-                out.setdefault(product_link_name(self.shop.product(i).asin), ("product", i))
+            for k, i in enumerate(s.results[start : start + self.results_per_page], 1):
+                name = str(k) if self.observation_style == "compact" else product_link_name(self.shop.product(i).asin)
+                out.setdefault(name, ("product", i))
         elif s.page == "item":
             product = self.shop.product(s.product)
             fixed = [pages.BACK_TO_SEARCH, pages.PREV_PAGE, *(p for p in pages.SUB_PAGES if p != "Attributes" or self.show_attributes), pages.BUY_NOW]
@@ -567,6 +570,8 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
             return "click[next >]"
         if wanted_page < s.page_no:
             return "click[< prev]"
+        if self.observation_style == "compact":
+            return f"click[{pos % self.results_per_page + 1}]"
         return f"click[{shop.product(s.results[pos]).asin.lower()}]"
 
 
