@@ -58,7 +58,7 @@ def selected_logprobs(
         ``(logp [N], entropy [N] or None)``.
     """
     if chunk_tokens < 0:
-        raise ValueError(f"chunk_tokens must be >= 0 (0: no chunking), got {chunk_tokens}.")
+        raise ValueError(f"chunk_tokens (--logprob-chunk-tokens) must be >= 0 (0: no chunking), got {chunk_tokens}.")
     n = hidden.shape[0]
     if chunk_tokens == 0 or n <= chunk_tokens:
         out = _rows(logits_fn, hidden, target, with_entropy)

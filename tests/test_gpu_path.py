@@ -220,6 +220,16 @@ def test_gradient_checkpointing_gives_the_same_gradients_and_keeps_generation(ar
     assert not any(m.training for m in policy.lm.modules())  # eval mode restored: dropout stays off
 
 
+def test_the_command_line_has_the_gpu_options_with_defaults_that_change_nothing():
+    from reference_trainer.cli import build_parser, config_from_args
+
+    p = build_parser()
+    cfg = config_from_args(p.parse_args(["train", "--dtype", "auto", "--logprob-chunk-tokens", "512", "--gradient-checkpointing"]))
+    assert (cfg.model.dtype, cfg.model.logprob_chunk_tokens, cfg.model.gradient_checkpointing) == ("auto", 512, True)
+    default = config_from_args(p.parse_args(["train"]))
+    assert (default.model.dtype, default.model.logprob_chunk_tokens, default.model.gradient_checkpointing) == ("float32", 0, False)
+
+
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
     return str(trainer_envs.build_toy_tiny(tmp_path_factory.mktemp("tiny") / "model"))
