@@ -131,6 +131,11 @@ def _guarded_protocol(header_timeout: float):
                 self.transport.close()
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            sock = transport.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+                # Served on a pre-bound socket, accepted connections lack TCP_NODELAY: Nagle then held every keep-alive
+                # response for the client's delayed ACK (44-56 ms a retrieve request instead of 1.5-1.9 ms).
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             super().connection_made(transport)
             self._arm()
 
