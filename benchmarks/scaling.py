@@ -152,18 +152,20 @@ def _seeds(first: int, n: int, cycle: int) -> list[int]:
 
 
 def rollout_rate(fmt: Any, env_id: str, n: int, mode: str, text: str, env_kwargs: dict[str, Any], min_turns: int,
-                 cycle: int = 0) -> dict[str, Any]:
+                 cycle: int = 0, first_seed: int = 0) -> dict[str, Any]:
     """Turns/s of ``n`` envs in ``mode`` playing chunks of ``n`` episodes with the stub policy.
 
     ``rollout_turns_per_s``: through :func:`~reference_trainer.rollout.collect` (tokenising every
     observation in this process); ``env_turns_per_s``: the env batch alone (``reset``, then
-    ``step`` of every active env with the stub's text until all are done).
+    ``step`` of every active env with the stub's text until all are done). Task seeds start at
+    ``first_seed``: give every measurement its own range, or this process's level cache (shared by
+    threads) would serve tasks an earlier measurement generated.
     """
     from reference_trainer.rollout import collect, make_envs
 
     envs = make_envs(env_id, n, mode, **env_kwargs)
     policy = StubPolicy(fmt, text)
-    seed = 0
+    seed = first_seed
 
     def rollout_chunk() -> int:
         nonlocal seed
@@ -220,12 +222,11 @@ def measure_rollout(counts: tuple[int, ...], min_turns: int, only_envs: list[str
                 for s in range(cycle):
                     warm.reset(seed=s)
                 warm.close()
-            rows = [rollout_rate(fmt, env_id, 1, "list", text, kwargs, min_turns, cycle)]
-            print(name, rows[-1], flush=True)
-            for mode in modes:
-                for n in counts:
-                    rows.append(rollout_rate(fmt, env_id, n, mode, text, kwargs, min_turns, cycle))
-                    print(name, rows[-1], flush=True)
+            runs = [("list", 1)] + [(mode, n) for mode in modes for n in counts]
+            rows = []
+            for k, (mode, n) in enumerate(runs):
+                rows.append(rollout_rate(fmt, env_id, n, mode, text, kwargs, min_turns, cycle, first_seed=k * 1_000_000))
+                print(name, rows[-1], flush=True)
             for row in rows:
                 base = next(r for r in rows if r["mode"] == row["mode"] and r["envs"] == 1)
                 row["rollout_speedup"] = round(row["rollout_turns_per_s"] / base["rollout_turns_per_s"], 2)
@@ -238,6 +239,21 @@ def measure_rollout(counts: tuple[int, ...], min_turns: int, only_envs: list[str
     finally:
         for server in servers.values():
             server.close()
+    return out
+
+
+def summarize(rollout: dict[str, Any]) -> dict[str, Any]:
+    """Per env and mode: the speed-ups at 8 envs (the issue's yardstick) and the best one with its env count."""
+    out: dict[str, Any] = {}
+    for name, entry in rollout.items():
+        for mode in sorted({r["mode"] for r in entry["rows"] if r["mode"] != "list"}):
+            rows = [r for r in entry["rows"] if r["mode"] == mode]
+            at8 = next((r for r in rows if r["envs"] == 8), None)
+            best = max(rows, key=lambda r: r["env_speedup"])
+            out[f"{name} ({mode})"] = {
+                "env_speedup_at_8": at8 and at8["env_speedup"], "rollout_speedup_at_8": at8 and at8["rollout_speedup"],
+                "best_env_speedup": best["env_speedup"], "best_at_envs": best["envs"],
+            }
     return out
 
 
@@ -306,11 +322,18 @@ def main(argv: list[str] | None = None) -> int:
         if importlib.util.find_spec("scaling_trainer") is not None:
             from scaling_trainer import measure
 
-            result["trainer"] = measure([1, 2])
+            try:
+                result["trainer"] = measure([1, 2])
+            except Exception as exc:  # keep the rollout part; say how to redo this one
+                print(f"scaling_trainer.measure failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                result["trainer"] = {"error": f"{type(exc).__name__}: {exc}",
+                                     "rerun": "python benchmarks/scaling.py --only trainer (or benchmarks/scaling_trainer.py)"}
         else:
             result["trainer"] = {"missing": "benchmarks/scaling_trainer.py is not there yet"}
     elif "trainer" in previous:
         result["trainer"] = previous["trainer"]
+    if "rollout" in result:
+        result["summary"] = summarize(result["rollout"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     plot(result, args.out.with_suffix(".png"))
