@@ -24,16 +24,16 @@ ROOT = Path(__file__).parent.parent
 TOL = dict(rtol=1e-6, atol=1e-6)  # float32: the chunks' matrix products round differently, nothing else differs
 
 
-def _random_lm(arch: str = "qwen2", vocab: int = 300, seed: int = 0):
+def _random_lm(arch: str = "qwen2", vocab: int = 300, seed: int = 0, init_std: float = 0.02):
     from transformers import AutoModelForCausalLM, GPT2Config, Qwen2Config
 
     torch.manual_seed(seed)
     if arch == "gpt2":
-        config = GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=vocab, n_positions=256,
+        config = GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=vocab, n_positions=256, initializer_range=init_std,
                             resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
     else:
         config = Qwen2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                             num_key_value_heads=2, vocab_size=vocab, max_position_embeddings=256)
+                             num_key_value_heads=2, vocab_size=vocab, max_position_embeddings=256, initializer_range=init_std)
     return AutoModelForCausalLM.from_config(config).eval()
 
 
@@ -141,6 +141,23 @@ def test_sampling_with_the_kv_cache_gives_the_same_tokens_as_recomputing_the_pre
     for a, b in zip(cached[1], plain[1]):
         assert a == pytest.approx(b, abs=1e-5)
     assert sum(map(len, cached[0])) > 12  # it did sample (not one stop token per row)
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "gpt2"])
+@pytest.mark.parametrize("dtype", [None, torch.bfloat16])
+def test_left_padding_does_not_change_a_prompts_greedy_response(arch, dtype):
+    # large random weights make the response depend on the context: attending to the pads (pad id 0
+    # read as tokens) changes the first greedy token of the short prompts
+    policy = Policy(_random_lm(arch, seed=5, init_std=0.3), compute_dtype=dtype, vocab_limit=290)
+    prompts = [[5, 6, 7, 8, 9, 10, 11, 12, 13], [14, 15], [16, 17, 18, 19]]
+    kw = dict(max_new_tokens=6, stop_ids=frozenset(), pad_id=0, temperature=0.0, generator=torch.Generator())
+    batched = policy.generate(prompts, **kw)
+    for i, prompt in enumerate(prompts):
+        alone = policy.generate([prompt], **kw)
+        assert alone[0][0] == batched[0][i]
+        assert alone[1][0] == pytest.approx(batched[1][i], abs=1e-5 if dtype is None else 5e-2)  # bf16: 8 mantissa bits, 6 steps
+    wrong = policy.generate([[0] * 7 + prompts[1]], **{**kw, "max_new_tokens": 1})  # the pads as real tokens
+    assert wrong[0][0][0] != batched[0][1][0]  # (so the comparison above can fail)
 
 
 def test_sampling_draws_from_the_callers_generator_on_cpu():
