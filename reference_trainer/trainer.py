@@ -28,6 +28,10 @@ Storage layout of one iteration (``B`` episodes, ``L`` tokens, ``K`` turns):
 * ``advantages [B, L]`` on action tokens; ``value_targets``/``value_mask [B, L]`` at the
   positions the critic is trained on (token critic: the token before each action token;
   turn critic: the last token of each turn's state).
+
+Under ``torchrun`` each rank plays its share of the tasks and the update is data parallel (DDP,
+or FSDP with ``--parallel fsdp``); the statistics, counts and metrics above are taken over all
+ranks (:mod:`reference_trainer.distributed`, ``docs/scaling.md``). One process: unchanged.
 """
 
 from __future__ import annotations

@@ -237,3 +237,15 @@ def test_tasks_that_do_not_split_over_the_ranks_are_refused_with_the_option_to_c
         _check_divisible(_config(model_dir, str(tmp_path)), 3)
     with pytest.raises(ValueError, match="--minibatch-size 6"):
         _check_divisible(_config(model_dir, str(tmp_path), minibatch_size=6), 4)
+
+
+def test_fsdp_refuses_the_options_it_cannot_shard_and_names_them(model_dir, tmp_path):
+    from reference_trainer.trainer import _check_fsdp
+
+    fsdp = distributed.DistContext(0, 2, 0, "fsdp")
+    _check_fsdp(_config(model_dir, str(tmp_path), "turn-ppo"), fsdp)
+    _check_fsdp(_config(model_dir, str(tmp_path), "st-ppo", kl_coef=0.1), distributed.DistContext(0, 2, 0, "ddp"))
+    with pytest.raises(ValueError, match="--parallel fsdp does not support --kl-coef, --ema-decay, --clip-bias-correction"):
+        _check_fsdp(_config(model_dir, str(tmp_path), "st-ppo", kl_coef=0.1, ema_decay=0.5), fsdp)
+    with pytest.raises(ValueError, match="--sft-episodes"):
+        _check_fsdp(_config(model_dir, str(tmp_path), "turn-ppo", sft_episodes=4), fsdp)
