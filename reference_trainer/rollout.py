@@ -266,16 +266,17 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
             if info.get(STEP_TIMEOUT_KEY):  # the env did not answer in time: no final state to bootstrap from
                 ep.truncated, ep.truncation = True, "timeout"
                 continue
-            need = conv.observation_length(fmt, obs)
+            pieces = fmt.observation_pieces(obs)  # tokenised once: for the length check and the conversation
+            need = sum(len(ids) for ids, _ in pieces)
             fits = len(conv) + need <= max_context_tokens
             if truncated or len(conv) + need + max_new_tokens + tail_room > max_context_tokens:
                 ep.truncated = True
                 ep.truncation = "env" if truncated else "context"
                 if fits:  # the final state, for the critic's bootstrap value
-                    conv.add_observation(fmt, obs)
+                    conv.add_observation(fmt, obs, pieces=pieces)
                     ep.bootstrap_pos = len(conv) - 1
                 continue
-            conv.add_observation(fmt, obs)
+            conv.add_observation(fmt, obs, pieces=pieces)
             still.append(i)
         active = still
     return eps

@@ -248,11 +248,13 @@ class Conversation:
             self.roles.extend([role] * len(ids))
             self.turn_ids.extend([turn] * len(ids))
 
-    def add_observation(self, fmt: ChatFormat, observation: str, system_prompt: str | None = None) -> None:
+    def add_observation(self, fmt: ChatFormat, observation: str, system_prompt: str | None = None,
+                        pieces: Sequence[tuple[Sequence[int], int]] | None = None) -> None:
         """Append the state's new message (the first one opens the conversation, with
-        ``system_prompt`` as a per-episode system message when given)."""
+        ``system_prompt`` as a per-episode system message when given). ``pieces``: a later
+        observation's ``fmt.observation_pieces(observation)`` when the caller has them already."""
         if self.ids:
-            pieces = fmt.observation_pieces(observation)
+            pieces = fmt.observation_pieces(observation) if pieces is None else pieces
         else:
             pieces = fmt.prompt_pieces(observation, system_prompt)
             self.system_prompt = system_prompt or ""
