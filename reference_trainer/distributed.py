@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import os
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
@@ -350,8 +351,6 @@ def wrap(objective: Objective, ctx: DistContext, device: str) -> nn.Module | Non
     if ctx.parallel == "ddp":
         from torch.nn.parallel import DistributedDataParallel
 
-        import inspect
-
         ids = [torch.device(device).index] if device.startswith("cuda") else None
         # newer PyTorch names the switch forward_sync_buffers (broadcast_buffers is deprecated there)
         no_sync = ({"forward_sync_buffers": False} if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
@@ -431,10 +430,8 @@ def broadcast_module(module: nn.Module, ctx: DistContext) -> None:
 
     with torch.no_grad():
         for t in list(module.parameters()) + list(module.buffers()):
-            local = t.to_local() if hasattr(t, "to_local") else t  # an FSDP shard is already rank-specific: skip
-            if local is not t:
-                continue
-            dist.broadcast(t.data, src=0)
+            if not hasattr(t, "to_local"):  # (an FSDP shard is rank-specific by design)
+                dist.broadcast(t.data, src=0)
 
 
 def full_state(wrapped: nn.Module | None, optimizer: torch.optim.Optimizer) -> tuple[dict[str, Any], dict[str, Any]] | None:

@@ -290,9 +290,10 @@ class Trainer:
         t1 = time.perf_counter()
         batch = make_batch(episodes, self.pad_id).to(self.device)
         prepared = self.prepare(batch)
-        metrics = {f"rollout/{k}": v for k, v in episode_metrics(distributed.gather_episodes(episodes, self.dist)).items()}
+        everyone = distributed.gather_episodes(episodes, self.dist)  # all ranks' episodes (token lists left out)
+        metrics = {f"rollout/{k}": v for k, v in episode_metrics(everyone).items()}
         if r.step_timeout_s > 0:  # share of episodes whose env overran the step timeout (runs without one keep their keys)
-            metrics["rollout/step_timeouts"] = sum(e.truncation == "timeout" for e in episodes) / max(len(episodes), 1)
+            metrics["rollout/step_timeouts"] = sum(e.truncation == "timeout" for e in everyone) / max(len(everyone), 1)
         act = batch.action_mask
         if self.cfg.algo.recompute_old_logp:
             metrics["rollout/logp_diff"] = float(distributed.masked_mean((batch.sampled_logp - prepared.old_logp).abs(), act, self.dist))
