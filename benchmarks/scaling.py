@@ -55,6 +55,15 @@ COUNTS = (1, 2, 4, 8, 16, 32)
 SLEEPY_ID = "ScalingSleepySokoban-v0"
 STEP_DELAY_S = 0.010
 
+#: Written into the results with every run: what to keep in mind when reading them.
+NOTES = [
+    "searchqa_http rows were measured after the servers' TCP_NODELAY fix (commit 22275fc): before it a keep-alive /retrieve "
+    "request took 44-56 ms (Nagle holding the response for the client's delayed ACK) and 1 env did 25 env turns/s.",
+    "rollout_* rates include the tokenisation of every observation, done serially in the main process; on a shared 2-core "
+    "machine under nice 19 it caps the rollout speed-ups below the env batch's.",
+    "CPU-bound rows (sokoban, searchqa) ran with 2 cores shared by several engineers' jobs (load average 6-10): their "
+    "speed-up cannot exceed the idle share of 2 cores. Short windows under such load are noisy: compare neighbouring rows.",
+]
 #: Sokoban tasks of the I/O-bound case repeat over this many seeds, generated before timing (its reset is then a cache hit).
 SLEEPY_SEEDS = 64
 #: name -> (env id, make kwargs besides the retriever, stub response, modes, seed cycle (0: every task new))
@@ -308,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": cpus, "load_average_at_start": round(load, 2), "shared": load > cpus, "python": platform.python_version(),
                     "note": "shared by several engineers' jobs while measured (2 cores); CPU-bound rows are bounded by what was left "
                             "of them, I/O-bound rows mostly wait"},
+        "notes": NOTES,
         "method": "instant stub policy (fixed response, no model); turns/s over chunks of n episodes after one warm-up chunk; "
                   "*_speedup = turns/s at n envs / turns/s at 1 env in the same mode; env_* = env batch alone, rollout_* = collect()",
     }
