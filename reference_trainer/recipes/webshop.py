@@ -1,0 +1,82 @@
+"""Draft settings for the tiny model on TurnWebShop-v0 (issue 15): NOT yet a measured recipe.
+
+``WEBSHOP_DRAFT`` is deliberately not exported as ``RECIPE``, so :mod:`reference_trainer.recipes`
+does not register it and the suite's ``learning_runs`` fixture does not run it: with these
+settings Turn-PPO does not yet raise the held-out score (measured below), and a registered
+recipe would add a failing ~15-minute job to ``make test``. Rename it to ``RECIPE`` once a
+run meets the bar (+5 points on each of 3 seeds, paired 95% CI above 0).
+
+What each choice does:
+
+* **Model**: the tiny GPT-2-style model (d=64, 2 layers, 4 heads, learned positions) with a
+  2,048-token vocabulary: WebShop's words (product nouns, option values) become one token
+  each (an expert episode: about 480 tokens at 2,048 against about 690 at 512, 5 results a page).
+* **Observation**: ``observation_style="compact"`` (a short preamble and the instruction, then
+  one line per product or option group; no page repeats the instruction or the action list)
+  with ``results_per_page=3`` (the expert's product is the first hit in nine goals of ten) and
+  results clicked by number (``click[1]``).
+* **Held-out split**: training draws WebShop's train goals; every evaluation plays the 500 test
+  goals (``goal_split="test"``), each exactly once (``goal_from_seed=True``: eval seeds
+  ``eval_seed .. eval_seed + 499`` visit goals ``0 .. 499``), greedily.
+* **Critic**: a separate trunk, restarted from the SFT weights.
+* **Noise control** as in the Sokoban recipe: weight average (``ema_decay``), KL towards it,
+  rollouts at temperature 0.8.
+
+Measured (seed 0, one thread, on a machine shared by six jobs, so times are upper bounds): SFT
+of 100 steps x 64 episodes took 918 s with its two 500-goal evaluations and left held-out score
+0.021 (0 successes, 35% invalid turns, SFT loss 0.77); the greedy policy searches with a garbled
+copy of the instruction (``search[find me cruelt for men with color: khaki, and size: khaki]``),
+so the results are of the wrong product type and WebShop's type factor zeroes the reward. Six
+Turn-PPO iterations (128 episodes, ~40-70 s each here) moved the rollout score 0.019 -> 0.02-0.034
+while invalid turns fell 39% -> 26%. Scripted policies on the 500-goal test split (first 200)
+show where the score is: the expert's query + ``click[1]`` + buy = 0.65; + the goal's options
+= 0.97; a 6-word prefix of the instruction as query = 0.33 / 0.40; the product noun alone =
+0.51 / 0.74. The tiny model cannot copy a 30-token query after 100 SFT steps: the next step is
+a shorter expert query in the compact style (the product noun) or far longer SFT.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import Config, preset
+from .base import Recipe
+
+__all__ = ["WEBSHOP_DRAFT", "WEBSHOP_ENV", "WEBSHOP_ENV_KWARGS", "WEBSHOP_EVAL_ENV_KWARGS", "WEBSHOP_EVAL_EPISODES", "WEBSHOP_RL_ITERATIONS", "webshop_tiny"]
+
+WEBSHOP_ENV = "TurnWebShop-v0"
+WEBSHOP_ENV_KWARGS: dict[str, Any] = {"observation_style": "compact", "results_per_page": 3, "goal_split": "train"}
+#: Evaluations: each of the 500 test goals once.
+WEBSHOP_EVAL_ENV_KWARGS: dict[str, Any] = {"goal_split": "test", "goal_from_seed": True}
+WEBSHOP_EVAL_EPISODES = 500
+
+#: The draft's RL budget, in iterations.
+WEBSHOP_RL_ITERATIONS = 24
+
+
+def webshop_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = WEBSHOP_RL_ITERATIONS, out: str = "runs/webshop",
+                 model: str = "tiny", sft_episodes: int = 1000, **train: Any) -> Config:
+    """The configuration of one run: SFT warm start (unless ``sft_episodes=0``), then ``algo``.
+
+    ``model`` is ``"tiny"`` (built offline) or a checkpoint directory, e.g. a saved SFT policy
+    to start RL from; ``train`` overrides fields of any config section.
+    """
+    rollout: dict[str, Any] = dict(tasks_per_iteration=128, num_envs=128, max_new_tokens=64, max_context_tokens=768, temperature=0.8,
+                                   env_kwargs=dict(WEBSHOP_ENV_KWARGS))
+    if algo == "grpo":
+        rollout.update(tasks_per_iteration=16, group_size=8)  # the same 128 episodes, 8 per goal
+    return preset(algo, **{
+        "model": model, "tiny_arch": "gpt2", "tiny_vocab": 2048, "critic": "separate",
+        **rollout,
+        "lr": 3e-4, "lr_warmup_steps": 5, "minibatch_size": 32, "micro_batch_tokens": 4096,
+        "kl_coef": 0.1, "kl_reference": "average", "ema_decay": 0.9, "recompute_old_logp": False,
+        "env": WEBSHOP_ENV, "iterations": iterations, "seed": seed, "eval_every": 0,
+        "eval_episodes": WEBSHOP_EVAL_EPISODES, "eval_env_kwargs": dict(WEBSHOP_EVAL_ENV_KWARGS),
+        "sft_episodes": sft_episodes, "sft_steps": 100, "sft_batch_size": 64, "sft_lr": 3e-3, "out": out,
+        **train,
+    })
+
+
+#: The draft recipe (not registered: see the module docstring).
+WEBSHOP_DRAFT = Recipe(name="webshop", env_id=WEBSHOP_ENV, build=webshop_tiny, rl_iterations=WEBSHOP_RL_ITERATIONS, metric="score",
+                       what=f"held-out greedy WebShop score on the {WEBSHOP_EVAL_EPISODES} test goals (goal_split='test', each once)")
