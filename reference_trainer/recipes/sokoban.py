@@ -26,6 +26,12 @@ tiny model"):
   (``ema_decay=0.9``), the KL penalty (``kl_coef=0.1``) pulls towards that average
   (``kl_reference="average"``, WARP's moving anchor), and rollouts sample at temperature 0.8
   (evaluation is greedy).
+* **Budget**: 64 RL iterations (about 3 minutes on one quiet CPU thread); the curve flattens
+  after about 60. A shorter SFT (200 steps, a 36.5% start) leaves more headroom but RL does not
+  use it: +9.5 points in 50 iterations against +11.7 in 54 from the 300-step start.
+* **Evaluation**: greedy, on 600 held-out levels (seeds from 10^9 up, never drawn in training),
+  enough for a paired 95% interval of +-4 points on the gain; every 16 iterations, since each
+  evaluation costs about as much as two RL iterations' rollouts.
 """
 
 from __future__ import annotations
@@ -41,8 +47,9 @@ SOKOBAN_ENV = "TurnSokoban-v0"
 SOKOBAN_ENV_KWARGS: dict[str, Any] = {"prompt_style": "compact", "show_border": False, "format_penalty": -1.0}
 
 
-#: The recipe's RL budget, in iterations (their time on one CPU thread: ``docs/benchmarks.md``).
-SOKOBAN_RL_ITERATIONS = 54
+#: The recipe's RL budget, in iterations (their time on one CPU thread: ``docs/benchmarks.md``). Held-out
+#: success still rises between 54 and 63 iterations (+11.7 -> +12.8 points, seed 0) and barely after (+13.2 at 72).
+SOKOBAN_RL_ITERATIONS = 64
 #: Held-out levels (seeds from ``eval_seed`` = 10^9 up, never drawn in training): with about a quarter of
 #: them changing outcome between the SFT start and the end of RL, 600 bound the paired 95% interval
 #: of the gain to +-4 points (``stats.required_tasks(0.25, 0.04)`` = 601; measured: +-3.6).
@@ -65,7 +72,7 @@ def sokoban_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = SOK
         **rollout,
         "lr": 3e-4, "lr_warmup_steps": 10, "minibatch_size": 64, "micro_batch_tokens": 2048, "reward_scale": 0.1,
         "kl_coef": 0.1, "kl_reference": "average", "ema_decay": 0.9, "recompute_old_logp": False,
-        "env": SOKOBAN_ENV, "iterations": iterations, "seed": seed, "eval_every": 6, "eval_episodes": SOKOBAN_EVAL_LEVELS,
+        "env": SOKOBAN_ENV, "iterations": iterations, "seed": seed, "eval_every": 16, "eval_episodes": SOKOBAN_EVAL_LEVELS,
         "sft_episodes": sft_episodes, "sft_steps": 300, "sft_batch_size": 128, "sft_lr": 3e-3, "out": out,
         **train,
     })
