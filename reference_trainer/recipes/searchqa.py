@@ -29,6 +29,10 @@ What each choice does, and what it gave (seed 0, CPU seconds of one thread on a 
   ``rope_theta=1000``, 800 x 8, lr 5e-3: 0.0% / 1.43 / 184 s (format learnt: 1.6% invalid
   turns, but no answer right). The model learns the tags and where to stop, not yet to copy an
   unseen coined name (12-15 byte-level tokens) into its query or a fact out of the passage.
+  Far past the budget (the last settings, 2,500 steps, ~570 CPU seconds) the SFT loss falls to
+  0.61 while held-out EM stays at 0.0-0.5%: the 2,000 demonstrations (each seen 10 times) are
+  learnt, fresh names are not copied. More distinct demonstrations per step, not more steps on
+  the same ones, is the next thing to measure.
 * **RL** (Turn-PPO, as Sokoban's: separate critic, weight average with a KL anchor to it,
   temperature 0.8): from a 0% start every rollout scores 0, so there is no signal to learn
   from; measured 6 iterations of 64 episodes (about 12 s wall each at a third of a core, so
