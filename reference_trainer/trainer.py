@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib
+import logging
 import math
 import os
 import time
@@ -59,6 +60,8 @@ from .metrics import MetricsLogger
 from .policy import Policy, load_policy, needs_grad_scaler, save_policy
 from .rollout import Episode, RolloutBatch, collect, episode_metrics, expert_episodes, make_batch, make_envs
 from .tokenization import ChatFormat
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Trainer", "Prepared", "micro_batches"]
 
@@ -453,6 +456,10 @@ class Trainer:
         rng = np.random.default_rng([t.seed, 1])
         seeds = rng.integers(0, t.eval_seed, size=episodes).tolist()
         demos = expert_episodes(t.env, self.fmt, seeds, self.cfg.rollout.env_kwargs, self.cfg.rollout.split_system_prompt)
+        demos, too_long = fitting_demos(demos, self.cfg.rollout.max_context_tokens)
+        if too_long:
+            log.warning("SFT: %d of %d expert episodes are longer than max_context_tokens=%d and are left out",
+                        too_long, too_long + len(demos), self.cfg.rollout.max_context_tokens)
         batch = make_batch(demos, self.pad_id).to(self.device)
         params = self.policy.actor_parameters()
         opt = torch.optim.AdamW(params, lr=t.sft_lr, weight_decay=0.0)
@@ -487,8 +494,11 @@ class Trainer:
             self.policy.critic_from_actor()
         self._start_rl_from_current()
         self.sft_done = True
-        return {"sft/loss": float(np.mean(losses[-10:])) if losses else float("nan"),
-                "sft/episodes": float(len(demos)), "sft/steps": float(steps)}
+        stats = {"sft/loss": float(np.mean(losses[-10:])) if losses else float("nan"),
+                 "sft/episodes": float(len(demos)), "sft/steps": float(steps)}
+        if too_long:
+            stats["sft/episodes_too_long"] = float(too_long)
+        return stats
 
     # ------------------------------------------------------------------ the whole run
     def fit(self) -> dict[str, Any]:
@@ -548,6 +558,19 @@ class Trainer:
 
 
 # ---------------------------------------------------------------------- helpers
+def fitting_demos(demos: list[Episode], max_context_tokens: int) -> tuple[list[Episode], int]:
+    """The expert episodes whose whole conversation fits ``max_context_tokens`` (the bound rollouts
+    keep, and at most the model's positions), and how many were left out; none fitting is an error
+    that says what to change."""
+    keep = [d for d in demos if len(d.conversation) <= max_context_tokens]
+    if demos and not keep:
+        longest = max(len(d.conversation) for d in demos)
+        raise ValueError(f"every SFT expert episode is longer than max_context_tokens={max_context_tokens} (the longest "
+                         f"has {longest} tokens): raise --max-context-tokens (within the model's positions) or use a "
+                         "more compact observation style of the env (--env-kwargs).")
+    return keep, len(demos) - len(keep)
+
+
 def _frozen_copy(lm: torch.nn.Module) -> torch.nn.Module:
     """A copy of ``lm`` without gradients (for the KL reference and the weight average)."""
     copied = copy.deepcopy(lm).requires_grad_(False)

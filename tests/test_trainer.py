@@ -425,3 +425,19 @@ def test_every_preset_learns_the_toy_corridor_from_a_random_start(tiny_dir, tmp_
         trainer.close()
     assert summary["start"]["success"] < 0.5
     assert summary["end"]["success"] > 0.9, (algo, summary["end"], trainer.iteration)
+
+
+def test_sft_leaves_out_expert_episodes_longer_than_the_context_and_says_what_to_change_when_none_fit():
+    from reference_trainer.rollout import Episode
+    from reference_trainer.tokenization import Conversation
+    from reference_trainer.trainer import fitting_demos
+
+    def demo(n):
+        ep = Episode(Conversation(), 0, 0)
+        ep.conversation.ids.extend([1] * n)
+        return ep
+
+    keep, dropped = fitting_demos([demo(10), demo(50), demo(20)], 20)
+    assert [len(d.conversation) for d in keep] == [10, 20] and dropped == 1
+    with pytest.raises(ValueError, match=r"max_context_tokens=5 \(the longest has 50 tokens\).*--max-context-tokens"):
+        fitting_demos([demo(10), demo(50)], 5)
