@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "Turn-PPO; prints held-out success before and after and writes the curve PNG.")
     demo.add_argument("--algo", default="turn-ppo", choices=sorted(PRESETS))
     demo.add_argument("--iterations", type=int, default=SOKOBAN_RL_ITERATIONS, metavar="N",
-                      help=f"RL iterations (default: {SOKOBAN_RL_ITERATIONS}, about 3 minutes on one quiet thread)")
+                      help=f"RL iterations (default: {SOKOBAN_RL_ITERATIONS}, 3-5 minutes on one quiet thread)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--out", default="runs/demo", help="output directory (default: runs/demo)")
     tiny = sub.add_parser("build-tiny", help="build the tiny model + tokenizer for an env into a directory")

@@ -26,7 +26,8 @@ tiny model"):
   (``ema_decay=0.9``), the KL penalty (``kl_coef=0.1``) pulls towards that average
   (``kl_reference="average"``, WARP's moving anchor), and rollouts sample at temperature 0.8
   (evaluation is greedy).
-* **Budget**: 64 RL iterations (about 3 minutes on one quiet CPU thread); the curve flattens
+* **Budget**: 64 RL iterations (2.6-3 s each on the benchmark machine, 4.7 s on a slower quiet one:
+  2.8-5 minutes on one CPU thread); the curve flattens
   after about 60. A shorter SFT (200 steps, a 36.5% start) leaves more headroom but RL does not
   use it: +9.5 points in 50 iterations against +11.7 in 54 from the 300-step start.
 * **Evaluation**: greedy, on 600 held-out levels (seeds from 10^9 up, never drawn in training),
