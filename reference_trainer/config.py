@@ -27,7 +27,7 @@ class ModelConfig:
 
     model: str = _f("tiny", "'tiny' (built offline from the env's text) or a local HF checkpoint directory")
     device: str = _f("cpu", "cpu, cuda, cuda:1, ...", choices=None)
-    dtype: str = _f("float32", "compute dtype (autocast; weights and AdamW state stay float32); auto: bfloat16 on CUDA, "
+    dtype: str = _f("auto", "compute dtype (autocast; weights and AdamW state stay float32); auto: bfloat16 on CUDA, "
                     "float32 elsewhere; float16 adds a gradient scaler", choices=("float32", "bfloat16", "float16", "auto"))
     gradient_checkpointing: bool = _f(False, "recompute each layer's activations in the backward pass (less memory, ~1/3 more compute)")
     logprob_chunk_tokens: int = _f(0, "score this many tokens at a time, never holding the full [tokens, vocab] float32 logits "

@@ -244,7 +244,7 @@ def test_the_command_line_has_the_gpu_options_with_defaults_that_change_nothing(
     cfg = config_from_args(p.parse_args(["train", "--dtype", "auto", "--logprob-chunk-tokens", "512", "--gradient-checkpointing"]))
     assert (cfg.model.dtype, cfg.model.logprob_chunk_tokens, cfg.model.gradient_checkpointing) == ("auto", 512, True)
     default = config_from_args(p.parse_args(["train"]))
-    assert (default.model.dtype, default.model.logprob_chunk_tokens, default.model.gradient_checkpointing) == ("float32", 0, False)
+    assert (default.model.dtype, default.model.logprob_chunk_tokens, default.model.gradient_checkpointing) == ("auto", 0, False)
 
 
 @pytest.fixture(scope="module")
