@@ -191,6 +191,7 @@ def save_trainer(trainer: "Trainer", path: str | os.PathLike) -> Path:
             "torch_global": torch.get_rng_state(),
             "ref_lm": ref.state_dict() if ref is not None and ref is not avg else None,  # (None: it is the average)
             "averaged_lm": avg.state_dict() if avg is not None else None,
+            "grad_scaler": trainer.scaler.state_dict() if getattr(trainer, "scaler", None) is not None else None,  # float16
         }
         if ctx.enabled:  # rank r resumes with its own generator when the world size is the same
             state["rank_generators"] = generators
@@ -237,6 +238,8 @@ def restore_trainer(trainer: "Trainer", path: str | os.PathLike, frozen_copy: Ca
     if not distributed.load_full_optimizer_state(getattr(trainer, "parallel", None), trainer.optimizer, state["optimizer"]):
         trainer.optimizer.load_state_dict(state["optimizer"])
     trainer.scheduler.load_state_dict(state["scheduler"])
+    if state.get("grad_scaler") and getattr(trainer, "scaler", None) is not None:  # a float16 run resumes at its loss scale
+        trainer.scaler.load_state_dict(state["grad_scaler"])
     ranks = state.get("rank_generators")
     ctx = getattr(trainer, "dist", None)
     rank, world = (ctx.rank, ctx.world_size) if ctx is not None else (0, 1)

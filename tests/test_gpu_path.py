@@ -276,6 +276,21 @@ def test_float16_training_scales_the_loss_and_stays_finite(tiny_dir, tmp_path):
     tr32.close()
 
 
+def test_a_float16_checkpoint_resumes_at_its_loss_scale(tiny_dir, tmp_path):
+    tr = Trainer(_config(tiny_dir, tmp_path, dtype="float16"))
+    try:
+        tr.scaler.scale(torch.ones(()))  # the scaler starts lazily, at its first scaled loss
+        tr.scaler.update(new_scale=1234.0)  # as after some skipped (overflowing) steps
+        saved = tr.save_checkpoint(tmp_path / "ckpt")
+    finally:
+        tr.close()
+    resumed = Trainer(_config(tiny_dir, tmp_path / "resumed", dtype="float16", resume=str(saved)))
+    try:
+        assert resumed.scaler.get_scale() == 1234.0
+    finally:
+        resumed.close()
+
+
 def test_trainer_options_reach_the_policy(tiny_dir, tmp_path):
     tr = Trainer(_config(tiny_dir, tmp_path, logprob_chunk_tokens=7, gradient_checkpointing=True))
     try:
