@@ -408,13 +408,27 @@ def _from_pretrained(cls: Any, path: Path) -> nn.Module:
 
 
 def save_policy(policy: Policy, tokenizer: Any, path: str | os.PathLike) -> Path:
-    """Write a directory that :func:`load_policy` (and ``from_pretrained``) reads."""
+    """Write a directory that :func:`load_policy` (and ``from_pretrained``) reads.
+
+    The files are written into a sibling folder first and moved into place when complete, so a
+    run killed while saving never leaves a half-written policy at ``path`` (an older one there is
+    replaced only then)."""
+    import shutil
+
     path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    policy.lm.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    torch.save(policy.value_head.state_dict(), path / _VALUE_HEAD_FILE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.writing-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    policy.lm.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    torch.save(policy.value_head.state_dict(), tmp / _VALUE_HEAD_FILE)
     if policy.critic_trunk is not None:
-        policy.critic_trunk.save_pretrained(path / _CRITIC_DIR)
-    (path / _POLICY_META).write_text(json.dumps({"critic": "separate" if policy.critic_trunk is not None else "shared"}))
+        policy.critic_trunk.save_pretrained(tmp / _CRITIC_DIR)
+    (tmp / _POLICY_META).write_text(json.dumps({"critic": "separate" if policy.critic_trunk is not None else "shared"}))
+    old = path.parent / f".{path.name}.old-{os.getpid()}"
+    if path.exists():
+        os.replace(path, old)
+    os.replace(tmp, path)
+    shutil.rmtree(old, ignore_errors=True)
     return path

@@ -170,3 +170,20 @@ def test_a_save_that_fails_leaves_the_previous_checkpoint_and_no_leftovers(tmp_p
         checkpoint.save(tmp_path / "ck", full_disk, {"iteration": 2})
     assert checkpoint.read_meta(tmp_path / "ck")["iteration"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["ck", os.readlink(tmp_path / "ck")])
+
+
+def test_save_policy_replaces_a_policy_whole_and_leaves_no_temporary_folder(tmp_path):
+    import trainer_envs
+    from reference_trainer.policy import load_policy, save_policy
+
+    policy, tokenizer = load_policy(trainer_envs.build_toy_tiny(tmp_path / "toy"))
+    target = tmp_path / "out" / "policy"
+    save_policy(policy, tokenizer, target)
+    (target / "stale.txt").write_text("from an older save")
+    with torch.no_grad():
+        next(policy.lm.parameters()).add_(1.0)
+    save_policy(policy, tokenizer, target)
+    assert not (target / "stale.txt").exists()  # the old folder was replaced, not written over
+    assert sorted(p.name for p in target.parent.iterdir()) == ["policy"]
+    again, _ = load_policy(target)
+    assert torch.equal(next(again.lm.parameters()), next(policy.lm.parameters()))
