@@ -173,12 +173,22 @@ def run_env(name: str, args: argparse.Namespace) -> dict[str, Any]:
                       f"{r['start' if recipe.metric == 'success' else 'start_score']:.3f} -> "
                       f"{r['end' if recipe.metric == 'success' else 'end_score']:.3f} "
                       f"({100 * c['mean']:+.1f} ± {100 * c['half_width']:.1f} points), {r['rl_seconds']:.0f} s of RL", flush=True)
+    if args.include_cached:  # finished runs of other presets/seeds with the same settings (e.g. more seeds of one preset)
+        have = {(r["algo"], r["seed"]) for r in runs}
+        for path in sorted(cache_dir.glob("*_seed*_*.json")):
+            algo, rest = path.stem.split("_seed", 1)
+            seed_text, key = rest.split("_", 1)
+            if algo in PRESETS and (algo, int(seed_text)) not in have and \
+                    key == _run_key(name, algo, int(seed_text), iterations, eval_every, sft):
+                runs.append(json.loads(path.read_text()))
+                have.add((algo, int(seed_text)))
     runs.sort(key=lambda r: (PRESETS.index(r["algo"]), r["seed"]))
     result = {
         "env": recipe.env_id, "recipe": f"reference_trainer.recipes.{name}", "what": recipe.what, "metric": recipe.metric,
         "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
                     "torch": torch.__version__, "threads_per_run": 1, "jobs": args.jobs},
-        "settings": {"iterations": iterations, "eval_every": eval_every, "seeds": args.seeds, "presets": args.presets},
+        "settings": {"iterations": iterations, "eval_every": eval_every, "seeds": sorted({r["seed"] for r in runs}),
+                     "presets": [p for p in PRESETS if any(r["algo"] == p for r in runs)]},
         "sft": sft, "summary": summarise(runs, recipe.metric), "runs": runs,
     }
     out = Path(args.out_dir) / f"learning_{name}.json"
@@ -186,7 +196,7 @@ def run_env(name: str, args: argparse.Namespace) -> dict[str, Any]:
     out.write_text(json.dumps(result, indent=1))
     label = "held-out success" if recipe.metric == "success" else "held-out score (0-1)"
     png = plot_learning(_curves(runs, recipe.metric), out.with_suffix(".png"), metric=label,
-                        title=f"{recipe.env_id}, tiny model, SFT start {sft['after']:.0%} success, mean of seeds {args.seeds}")
+                        title=f"{recipe.env_id}, tiny model, SFT start {sft['after']:.0%} success, mean over each preset's seeds")
     print(markdown(result))
     print(f"wrote {out} and {png}", flush=True)
     return result
@@ -203,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default="runs/learning", help="where SFT policies, run folders and finished runs go")
     ap.add_argument("--out-dir", default=str(HERE / "results"))
     ap.add_argument("--fresh", action="store_true", help="rerun runs that finished before")
+    ap.add_argument("--include-cached", action="store_true",
+                    help="also report finished runs of other presets/seeds with the same settings found in --work")
     ap.add_argument("--markdown", action="store_true", help="only print the docs tables of the saved results")
     args = ap.parse_args(argv)
     if args.markdown:
