@@ -1,8 +1,8 @@
 """Make the pictures the docs show; run from anywhere: ``python docs/img/make_figures.py``.
 
-* ``learning.png``: a copy of ``benchmarks/results/learning.png`` (written by
-  ``benchmarks/learning.py``), so the docs show the latest measured curves. A test fails when
-  the two differ.
+* ``learning.png``, ``learning_sokoban.png``: copies of the figures of ``benchmarks/results/``
+  (written by ``benchmarks/learning.py``), so the docs show the latest measured curves. A test
+  fails when a copy differs.
 * ``sokoban_episode.png``: ``TurnSokoban-v0`` with seed 0 played by the expert: for the reset
   and each turn, the board (``render_mode="rgb_array"``) above the grid text the agent reads.
 
@@ -27,9 +27,16 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 
-def copy_learning_curves(out: Path = HERE / "learning.png") -> Path:
-    """Copy the learning benchmark's figure into the docs."""
-    shutil.copyfile(ROOT / "benchmarks" / "results" / "learning.png", out)
+#: The learning benchmark's figures the docs show (``benchmarks/results/<name>`` -> ``docs/img/<name>``).
+LEARNING_FIGURES = ("learning.png", "learning_sokoban.png")
+
+
+def copy_learning_curves() -> list[Path]:
+    """Copy the learning benchmark's figures into the docs."""
+    out = []
+    for name in LEARNING_FIGURES:
+        shutil.copyfile(ROOT / "benchmarks" / "results" / name, HERE / name)
+        out.append(HERE / name)
     return out
 
 
@@ -75,7 +82,7 @@ def sokoban_episode(out: Path = HERE / "sokoban_episode.png", seed: int = 0) -> 
 
 
 def main() -> None:
-    for path in (copy_learning_curves(), sokoban_episode()):
+    for path in (*copy_learning_curves(), sokoban_episode()):
         print(f"wrote {path.relative_to(ROOT)}")
 
 
