@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import trainer_envs
@@ -22,6 +22,9 @@ from reference_trainer.trainer import Trainer
 
 ROOT = Path(__file__).parent.parent
 TOL = dict(rtol=1e-6, atol=1e-6)  # float32: the chunks' matrix products round differently, nothing else differs
+#: Gradients: the lm head's gradient is a sum over tokens that the chunked path adds up chunk by chunk, in
+#: another order; with 40 tokens that rounding reached 1.3e-6 (hypothesis found it), so 1e-5 for gradients.
+GRAD_TOL = dict(rtol=1e-5, atol=1e-5)
 
 
 def _random_lm(arch: str = "qwen2", vocab: int = 300, seed: int = 0, init_std: float = 0.02):
@@ -55,6 +58,7 @@ def _grads(module: torch.nn.Module) -> list[torch.Tensor]:
 
 # ---------------------------------------------------------------------- chunked log-probs
 @settings(max_examples=12)
+@example(n=28, chunk=1, temperature=0.7, softcap=None, masked=False, seed=0)  # once over 1e-6 in the head's gradient
 @given(n=st.integers(1, 40), chunk=st.integers(1, 50), temperature=st.sampled_from([1.0, 0.7, 1.6]),
        softcap=st.sampled_from([None, 5.0]), masked=st.booleans(), seed=st.integers(0, 2**16))
 def test_chunked_logprobs_equal_the_unchunked_ones_in_value_and_gradient(n, chunk, temperature, softcap, masked, seed):
@@ -78,8 +82,8 @@ def test_chunked_logprobs_equal_the_unchunked_ones_in_value_and_gradient(n, chun
         lp, ent = selected_logprobs(logits_fn, hidden, target, chunk_tokens=c)
         grads = torch.autograd.grad(lp.sum() + (w_ent * ent).sum(), [hidden, weight])
         results.append((lp, ent, *grads))
-    for plain, chunked in zip(*results):
-        torch.testing.assert_close(chunked, plain, **TOL)
+    for i, (plain, chunked) in enumerate(zip(*results)):
+        torch.testing.assert_close(chunked, plain, **(TOL if i < 2 else GRAD_TOL))  # log-probs and entropies to 1e-6
     assert torch.isfinite(results[1][1]).all()  # masked ids do not turn the entropy into nan
 
 
