@@ -162,26 +162,25 @@ def rank_seed(seed: int, rank: int) -> int:
 
 
 # ---------------------------------------------------------------------- collectives (pass-throughs for one process)
-def all_reduce_sum(x: torch.Tensor, ctx: DistContext) -> torch.Tensor:
-    """The elementwise sum of ``x`` over ranks (a new tensor; ``x`` itself for one process)."""
+def _all_reduce(x: torch.Tensor, ctx: DistContext, op: str) -> torch.Tensor:
+    """``x`` reduced elementwise over ranks with ``op`` (``"SUM"``, ``"MAX"``): a new tensor; ``x`` itself for one process."""
     if not ctx.enabled:
         return x
     import torch.distributed as dist
 
     out = x.detach().clone()
-    dist.all_reduce(out, op=dist.ReduceOp.SUM)
+    dist.all_reduce(out, op=getattr(dist.ReduceOp, op))
     return out
+
+
+def all_reduce_sum(x: torch.Tensor, ctx: DistContext) -> torch.Tensor:
+    """The elementwise sum of ``x`` over ranks (a new tensor; ``x`` itself for one process)."""
+    return _all_reduce(x, ctx, "SUM")
 
 
 def all_reduce_max(x: torch.Tensor, ctx: DistContext) -> torch.Tensor:
     """The elementwise maximum of ``x`` over ranks."""
-    if not ctx.enabled:
-        return x
-    import torch.distributed as dist
-
-    out = x.detach().clone()
-    dist.all_reduce(out, op=dist.ReduceOp.MAX)
-    return out
+    return _all_reduce(x, ctx, "MAX")
 
 
 def gather_objects(obj: Any, ctx: DistContext) -> list[Any]:

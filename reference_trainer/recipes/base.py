@@ -7,7 +7,13 @@ from typing import Any, Callable
 
 from ..config import Config
 
-__all__ = ["Recipe", "learn", "rl_from", "sft_policy"]
+__all__ = ["NOISE_CONTROL", "Recipe", "learn", "rl_from", "sft_policy"]
+
+#: What every tiny-model recipe uses against one iteration's noisy gradient (``docs/trainer.md``,
+#: "Sokoban with the tiny model"): a separate critic, a KL penalty towards the weight average that
+#: evaluations play, and the ratio's denominator recorded while sampling.
+NOISE_CONTROL: dict[str, Any] = {"critic": "separate", "kl_coef": 0.1, "kl_reference": "average", "ema_decay": 0.9,
+                                 "recompute_old_logp": False}
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Config, preset
-from .base import Recipe
+from .base import NOISE_CONTROL, Recipe
 
 __all__ = ["SEARCHQA_DRAFT", "SEARCHQA_ENV", "SEARCHQA_ENV_KWARGS", "SEARCHQA_EVAL_ENV_KWARGS", "SEARCHQA_EVAL_WORLD",
            "SEARCHQA_PROMPT", "SEARCHQA_RL_ITERATIONS", "searchqa_tiny"]
@@ -74,10 +74,10 @@ def searchqa_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = SE
     if algo == "grpo":
         rollout.update(tasks_per_iteration=16, group_size=8)  # the same 128 episodes, 8 per question
     return preset(algo, **{
-        "model": model, "tiny_arch": "qwen2", "tiny_rope_theta": 1000.0, "critic": "separate",
+        "model": model, "tiny_arch": "qwen2", "tiny_rope_theta": 1000.0,
         **rollout,
         "lr": 3e-4, "lr_warmup_steps": 10, "minibatch_size": 64, "micro_batch_tokens": 4096,
-        "kl_coef": 0.1, "kl_reference": "average", "ema_decay": 0.9, "recompute_old_logp": False,
+        **NOISE_CONTROL,
         "env": SEARCHQA_ENV, "iterations": iterations, "seed": seed, "eval_every": 0, "eval_episodes": 640,
         "eval_env_kwargs": dict(SEARCHQA_EVAL_ENV_KWARGS),
         "sft_episodes": sft_episodes, "sft_steps": 800, "sft_batch_size": 8, "sft_lr": 5e-3, "out": out,

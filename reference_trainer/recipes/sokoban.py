@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Config, preset
-from .base import Recipe
+from .base import NOISE_CONTROL, Recipe
 
 __all__ = ["RECIPE", "SOKOBAN", "SOKOBAN_ENV", "SOKOBAN_ENV_KWARGS", "SOKOBAN_EVAL_LEVELS", "SOKOBAN_RL_ITERATIONS", "sokoban_tiny"]
 
@@ -69,10 +69,10 @@ def sokoban_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = SOK
     if algo == "grpo":
         rollout.update(tasks_per_iteration=32, group_size=8)  # the same 256 episodes, 8 per level
     return preset(algo, **{
-        "model": model, "tiny_arch": "gpt2", "critic": "separate",
+        "model": model, "tiny_arch": "gpt2",
         **rollout,
         "lr": 3e-4, "lr_warmup_steps": 10, "minibatch_size": 64, "micro_batch_tokens": 2048, "reward_scale": 0.1,
-        "kl_coef": 0.1, "kl_reference": "average", "ema_decay": 0.9, "recompute_old_logp": False,
+        **NOISE_CONTROL,
         "env": SOKOBAN_ENV, "iterations": iterations, "seed": seed, "eval_every": 16, "eval_episodes": SOKOBAN_EVAL_LEVELS,
         "sft_episodes": sft_episodes, "sft_steps": 300, "sft_batch_size": 128, "sft_lr": 3e-3, "out": out,
         **train,

@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Config, preset
-from .base import Recipe
+from .base import NOISE_CONTROL, Recipe
 
 __all__ = ["WEBSHOP_DRAFT", "WEBSHOP_ENV", "WEBSHOP_ENV_KWARGS", "WEBSHOP_EVAL_ENV_KWARGS", "WEBSHOP_EVAL_EPISODES", "WEBSHOP_RL_ITERATIONS", "webshop_tiny"]
 
@@ -66,10 +66,10 @@ def webshop_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = WEB
     if algo == "grpo":
         rollout.update(tasks_per_iteration=16, group_size=8)  # the same 128 episodes, 8 per goal
     return preset(algo, **{
-        "model": model, "tiny_arch": "gpt2", "tiny_vocab": 2048, "critic": "separate",
+        "model": model, "tiny_arch": "gpt2", "tiny_vocab": 2048,
         **rollout,
         "lr": 3e-4, "lr_warmup_steps": 5, "minibatch_size": 32, "micro_batch_tokens": 4096,
-        "kl_coef": 0.1, "kl_reference": "average", "ema_decay": 0.9, "recompute_old_logp": False,
+        **NOISE_CONTROL,
         "env": WEBSHOP_ENV, "iterations": iterations, "seed": seed, "eval_every": 0,
         "eval_episodes": WEBSHOP_EVAL_EPISODES, "eval_env_kwargs": dict(WEBSHOP_EVAL_ENV_KWARGS),
         "sft_episodes": sft_episodes, "sft_steps": 100, "sft_batch_size": 64, "sft_lr": 3e-3, "out": out,
