@@ -3,8 +3,9 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given
+from hypothesis import strategies as hst
 
-from agentgym_turn.core.bm25 import B, K1, BM25Index, tokenize
+from agentgym_turn.core.bm25 import B, K1, BM25Index, _bm25s_terms, _encodable, _get_stemmer, tokenize, tokenize_many
 from agentgym_turn.testing import strategies as st_turn
 
 DOCS = [
@@ -19,6 +20,17 @@ DOCS = [
 def test_tokenize__lowercases_drops_stopwords_and_stems():
     assert tokenize("The Red RUNNING shoes, for men!") == ["red", "run", "shoe", "men"]
     assert tokenize("a the of") == []
+
+
+@given(hst.lists(st_turn.responses(), max_size=5))
+def test_small_batch_analysis__equals_bm25s_tokenize(texts):
+    """Queries skip ``bm25s.tokenize``'s progress bars; their terms must stay exactly bm25s's (index and query agree)."""
+    import bm25s
+
+    cleaned = [_encodable(t) for t in texts]
+    expected = bm25s.tokenize(cleaned, stopwords="en", stemmer=_get_stemmer(), return_ids=False, show_progress=False) if cleaned else []
+    assert _bm25s_terms(cleaned) == [list(t) for t in expected]
+    assert tokenize_many(texts) == [list(t) for t in expected]
 
 
 def test_search__ranks_by_lucene_bm25_hand_computed():

@@ -313,11 +313,31 @@ def tokenize_many(texts: Sequence[str], *, show_progress: bool = False, analyzer
     cleaned = [_encodable(t) for t in texts]
     if analyzer == "lucene":
         return [[porter_stem(w) for w in _lucene_terms(t)] for t in cleaned]
+    if not show_progress and len(cleaned) <= _SMALL_BATCH:
+        return _bm25s_terms(cleaned)
     import bm25s
 
     return bm25s.tokenize(
         cleaned, stopwords="en", stemmer=_get_stemmer(), return_ids=False, show_progress=show_progress
     )
+
+
+#: Up to this many texts (queries, a page of titles) are analysed by :func:`_bm25s_terms`; larger batches (an
+#: index build) by ``bm25s.tokenize``, which stems each distinct word once.
+_SMALL_BATCH = 64
+_BM25S_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # bm25s's (and scikit-learn's) default token pattern
+
+
+def _bm25s_terms(texts: Sequence[str]) -> list[list[str]]:
+    """What ``bm25s.tokenize(texts, stopwords="en", stemmer=<English>, return_ids=False)`` returns, without
+    its per-call progress-bar objects (four tqdm constructions a call: half the analysis time of one query,
+    which a retrieval server pays per request). Lower-case, the token pattern, the English stopwords, stemming."""
+    stem = _get_stemmer().stemWords
+    out = []
+    for text in texts:
+        words = [w for w in _BM25S_TOKEN.findall(text.lower()) if w not in LUCENE_STOPWORDS]
+        out.append(list(stem(words)) if words else [])
+    return out
 
 
 def tokenize(text: str, *, analyzer: str = "bm25s") -> list[str]:
