@@ -225,10 +225,23 @@ def collect(
 def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, max_context_tokens, temperature, split_system_prompt):
     pad_id = fmt.tokenizer.pad_token_id if fmt.tokenizer.pad_token_id is not None else 0
     tail_room = len(fmt.assistant_suffix)
-    observations = envs.reset(seeds)
     eps = [Episode(Conversation(), int(s), int(g)) for s, g in zip(seeds, groups)]
+    # Observations are tokenised once, where it costs the rollout least: by the worker thread that stepped the env
+    # (ThreadEnvs, overlapping other envs' waits), else in one batch call (the tokenizer's native threads).
+    threaded = callable(getattr(envs, "step_then", None)) and callable(getattr(envs, "reset_then", None))
+    if split_system_prompt:
+        observations, contents = envs.reset(seeds), [None] * len(eps)
+    elif threaded:
+        observations, contents = map(list, zip(*envs.reset_then(seeds, fmt.encode_content)))
+    else:
+        observations = envs.reset(seeds)
+        contents = fmt.encode_contents(observations)
+
+    def encode_if_going_on(result: tuple) -> list[int] | None:
+        obs, _, terminated, _, info = result
+        return None if terminated or info.get(STEP_TIMEOUT_KEY) else fmt.encode_content(obs)
     for index, (ep, obs) in enumerate(zip(eps, observations)):
-        open_episode(ep.conversation, fmt, obs, envs.split_first if split_system_prompt else None, index)
+        open_episode(ep.conversation, fmt, obs, envs.split_first if split_system_prompt else None, index, contents[index])
         if len(ep.conversation) + max_new_tokens + tail_room > max_context_tokens:
             raise ValueError(
                 f"The first message takes {len(ep.conversation)} tokens; with max_new_tokens="
@@ -252,7 +265,14 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
             eps[i].conversation.add_response(fmt, ids, text)
             eps[i].sampled_logp.extend(lp)
             actions[i] = text
-        results = envs.step(actions)
+        if threaded:
+            stepped = envs.step_then(actions, encode_if_going_on)
+            results = {i: result for i, (result, _) in stepped.items()}
+            contents = {i: ids for i, (_, ids) in stepped.items()}
+        else:
+            results = envs.step(actions)
+            going_on = [i for i in active if not results[i][2] and not results[i][4].get(STEP_TIMEOUT_KEY)]
+            contents = dict(zip(going_on, fmt.encode_contents([results[i][0] for i in going_on])))
         still = []
         for i in active:
             obs, reward, terminated, truncated, info = results[i]
@@ -266,7 +286,7 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
             if info.get(STEP_TIMEOUT_KEY):  # the env did not answer in time: no final state to bootstrap from
                 ep.truncated, ep.truncation = True, "timeout"
                 continue
-            pieces = fmt.observation_pieces(obs)  # tokenised once: for the length check and the conversation
+            pieces = fmt.observation_pieces(obs, contents[i])  # tokenised once: for the length check and the conversation
             need = sum(len(ids) for ids, _ in pieces)
             fits = len(conv) + need <= max_context_tokens
             if truncated or len(conv) + need + max_new_tokens + tail_room > max_context_tokens:
@@ -379,11 +399,13 @@ def make_batch(episodes: Sequence[Episode], pad_id: int) -> RolloutBatch:
 
 
 # ---------------------------------------------------------------------- SFT data and episode metrics
-def open_episode(conversation: Conversation, fmt: ChatFormat, observation: str, split: Any, index: int = 0) -> None:
+def open_episode(conversation: Conversation, fmt: ChatFormat, observation: str, split: Any, index: int = 0,
+                 content_ids: list[int] | None = None) -> None:
     """Start ``conversation`` with the env's first message, split by ``split(index, observation)``
-    into a system message and the first state when ``split`` is given."""
+    into a system message and the first state when ``split`` is given; ``content_ids``: the unsplit
+    message's ``fmt.encode_content`` when the caller has it already."""
     if split is None:
-        conversation.add_observation(fmt, observation)
+        conversation.add_observation(fmt, observation, pieces=fmt.prompt_pieces(observation, content_ids=content_ids))
         return
     system_prompt, first_state = split(index, observation)
     conversation.add_observation(fmt, first_state, system_prompt=system_prompt)

@@ -199,18 +199,33 @@ class ThreadEnvs:
         return {i: job.result for i, job in zip(order, jobs) if i not in cut}, sorted(cut)
 
     def reset(self, seeds: Sequence[int]) -> list[str]:
-        results, _ = self._run_all({i: functools.partial(self.envs[i].reset, seed=int(s)) for i, s in enumerate(seeds)}, 0.0)
-        return [results[i][0] for i in range(len(seeds))]
+        return [obs for obs, _ in self.reset_then(seeds, None)]
+
+    def reset_then(self, seeds: Sequence[int], then: Callable[[str], Any] | None) -> list[tuple[str, Any]]:
+        """:meth:`reset`, and ``then(first_message)`` run by the thread that reset the env (None without ``then``)."""
+        def call(i: int, seed: int) -> tuple[str, Any]:
+            obs = self.envs[i].reset(seed=seed)[0]
+            return obs, (then(obs) if then is not None else None)
+
+        results, _ = self._run_all({i: functools.partial(call, i, int(s)) for i, s in enumerate(seeds)}, 0.0)
+        return [results[i] for i in range(len(seeds))]
 
     def step(self, actions: dict[int, str]) -> dict[int, StepResult]:
-        results, cut = self._run_all({i: functools.partial(self.envs[i].step, a) for i, a in actions.items()}, self.step_timeout_s)
-        out: dict[int, StepResult] = {}
+        return {i: result for i, (result, _) in self.step_then(actions, None).items()}
+
+    def step_then(self, actions: dict[int, str], then: Callable[[StepResult], Any] | None) -> dict[int, tuple[StepResult, Any]]:
+        """:meth:`step`, and ``then(result)`` run by the thread that stepped the env, right after its step: a
+        rollout tokenises each observation there, while other envs still wait on I/O. ``then`` counts towards
+        the step's timeout; a step cut off gets :func:`timeout_result` and ``None``."""
+        def call(i: int, action: str) -> tuple[StepResult, Any]:
+            obs, r, term, trunc, info = self.envs[i].step(action)
+            result = (obs, float(r), bool(term), bool(trunc), info)
+            return result, (then(result) if then is not None else None)
+
+        results, cut = self._run_all({i: functools.partial(call, i, a) for i, a in actions.items()}, self.step_timeout_s)
+        out: dict[int, tuple[StepResult, Any]] = {}
         for i in actions:
-            if i in cut:
-                out[i] = timeout_result(self.step_timeout_s)
-                continue
-            obs, r, term, trunc, info = results[i]
-            out[i] = (obs, float(r), bool(term), bool(trunc), info)
+            out[i] = (timeout_result(self.step_timeout_s), None) if i in cut else results[i]
         for i in cut:  # the stuck env stays with its thread; a fresh one takes its slot
             self.timeouts += 1
             _warn_timeout("a new env from its factory; the stuck call finishes in the background", i, self.step_timeout_s)

@@ -133,7 +133,7 @@ class ChatFormat:
 
     # ------------------------------------------------------------------ encoding
     def _encode_template(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(text, add_special_tokens=False)) if text else []
+        return list(self.tokenizer.encode(_clean(text), add_special_tokens=False)) if text else []  # a system prompt may hold lone surrogates
 
     def encode_content(self, text: str) -> list[int]:
         """Ids of message content: special-token strings in it stay plain text."""
@@ -141,17 +141,29 @@ class ChatFormat:
             return []
         return list(self.tokenizer.encode(_clean(text), add_special_tokens=False, split_special_tokens=True))
 
-    def prompt_pieces(self, observation: str, system_prompt: str | None = None) -> list[tuple[list[int], int]]:
+    def encode_contents(self, texts: Sequence[str]) -> list[list[int]]:
+        """:meth:`encode_content` of every text, in one tokenizer call (a fast tokenizer encodes the batch in
+        parallel native threads, outside the GIL: a rollout tokenises all of a turn's observations at once)."""
+        if not texts:
+            return []
+        cleaned = [_clean(t) for t in texts]
+        ids = self.tokenizer(cleaned, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        return [list(row) if text else [] for row, text in zip(ids, texts)]
+
+    def prompt_pieces(self, observation: str, system_prompt: str | None = None,
+                      content_ids: list[int] | None = None) -> list[tuple[list[int], int]]:
         """The first state: ``[(ids, role), ...]`` for system prompt, first observation, generation prompt.
 
         ``system_prompt`` is a per-episode system message (the env's instructions, see
         ``agentgym_turn.chat.split_first_message``), put after the format's own system prompt;
         its text is content (special-token strings stay plain text), with the observation role.
+        ``content_ids``: the observation's :meth:`encode_content` when the caller has it already.
         """
+        observation_ids = self.encode_content(observation) if content_ids is None else content_ids
         if not system_prompt:
             return [
                 (self._prompt_before, ROLE_TEMPLATE),
-                (self.encode_content(observation), ROLE_OBSERVATION),
+                (observation_ids, ROLE_OBSERVATION),
                 (self._prompt_after, ROLE_TEMPLATE),
             ]
         before, between, after = self._episode_system_template()
@@ -160,7 +172,7 @@ class ChatFormat:
             (list(before), ROLE_TEMPLATE),
             (self.encode_content(system), ROLE_OBSERVATION),
             (list(between), ROLE_TEMPLATE),
-            (self.encode_content(observation), ROLE_OBSERVATION),
+            (observation_ids, ROLE_OBSERVATION),
             (list(after), ROLE_TEMPLATE),
         ]
 
@@ -176,11 +188,12 @@ class ChatFormat:
             self._system_split = (self._encode_template(before), self._encode_template(between), self._encode_template(after))
         return self._system_split
 
-    def observation_pieces(self, observation: str) -> list[tuple[list[int], int]]:
-        """A later observation as a user message, followed by the generation prompt."""
+    def observation_pieces(self, observation: str, content_ids: list[int] | None = None) -> list[tuple[list[int], int]]:
+        """A later observation as a user message, followed by the generation prompt; ``content_ids``: the
+        observation's :meth:`encode_content` when the caller has it already (see :meth:`encode_contents`)."""
         return [
             (list(self._user.before), ROLE_TEMPLATE),
-            (self.encode_content(observation), ROLE_OBSERVATION),
+            (self.encode_content(observation) if content_ids is None else content_ids, ROLE_OBSERVATION),
             (list(self._user.after), ROLE_TEMPLATE),
         ]
 
@@ -244,19 +257,19 @@ class Conversation:
 
     def extend(self, pieces: Sequence[tuple[Sequence[int], int]], turn: int) -> None:
         for ids, role in pieces:
-            self.ids.extend(int(i) for i in ids)
+            self.ids.extend(map(int, ids))
             self.roles.extend([role] * len(ids))
             self.turn_ids.extend([turn] * len(ids))
 
     def add_observation(self, fmt: ChatFormat, observation: str, system_prompt: str | None = None,
                         pieces: Sequence[tuple[Sequence[int], int]] | None = None) -> None:
         """Append the state's new message (the first one opens the conversation, with
-        ``system_prompt`` as a per-episode system message when given). ``pieces``: a later
-        observation's ``fmt.observation_pieces(observation)`` when the caller has them already."""
+        ``system_prompt`` as a per-episode system message when given). ``pieces``: the observation's
+        ``fmt.observation_pieces`` (``fmt.prompt_pieces`` for the first) when the caller has them already."""
         if self.ids:
             pieces = fmt.observation_pieces(observation) if pieces is None else pieces
         else:
-            pieces = fmt.prompt_pieces(observation, system_prompt)
+            pieces = fmt.prompt_pieces(observation, system_prompt) if pieces is None else pieces
             self.system_prompt = system_prompt or ""
         self.observations.append(observation)
         self.extend(pieces, self.num_turns)

@@ -87,6 +87,26 @@ def test_threads__step_all_active_envs_at_once_up_to_env_workers(workers, expect
     assert sorted(results) == list(range(8))
 
 
+def test_threads__then_runs_in_the_thread_that_stepped_the_env_and_sees_its_result():
+    """A rollout tokenises each observation in the env's worker thread (``step_then``/``reset_then``)."""
+    import threading
+
+    def then(result):  # reset_then passes the first message, step_then the step's result tuple
+        return threading.current_thread().name, result[0] if isinstance(result, tuple) else result
+
+    envs, serial = make_envs(trainer_envs.ENV_ID, 3, "threads"), make_envs(trainer_envs.ENV_ID, 3, "list")
+    try:
+        first = envs.reset_then([0, 1, 2], then)
+        assert [obs for obs, _ in first] == serial.reset([0, 1, 2])
+        assert all(name.startswith("turn-env") and seen == obs for obs, (name, seen) in first)
+        stepped = envs.step_then({0: "L", 2: "R"}, then)
+        assert {i: r for i, (r, _) in stepped.items()} == serial.step({0: "L", 2: "R"})
+        assert all(name.startswith("turn-env") and seen == result[0] for result, (name, seen) in stepped.values())
+    finally:
+        envs.close()
+        serial.close()
+
+
 def test_list_mode__steps_one_env_at_a_time():
     SlowCorridorEnv.reset_counters()
     envs = make_envs(SLOW_ID, 4, "list")

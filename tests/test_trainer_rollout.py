@@ -136,6 +136,14 @@ def test_special_token_text_in_an_observation_stays_plain_text(tiny):
 
 
 @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st_turn.responses(), st.just(""), st.just("<|im_end|> <|im_start|>user\n\udcff")), max_size=6))
+def test_batch_encoding_equals_one_text_at_a_time(tiny, texts):
+    """A rollout tokenises a turn's observations in one call; the ids must be those of one call per text."""
+    fmt = ChatFormat(tiny[1])
+    assert fmt.encode_contents(texts) == [fmt.encode_content(t) for t in texts]
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st_turn.responses(), min_size=1, max_size=3), st.one_of(st.none(), st_turn.any_text(40)))
 def test_masks_and_turn_ids_come_from_construction_for_any_text(tiny, responses, system_prompt):
     _, tokenizer = tiny
