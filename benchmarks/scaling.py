@@ -6,7 +6,8 @@
 
 Rollout part. The policy is an instant stub (a fixed response, no model), so the numbers are the
 env side of :func:`reference_trainer.rollout.collect`: resets, steps, and the tokenisation of every
-observation (done serially in the main process, as in training). For each env and mode, ``n`` envs
+observation (as in training: by the worker thread that stepped the env in mode ``threads``, else in
+one batch call in the main process). For each env and mode, ``n`` envs
 play chunks of ``n`` episodes until at least ``--min-turns`` turns are done (after one warm-up
 chunk); turns/s = turns / wall time. Envs:
 
@@ -15,7 +16,10 @@ chunk); turns/s = turns / wall time. Envs:
   (BM25 over the generated corpus) in another process on this machine: the server's CPU is this
   machine's CPU, so it scales with cores, not with waiting.
 * ``searchqa_http_10ms``: the same server answering each request 10 ms later (a retriever on
-  another machine or a GPU encoder: the client waits).
+  another machine or a GPU encoder: the client waits); its per-request CPU (about 1.2 ms: uvicorn,
+  Starlette, the thread hop, BM25, JSON) still runs on this machine's cores.
+* ``searchqa_http_30ms``: the same, 30 ms later (a dense retriever behind a network hop): how the
+  speed-up grows when the wait, not the co-located server's CPU, dominates a step.
 * ``sokoban``: ``TurnSokoban-v0`` in process (CPU-bound: level generation at reset).
 * ``searchqa``: ``TurnSearchQA-v0`` with its in-process BM25 retriever (CPU-bound).
 
@@ -23,7 +27,7 @@ Modes: ``list`` (one env after another: the baseline at 1 env), ``threads`` (I/O
 ``processes`` (one worker process per env: CPU-bound envs; its ceiling is the machine's cores).
 Each row has two rates: ``env_turns_per_s`` (the env batch alone: ``reset``/``step`` of the
 active envs, the stepping machinery itself) and ``rollout_turns_per_s`` (through ``collect``, which
-also tokenises every observation serially in this process); each ``*_speedup`` is that rate at
+also tokenises every observation and assembles the conversations); each ``*_speedup`` is that rate at
 ``n`` envs over the same rate at 1 env in the same mode.
 
 Trainer part: ``benchmarks/scaling_trainer.py``'s ``measure(world_sizes)`` when that file exists
@@ -59,11 +63,17 @@ STEP_DELAY_S = 0.010
 NOTES = [
     "searchqa_http rows were measured after the servers' TCP_NODELAY fix (commit 22275fc): before it a keep-alive /retrieve "
     "request took 44-56 ms (Nagle holding the response for the client's delayed ACK) and 1 env did 25 env turns/s.",
-    "rollout_* rates include the tokenisation of every observation, done serially in the main process; on a shared 2-core "
-    "machine under nice 19 it caps the rollout speed-ups below the env batch's.",
+    "rollout_* rates include the tokenisation of every observation: since commit 'rollout: tokenise observations where "
+    "the env was stepped' it runs in the env's worker thread (mode threads) or in one batch call, not one call per "
+    "observation in the main thread (before: sleep10ms 4.77x, searchqa_http_10ms 3.73x through collect at 8 envs).",
+    "searchqa_http_* rows share this machine's 2 cores with the retrieval server process (about 1.2 ms of server CPU and "
+    "0.4 ms of client CPU per request, measured quiet): at 8 envs these CPU costs, not the retriever's wait, bound the "
+    "10 ms rows; the 30 ms row shows the speed-up when the wait dominates.",
     "CPU-bound rows (sokoban, searchqa) cannot speed up beyond the machine's cores (and beyond the idle share of them: see "
     "machine.load_average_*); a local retriever server's BM25 runs on those same cores, so it scales with cores, not waiting.",
 ]
+#: How late the retrieval server answers each request, per ``searchqa_http*`` env.
+RETRIEVER_DELAY_S = {"searchqa_http": 0.0, "searchqa_http_10ms": 0.010, "searchqa_http_30ms": 0.030}
 #: Sokoban tasks of the I/O-bound case repeat over this many seeds, generated before timing (its reset is then a cache hit).
 SLEEPY_SEEDS = 64
 #: name -> (env id, make kwargs besides the retriever, stub response, modes, seed cycle (0: every task new))
@@ -71,6 +81,7 @@ ENVS: dict[str, tuple[str, dict[str, Any], str, tuple[str, ...], int]] = {
     "sleep10ms": (SLEEPY_ID, {}, "<answer>Up</answer>", ("threads",), SLEEPY_SEEDS),
     "searchqa_http": ("TurnSearchQA-v0", {}, "<search>capital city river</search>", ("threads",), 0),
     "searchqa_http_10ms": ("TurnSearchQA-v0", {}, "<search>capital city river</search>", ("threads",), 0),
+    "searchqa_http_30ms": ("TurnSearchQA-v0", {}, "<search>capital city river</search>", ("threads",), 0),
     "sokoban": ("TurnSokoban-v0", {}, "<answer>Up</answer>", ("processes", "threads"), 0),
     "searchqa": ("TurnSearchQA-v0", {}, "<search>capital city river</search>", ("processes",), 0),
 }
@@ -224,7 +235,7 @@ def measure_rollout(counts: tuple[int, ...], min_turns: int, only_envs: list[str
                 continue
             kwargs = dict(kwargs)
             if name.startswith("searchqa_http"):
-                servers[name] = RetrieverProcess(STEP_DELAY_S if name.endswith("10ms") else 0.0)
+                servers[name] = RetrieverProcess(RETRIEVER_DELAY_S[name])
                 kwargs["retriever_url"] = servers[name].url
             if cycle:  # generate the levels once (threads share this process's level cache)
                 warm = gym.make(env_id)
