@@ -18,8 +18,9 @@ Per-step timeout (``step_timeout_s > 0``): a ``step`` still running that many se
 started is abandoned. Its result is :func:`timeout_result` (no observation, reward 0, truncated,
 ``info[STEP_TIMEOUT_KEY] = True``), :func:`~reference_trainer.rollout.collect` ends the episode
 as truncated with ``truncation="timeout"``, a warning is logged, and the env is replaced by a
-fresh one from its factory (a stuck thread is left to finish on its own and its result dropped;
-a stuck process is terminated), so later episodes run normally. ``reset`` has no timeout.
+fresh one from its factory (a stuck thread is left to finish on its own, its result dropped and
+its env closed once the step returns; a stuck process is terminated), so later episodes run
+normally. ``reset`` has no timeout.
 """
 
 from __future__ import annotations
@@ -84,10 +85,11 @@ def _warn_timeout(kind: str, index: int, seconds: float) -> None:
 class _Job:
     """One call on a worker thread; ``started``/``finished`` are read under the pool's condition."""
 
-    __slots__ = ("fn", "started", "finished", "abandoned", "result", "error")
+    __slots__ = ("fn", "on_abandoned", "started", "finished", "abandoned", "result", "error")
 
-    def __init__(self, fn: Callable[[], Any]):
+    def __init__(self, fn: Callable[[], Any], on_abandoned: Callable[[], Any] | None = None):
         self.fn = fn
+        self.on_abandoned = on_abandoned  # run by the worker once an abandoned call returns (e.g. close its env)
         self.started: float | None = None  # time.monotonic() when a worker picked it up
         self.finished = False
         self.abandoned = False
@@ -128,11 +130,17 @@ class _ThreadPool:
             with self._cond:
                 job.finished = True
                 self._cond.notify_all()
-                if job.abandoned:  # a replacement thread took this one's place
-                    return
+                abandoned = job.abandoned
+            if abandoned:  # a replacement thread took this one's place
+                if job.on_abandoned is not None:
+                    try:
+                        job.on_abandoned()
+                    except Exception:  # a late clean-up must not kill anything else
+                        log.warning("cleaning up after an abandoned env call failed", exc_info=True)
+                return
 
-    def submit(self, fn: Callable[[], Any]) -> _Job:
-        job = _Job(fn)
+    def submit(self, fn: Callable[[], Any], on_abandoned: Callable[[], Any] | None = None) -> _Job:
+        job = _Job(fn, on_abandoned)
         self._jobs.put(job)
         return job
 
@@ -191,7 +199,8 @@ class ThreadEnvs:
 
     def _run_all(self, calls: dict[int, Callable[[], Any]], timeout: float) -> tuple[dict[int, Any], list[int]]:
         order = list(calls)
-        jobs = [self._pool.submit(calls[i]) for i in order]
+        # a call cut off by the timeout closes its env when it finally returns (the env was replaced meanwhile)
+        jobs = [self._pool.submit(calls[i], self.envs[i].close) for i in order]
         cut = {order[k] for k in self._pool.wait(jobs, timeout)}
         for i, job in zip(order, jobs):
             if i not in cut and job.error is not None:
@@ -226,7 +235,7 @@ class ThreadEnvs:
         out: dict[int, tuple[StepResult, Any]] = {}
         for i in actions:
             out[i] = (timeout_result(self.step_timeout_s), None) if i in cut else results[i]
-        for i in cut:  # the stuck env stays with its thread; a fresh one takes its slot
+        for i in cut:  # the stuck env stays with its thread (which closes it once the step returns); a fresh one takes its slot
             self.timeouts += 1
             _warn_timeout("a new env from its factory; the stuck call finishes in the background", i, self.step_timeout_s)
             self.envs[i] = self.env_fns[i]()

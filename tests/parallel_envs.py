@@ -34,6 +34,7 @@ class SlowCorridorEnv(CorridorEnv):
 
     rendezvous = 0
     max_inside = 0
+    closed = 0  # instances closed so far (one process)
     _inside = 0
     _cond = threading.Condition()
 
@@ -46,7 +47,7 @@ class SlowCorridorEnv(CorridorEnv):
     @classmethod
     def reset_counters(cls, rendezvous: int = 0) -> None:
         with cls._cond:
-            cls.rendezvous, cls.max_inside, cls._inside = rendezvous, 0, 0
+            cls.rendezvous, cls.max_inside, cls._inside, cls.closed = rendezvous, 0, 0, 0
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         self.task_seed = seed
@@ -69,6 +70,13 @@ class SlowCorridorEnv(CorridorEnv):
         finally:
             with cls._cond:
                 cls._inside -= 1
+
+
+    def close(self) -> None:
+        with type(self)._cond:
+            type(self).closed += 1
+            type(self)._cond.notify_all()
+        super().close()
 
 
 if SLOW_ID not in gym.registry:

@@ -147,6 +147,22 @@ def test_step_timeout__a_stuck_env_is_cut_off_and_the_run_continues(fmt, mode):
     assert all(e.truncation != "timeout" for e in later)
 
 
+def test_step_timeout__the_abandoned_env_is_closed_once_its_stuck_step_returns(fmt):
+    """A replaced env must not leak (a browser, a connection): its worker closes it when the step finally returns."""
+    SlowCorridorEnv.reset_counters()
+    envs = make_envs(SLOW_ID, 2, "threads", step_timeout_s=0.5, stall_seeds=(1,), stall_room=0, stall_s=3.0)
+    try:
+        episodes = collect(ScriptedPolicy(fmt, ["L"]), fmt, envs, [0, 1], generator=torch.Generator(), max_new_tokens=8)
+        assert episodes[1].truncation == "timeout" and envs.timeouts == 1
+        with SlowCorridorEnv._cond:  # liveness bound only: the stuck step sleeps 3 s, then its worker closes the env
+            SlowCorridorEnv._cond.wait_for(lambda: SlowCorridorEnv.closed >= 1, timeout=60.0)
+            closed_by_worker = SlowCorridorEnv.closed
+    finally:
+        envs.close()
+    assert closed_by_worker == 1  # the replaced env, before envs.close()
+    assert SlowCorridorEnv.closed == 3  # then the two live envs
+
+
 def test_step_timeout__is_refused_by_modes_that_cannot_cut_a_step():
     with pytest.raises(ValueError, match="step_timeout_s.*threads"):
         make_envs(trainer_envs.ENV_ID, 2, "list", step_timeout_s=1.0)
