@@ -150,8 +150,9 @@ def run_env(name: str, args: argparse.Namespace) -> dict[str, Any]:
     eval_every = args.eval_every if args.eval_every is not None else max(1, iterations // 4)
     print(f"[{name}] SFT warm start ...", flush=True)
     policy_dir, sft = sft_policy(name, str(work))
-    print(f"[{name}] SFT: held-out success {sft['before']:.1%} -> {sft['after']:.1%}, score {sft['before_score']:.3f} -> "
-          f"{sft['after_score']:.3f} ({sft['seconds']:.0f} s)", flush=True)
+    untrained = f" on {sft['before_tasks']} tasks" if "before_tasks" in sft else ""
+    print(f"[{name}] SFT: held-out success {sft['before']:.1%} (untrained{untrained}) -> {sft['after']:.1%}, score "
+          f"{sft['before_score']:.3f} -> {sft['after_score']:.3f} ({sft['seconds']:.0f} s)", flush=True)
     cache_dir = work / f"{name}_runs"
     cache_dir.mkdir(parents=True, exist_ok=True)
     runs, jobs = [], []

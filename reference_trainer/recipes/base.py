@@ -7,13 +7,18 @@ from typing import Any, Callable
 
 from ..config import Config
 
-__all__ = ["NOISE_CONTROL", "Recipe", "learn", "rl_from", "sft_policy"]
+__all__ = ["BEFORE_SFT_TASKS", "NOISE_CONTROL", "Recipe", "learn", "rl_from", "sft_policy"]
 
 #: What every tiny-model recipe uses against one iteration's noisy gradient (``docs/trainer.md``,
 #: "Sokoban with the tiny model"): a separate critic, a KL penalty towards the weight average that
 #: evaluations play, and the ratio's denominator recorded while sampling.
 NOISE_CONTROL: dict[str, Any] = {"critic": "separate", "kl_coef": 0.1, "kl_reference": "average", "ema_decay": 0.9,
                                  "recompute_old_logp": False}
+
+
+#: Held-out tasks the untrained model plays before SFT: enough to show it solves next to none, without
+#: paying a full evaluation in which every episode runs to the turn limit.
+BEFORE_SFT_TASKS = 64
 
 
 @dataclass(frozen=True)
@@ -98,8 +103,9 @@ def sft_policy(name: str, work: str, *, seed: int = 0) -> tuple[str, dict[str, A
     """Build the tiny model, SFT it with recipe ``name``, save the policy under ``work``; returns
     ``(policy_dir, meta)``. A policy saved before by the same recipe settings is reused.
 
-    ``meta``: held-out ``before``/``after`` success and score, SFT seconds, steps, batch size,
-    episodes, final loss and the recipe's settings.
+    ``meta``: held-out ``before`` (the untrained model, on the first :data:`BEFORE_SFT_TASKS` held-out
+    tasks) and ``after`` success and score, SFT seconds, steps, batch size, episodes, final loss and
+    the recipe's settings.
     """
     import json
     import time
@@ -126,13 +132,14 @@ def sft_policy(name: str, work: str, *, seed: int = 0) -> tuple[str, dict[str, A
     trainer = Trainer(cfg)
     try:
         t0 = time.perf_counter()
-        before = trainer.evaluate()
+        before = trainer.evaluate(BEFORE_SFT_TASKS)  # the untrained model plays every turn to the limit: a sanity check, not a baseline
         stats = trainer.sft()
         after = trainer.evaluate()
         save_policy(trainer.policy, trainer.tokenizer, policy_dir)
     finally:
         trainer.close()
     meta = {"before": before["success"], "after": after["success"], "before_score": before["score"],
+            "before_tasks": min(BEFORE_SFT_TASKS, cfg.train.eval_episodes), "after_tasks": cfg.train.eval_episodes,
             "after_score": after["score"], "after_invalid_turns": after["invalid_turns"],
             "seconds": time.perf_counter() - t0, "steps": cfg.train.sft_steps, "batch_size": cfg.train.sft_batch_size,
             "episodes": cfg.train.sft_episodes, "loss": stats["sft/loss"], "recipe": recipe}
