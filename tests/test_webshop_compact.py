@@ -8,6 +8,8 @@ import pytest
 
 import agentgym_turn  # noqa: F401
 from agentgym_turn.testing import check_turn_env
+from agentgym_turn.webshop.expert import goal_query, product_phrase
+from agentgym_turn.webshop.product import Goal
 
 COMPACT = {"observation_style": "compact", "results_per_page": 3}
 
@@ -96,3 +98,53 @@ def test_defaults__draw_goals_uniformly_and_show_webshop_pages():
     assert len(goals) < 200  # uniform draws repeat (200 of 500: almost surely)
     obs, _ = env.reset(seed=0)
     assert "[SEP]" in obs and "Available actions" in obs
+
+
+def _goal(instruction: str, name: str, options: dict[str, str]) -> Goal:
+    return Goal(index=0, asin="B0", instruction_text=instruction, attributes=(), goal_options=options, price_upper=50.0,
+                query="", category="", product_category="", name=name)
+
+
+def test_product_phrase__is_the_instruction_run_the_title_holds():
+    goal = _goal("find me dermatologist tested makeup brush set with color: black, and price lower than 50.00 dollars",
+                 "Calina Botanical Collagen Makeup Brush Set, Dermatologist Tested - RN373", {"color": "black"})
+    assert product_phrase(goal) == "makeup brush set"
+
+
+def test_product_phrase__prefers_the_title_head_over_a_longer_attribute_after_the_comma():
+    goal = _goal("i am looking for a hoodie that is slim fit with size: large", "Oxley Cotton Hoodie, Slim Fit - UG46", {"size": "large"})
+    assert product_phrase(goal) == "hoodie"
+
+
+def test_product_phrase__skips_option_values_and_is_empty_without_a_shared_word():
+    goal = _goal("i need a lamp with color: black walnut", "Black Walnut Lamp", {"color": "black walnut"})
+    assert product_phrase(goal) == "lamp"
+    assert product_phrase(_goal("i need a lamp", "Desk Light", {})) == ""
+
+
+def test_expert_query_product__keeps_the_turn_contract():
+    check_turn_env(lambda: gym.make("TurnWebShop-v0", expert_query="product", **COMPACT), episodes=3, fuzz_actions=12)
+
+
+def test_expert_query_product__searches_the_phrase_and_still_buys_the_goal():
+    env = gym.make("TurnWebShop-v0", goal_split="test", goal_from_seed=True, expert_query="product", **COMPACT)
+    scores = []
+    for seed in range(20):
+        env.reset(seed=seed)
+        goal = env.unwrapped.goal
+        first = env.unwrapped.expert_action()
+        assert first == f"search[{product_phrase(goal)}]" and len(first) < len(goal_query(goal))
+        scores.append(_expert_episode(env, seed)[1]["score"])
+    assert sum(scores) / len(scores) >= 0.95  # measured: 0.998 on the first 200 test goals
+
+
+def test_expert_query__default_searches_the_instruction():
+    env = gym.make("TurnWebShop-v0", goal_split="test", goal_from_seed=True, **COMPACT)
+    env.reset(seed=0)
+    assert env.unwrapped.expert_query == "instruction"
+    assert env.unwrapped.expert_action() == f"search[{goal_query(env.unwrapped.goal)}]"
+
+
+def test_expert_query__rejects_unknown_names():
+    with pytest.raises(ValueError, match="expert_query"):
+        gym.make("TurnWebShop-v0", expert_query="noun")

@@ -244,6 +244,10 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
 * ``results_per_page``: products per results page (default 10, WebShop's), over the same top 50.
 * ``goal_from_seed``: the reset seed picks the goal (``seed mod n`` in the split) instead of a
   uniform draw (default off); ``options={"goal_index": i}`` still wins.
+* ``expert_query``: what ``expert_action()`` searches first: ``"instruction"`` (default: the
+  instruction without its price clause) or ``"product"``, the words that name the product
+  (:func:`~.expert.product_phrase`, e.g. ``makeup brush set``), short enough for a small model
+  to copy; either falls back to the instruction, then the title, when no hit can earn ``R = 1``.
 * ``format_penalty``, ``render_mode``, ``max_action_length``, ``max_observation_length``: see ``TurnEnv``.
 
 ## Version History
@@ -276,6 +280,7 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         observation_style: str = "webshop",
         results_per_page: int = 10,
         goal_from_seed: bool = False,
+        expert_query: str = "instruction",
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -285,6 +290,9 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
             raise ValueError(f"results_per_page must be a positive int (WebShop's is 10), got {results_per_page!r}.")
         self.observation_style, self.results_per_page, self.goal_from_seed = observation_style, results_per_page, bool(goal_from_seed)
         self._reset_seed: int | None = None
+        if expert_query not in _expert.EXPERT_QUERIES:
+            raise ValueError(f"expert_query must be one of {_expert.EXPERT_QUERIES}, got {expert_query!r}.")
+        self.expert_query = expert_query
         for name, value in (("num_prev_obs", num_prev_obs), ("num_prev_actions", num_prev_actions)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int (WebShop's default is 0), got {value!r}.")
@@ -548,10 +556,8 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
             return "click[buy now]"
         target = shop.index_of(goal.asin)
         if s.page == "search":
-            query = _expert.goal_query(goal)
-            results = self.search_engine.search(query)
-            if _expert.pick(results, shop, goal, target) is None:
-                query = goal.name
+            queries = _expert.expert_queries(goal, self.expert_query)
+            query = next((q for q in queries[:-1] if _expert.pick(self.search_engine.search(q), shop, goal, target) is not None), queries[-1])
             return f"search[{query}]"
         if s.page in pages.SUB_PAGES:
             return "click[< prev]"

@@ -2,7 +2,9 @@
 
 It knows the goal and the catalog. On the search page it searches with the goal's words (the
 instruction without its price clause); if none of the 50 hits can earn ``R = 1`` it searches
-the target's title instead. On the results it walks the pages to the target product, or to
+the target's title instead. With ``expert_query="product"`` (an env option) it first searches
+the product phrase alone (:func:`product_phrase`, e.g. ``makeup brush set``), then falls back to
+the instruction and then the title the same way. On the results it walks the pages to the target product, or to
 another product that earns ``R = 1`` when the target is not listed, opens it, picks the goal's
 option values, and buys. From any other state (an agent's own search, a wrong product, a
 sub-page) it steers back onto that plan.
@@ -16,7 +18,10 @@ from typing import Mapping
 from .product import Goal, Product
 from .reward import EXACT_MATCH_OPTIONS, FUZZY_THRESHOLD, normalize_color, token_set_ratio, webshop_reward
 
-__all__ = ["best_options", "best_reward", "goal_query", "strip_price_clause"]
+__all__ = ["EXPERT_QUERIES", "best_options", "best_reward", "expert_queries", "goal_query", "product_phrase", "strip_price_clause"]
+
+#: ``expert_query`` values: the instruction as the first query (WebShop's oracle), or the product phrase.
+EXPERT_QUERIES = ("instruction", "product")
 
 _PRICE_MARK = "and price lower than "
 # Matched from one known start (never searched), so a run of spaces cannot make it quadratic.
@@ -35,6 +40,53 @@ def strip_price_clause(text: str) -> str:
 def goal_query(goal: Goal) -> str:
     """The expert's first query: the instruction without its price clause."""
     return strip_price_clause(goal.instruction_text) or goal.name
+
+
+_WORD = re.compile(r"[a-z0-9]+(?:['&.-][a-z0-9]+)*")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def product_phrase(goal: Goal) -> str:
+    """The words that name the goal's product: the longest run of consecutive words of the
+    instruction (its option and price clauses left out) that the goal product's title also holds
+    as consecutive words, preferring a run in the title's head (before its first comma, where
+    titles name the product; after it they list attributes), then the longer, then the earlier
+    in the title. ``""`` when they share no word. E.g. ``find me dermatologist tested makeup
+    brush set with color: black`` and ``Calina Botanical Collagen Makeup Brush Set, Dermatologist
+    Tested - RN373`` give ``makeup brush set``."""
+    text = strip_price_clause(goal.instruction_text)
+    if goal.goal_options:  # the option clause: " with name: value, and ..." (values are no product name)
+        first = next(iter(goal.goal_options))
+        cut = text.rfind(f" with {first}:")
+        text = text[:cut] if cut >= 0 else text
+    said = _words(text)
+    head = goal.name.split(",", 1)[0]
+    title = _words(goal.name)
+    n_head = len(_words(head))
+    best: tuple[int, int, int] = (0, 0, 0)  # (in head, length, -start in title)
+    phrase = ""
+    for i in range(len(title)):
+        for j in range(len(said)):
+            k = 0
+            while i + k < len(title) and j + k < len(said) and title[i + k] == said[j + k]:
+                k += 1
+            key = (int(i + k <= n_head), k, -i)
+            if k and key > best:
+                best, phrase = key, " ".join(title[i : i + k])
+    return phrase
+
+
+def expert_queries(goal: Goal, style: str = "instruction") -> list[str]:
+    """The queries the expert tries on the search page, in order (it keeps the first whose hits
+    hold a product that earns ``R = 1``, else the last): for ``style="instruction"`` the
+    instruction (:func:`goal_query`) then the title; for ``"product"`` :func:`product_phrase`
+    first. ``style`` is one of :data:`EXPERT_QUERIES`."""
+    queries = [goal_query(goal), goal.name]
+    phrase = product_phrase(goal) if style == "product" else ""
+    return [phrase, *queries] if phrase else queries
 
 
 def best_options(product: Product, goal: Goal) -> dict[str, str]:
