@@ -28,3 +28,14 @@ def test_the_held_out_evaluation_plays_each_test_goal_once_greedily():
     assert sorted(env.reset(seed=s)[1]["goal_index"] for s in seeds) == list(range(500))
     train = gym.make(cfg.train.env, **cfg.rollout.env_kwargs)
     assert all(train.reset(seed=s)[1]["goal_index"] >= 1500 for s in range(50))  # training never sees a test goal
+
+
+def test_the_demonstrations_search_the_product_phrase_a_small_model_can_copy():
+    cfg = WEBSHOP_DRAFT.build("turn-ppo", seed=0, out="unused")
+    assert cfg.rollout.env_kwargs["expert_query"] == "product"
+    env = gym.make(cfg.train.env, **cfg.rollout.env_kwargs)
+    for seed in range(5):
+        env.reset(seed=seed)
+        query = env.unwrapped.expert_action()
+        assert query.startswith("search[") and query[7:-1] in env.unwrapped.goal.instruction_text
+        assert len(query[7:-1].split()) <= 5  # a few words, not the ~20-word instruction

@@ -33,6 +33,21 @@ show where the score is: the expert's query + ``click[1]`` + buy = 0.65; + the g
 = 0.97; a 6-word prefix of the instruction as query = 0.33 / 0.40; the product noun alone =
 0.51 / 0.74. The tiny model cannot copy a 30-token query after 100 SFT steps: the next step is
 a shorter expert query in the compact style (the product noun) or far longer SFT.
+
+**Short expert query** (``expert_query="product"``, now in ``WEBSHOP_ENV_KWARGS``): the expert
+searches the product phrase (``makeup brush set``, ``hoodie for women``; see
+:func:`agentgym_turn.webshop.expert.product_phrase`). On the first 200 test goals it scores 0.998
+(99.0% success) like the default expert, in 6.0 turns instead of 4.6: the short query ranks the
+target lower (first results page for 65 goals of 200), so the expert pages with ``next >``, and
+114 of 1,000 demonstrations exceed ``max_context_tokens=768`` (SFT leaves them out). The phrase
+query + ``click[1]`` + the best options + buy scores 0.36 (the first hit is the right type but
+rarely has the goal's attributes). SFT, 100 steps x 64 of the 886 fitting episodes, lr 3e-3
+(seed 0, one thread, load ~4 on 2 cores: 375 s of SFT, 36 s to evaluate 200 goals): loss 0.28
+(0.77 with the long query) but held-out score 0.015 on the first 200 test goals, 0 successes,
+30% invalid turns. The greedy policy writes a fluent query of the wrong product
+(``search[baseball cap for men]`` for a makeup brush set): it copies the phrase exactly on 4 of
+the first 60 test goals. It has learned the catalog's product names, not to read them from the
+instruction; the turns after it are the expert's habits (``next >`` twice, then a number).
 """
 
 from __future__ import annotations
@@ -45,7 +60,8 @@ from .base import NOISE_CONTROL, Recipe
 __all__ = ["WEBSHOP_DRAFT", "WEBSHOP_ENV", "WEBSHOP_ENV_KWARGS", "WEBSHOP_EVAL_ENV_KWARGS", "WEBSHOP_EVAL_EPISODES", "WEBSHOP_RL_ITERATIONS", "webshop_tiny"]
 
 WEBSHOP_ENV = "TurnWebShop-v0"
-WEBSHOP_ENV_KWARGS: dict[str, Any] = {"observation_style": "compact", "results_per_page": 3, "goal_split": "train"}
+WEBSHOP_ENV_KWARGS: dict[str, Any] = {"observation_style": "compact", "results_per_page": 3, "goal_split": "train",
+                                      "expert_query": "product"}
 #: Evaluations: each of the 500 test goals once.
 WEBSHOP_EVAL_ENV_KWARGS: dict[str, Any] = {"goal_split": "test", "goal_from_seed": True}
 WEBSHOP_EVAL_EPISODES = 500
