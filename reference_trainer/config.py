@@ -43,6 +43,8 @@ class ModelConfig:
     tiny_init_std: float = _f(0.1, "tiny model: standard deviation of the random initial weights")
     tiny_seed: int = _f(0, "tiny model: seed of its tokenizer corpus and weight init (independent of --seed)")
     tiny_dir: str | None = _f(None, "where to build the tiny model (default: a cache under ~/.cache/agentgym-turn)")
+    tiny_pretrain: dict = _f({}, "tiny model: copy pretraining on expert episodes of many generated worlds before use, as "
+                             "fields of reference_trainer.pretrain.PretrainSpec (e.g. {\"steps\": 150}); {}: none")
 
 
 @dataclass

@@ -205,6 +205,11 @@ class Trainer:
         spec = TinySpec(arch=m.tiny_arch, vocab_size=m.tiny_vocab, hidden_size=m.tiny_hidden, num_layers=m.tiny_layers, num_heads=m.tiny_heads,
                         intermediate_size=4 * m.tiny_hidden, rope_theta=m.tiny_rope_theta, init_std=m.tiny_init_std)
         build = lambda: build_tiny(self.cfg.train.env, m.tiny_dir, seed=m.tiny_seed, spec=spec, env_kwargs=self.cfg.rollout.env_kwargs)  # noqa: E731
+        if m.tiny_pretrain:
+            from .pretrain import PretrainSpec, build_pretrained_tiny
+
+            build = lambda: build_pretrained_tiny(self.cfg.train.env, self.cfg.rollout.env_kwargs, tiny=spec,  # noqa: E731
+                                                  spec=PretrainSpec.from_config(m.tiny_pretrain), seed=m.tiny_seed, directory=m.tiny_dir)
         path = build() if self.dist.is_main else None
         distributed.barrier(self.dist)  # the other ranks find rank 0's build (one writer, no half-written files read)
         return path or build()
