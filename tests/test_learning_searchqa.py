@@ -12,6 +12,7 @@ import gymnasium as gym
 
 import agentgym_turn  # noqa: F401  (registers the ids)
 from reference_trainer.recipes import RECIPES
+from reference_trainer.pretrain import PretrainSpec
 from reference_trainer.recipes.searchqa import SEARCHQA_DRAFT, SEARCHQA_ENV_KWARGS, SEARCHQA_EVAL_WORLD
 from reference_trainer.stats import required_tasks
 
@@ -35,6 +36,16 @@ def test_the_draft_trains_and_evaluates_on_disjoint_worlds():
     assert len(same_text) <= len(held_out.questions) // 1000, len(same_text)
     assert not [q for q in same_text if seen[q.question] & set(q.golden_answers)]
     assert not {q.id for q in train.questions} & {q.id for q in held_out.questions}
+
+
+def test_the_draft_pretrains_on_worlds_that_are_neither_trained_on_nor_held_out():
+    cfg = SEARCHQA_DRAFT.build("turn-ppo", seed=0, out="unused")
+    spec = PretrainSpec.from_config(cfg.model.tiny_pretrain)
+    train_world = cfg.rollout.env_kwargs.get("world_seed", 0)
+    assert len(spec.worlds) >= 8 and spec.induction_heads > 0
+    assert SEARCHQA_EVAL_WORLD not in spec.worlds and train_world not in spec.worlds
+    # a model built from this config starts from the pretrained checkpoint, not a random tiny model
+    assert cfg.model.model == "tiny" and cfg.model.tiny_arch == "qwen2"
 
 
 def test_the_draft_env_settings_play_an_expert_episode_in_the_compact_style():
