@@ -26,14 +26,15 @@ tiny model"):
   (``ema_decay=0.9``), the KL penalty (``kl_coef=0.1``) pulls towards that average
   (``kl_reference="average"``, WARP's moving anchor), and rollouts sample at temperature 0.8
   (evaluation is greedy).
-* **Faster movement does not help** (seed 0, Turn-PPO, 64 iterations from the same 46.3% SFT start,
+* **Tried, not better** (seed 0, Turn-PPO, 64 iterations from the same 46.3% SFT start,
   held-out success at iterations 16/32/48/64; the recipe: 50.2/54.0/57.3/59.0%, +12.7 +-3.5): actor lr
   6e-4 (critic's lr kept at 3e-3) 53.0/53.5/54.0/53.7%, +7.3 +-4.0; lr 1e-3 keeps sampled success at the
   start's level for 38 iterations (stopped); ``kl_coef=0.03`` 52.8/55.8/56.3% (stopped at 48);
-  ``ema_decay=0.8`` 50.8/54.0/55.0/56.8%, +10.5 +-3.8. RL on harder levels only (3-10 moves,
+  ``ema_decay=0.8`` 50.8/54.0/55.0/56.8%, +10.5 +-3.8; ``epochs=2`` 49.7/53.7/55.7/55.7%, +9.3 +-3.7
+  at 1.6x the RL time. RL on harder levels only (3-10 moves,
   evaluation unchanged) 53.8/57.7/56.8/55.7%, +9.3 +-3.6; rollout temperature 0.6
-  51.7/54.7/57.7/58.8%, +12.5 +-3.5 (the same as 0.8). Each plateaus near 55-59%: a larger step adds
-  more noise than signal.
+  51.7/54.7/57.7/58.8%, +12.5 +-3.5 (the same as 0.8). Each plateaus near 55-59%; every larger step
+  (lr, epochs, a weaker pull to the average) ends lower: it adds more noise than signal.
 * **Budget**: 64 RL iterations (2.6-3 s each on the benchmark machine, 4.7 s on a slower quiet one:
   2.8-5 minutes on one CPU thread); the curve flattens
   after about 60. A shorter SFT (200 steps, a 36.5% start) leaves more headroom but RL does not
