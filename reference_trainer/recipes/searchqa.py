@@ -48,7 +48,9 @@ What each choice does, and what it gave (seed 0, CPU seconds of one thread on a 
   world 101 (seed 0; CPU seconds on a 2-core machine shared with 2 other jobs, about twice a quiet
   thread's): 100 steps 5.0% (300 plain pretraining steps instead of response-weighted: 7-8% at
   200 steps), 300 steps 11.5% (SFT 153 s; 15% invalid turns), 600 steps 19.5% (SFT 290 s at load 6,
-  about 0.2 s a step on a quieter machine; 11% invalid turns; final loss 0.18). The
+  about 0.2 s a step on a quieter machine; 11% invalid turns; final loss 0.18). Twice the
+  pretraining (600 steps, final loss 0.78, 608 s at load 6) gives 15.0% before any SFT (3.0% after
+  300) but the same 19.5% after the 600 SFT steps: the SFT start plateaus near 20%. The
   pretraining took 312 s of training and 87 s of data there (59 s of training for 150 steps at a
   quieter moment). Failures seen: the first token of a copied name (``Fkaill`` for
   ``Skekaill``), a second search repeating the first, and bridge and comparison questions (half
