@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["PretrainSpec", "build_pretrained_tiny", "lm_pretrain", "world_corpus", "world_episodes"]
+__all__ = ["PretrainSpec", "build_pretrained_tiny", "lm_pretrain", "pretrain_weights", "weighted_next_token_loss", "world_corpus",
+           "world_episodes"]
 
 _BUILD_VERSION = 1  # bump when the construction changes, to invalidate caches
 
@@ -93,6 +94,23 @@ def world_episodes(env_id: str, env_kwargs: dict[str, Any] | None, spec: Pretrai
     return episodes
 
 
+def pretrain_weights(attention_mask: Any, action_mask: Any, response_weight: float) -> Any:
+    """Per-token loss weights ``w[b, t]``: 0 on padding, ``response_weight`` on response tokens, 1 elsewhere."""
+    return attention_mask.float() + (response_weight - 1.0) * action_mask.float()
+
+
+def weighted_next_token_loss(logits: Any, ids: Any, weights: Any) -> Any:
+    """``sum_t w[t+1] * (-log p(ids[t+1] | ids[:t+1])) / sum_t w[t+1]`` over a right-padded batch
+    (``docs/algorithms.md``, "Copy pretraining"). ``logits [B, L, V]`` of ``ids [B, L]``, ``weights [B, L]``
+    (:func:`pretrain_weights`): the weight of a prediction is that of the token it predicts."""
+    import torch
+
+    nll = torch.nn.functional.cross_entropy(logits[:, :-1].float().reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
+                                            reduction="none")
+    w = weights[:, 1:].reshape(-1)
+    return (nll * w).sum() / w.sum()
+
+
 def lm_pretrain(lm: Any, episodes: Sequence[Any], pad_id: int, spec: PretrainSpec) -> list[float]:
     """Train causal LM ``lm`` in place with next-token cross-entropy on every token of ``episodes``
     (padding excluded; response tokens weighted ``spec.response_weight``); returns each step's weighted
@@ -103,7 +121,7 @@ def lm_pretrain(lm: Any, episodes: Sequence[Any], pad_id: int, spec: PretrainSpe
 
     batch = make_batch(list(episodes), pad_id)
     ids, mask = batch.ids, batch.attention_mask
-    weight = mask.float() + (spec.response_weight - 1.0) * batch.action_mask.float()  # [B, L]: 0 on padding
+    weight = pretrain_weights(mask, batch.action_mask, spec.response_weight)  # [B, L]: 0 on padding
     opt = torch.optim.AdamW(lm.parameters(), lr=spec.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (spec.warmup_steps + 1)))
     gen = torch.Generator().manual_seed(spec.seed)
@@ -113,10 +131,8 @@ def lm_pretrain(lm: Any, episodes: Sequence[Any], pad_id: int, spec: PretrainSpe
         idx = torch.randint(len(ids), (min(spec.batch_size, len(ids)),), generator=gen)
         m = mask[idx]
         n = int(m.sum(1).max())  # right-padded: cut the all-padding tail
-        x, m, w = ids[idx, :n], m[:, :n], weight[idx, 1:n]
-        logits = lm(input_ids=x, attention_mask=m).logits[:, :-1].float()
-        nll = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="none")
-        loss = (nll * w.reshape(-1)).sum() / w.sum()
+        x, m, w = ids[idx, :n], m[:, :n], weight[idx, :n]
+        loss = weighted_next_token_loss(lm(input_ids=x, attention_mask=m).logits, x, w)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(lm.parameters(), 1.0)

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import agentgym_turn  # noqa: F401  (registers the ids)
-from reference_trainer.pretrain import PretrainSpec, build_pretrained_tiny, previous_token_bias, seed_induction_heads
+from reference_trainer.pretrain import (PretrainSpec, build_pretrained_tiny, pretrain_weights, previous_token_bias, seed_induction_heads,
+                                        weighted_next_token_loss)
 
 
 def _qwen2(vocab: int = 2048, rope_theta: float = 1e6):
@@ -82,3 +83,22 @@ def test_a_pretrained_build_is_a_loadable_checkpoint_reused_from_its_cache(tmp_p
     assert (path / "tiny_build.json").stat().st_mtime_ns == stamp  # reused, not rebuilt
     policy, tokenizer = load_policy(path)
     assert tokenizer.chat_template and len(tokenizer) <= 300
+
+
+def test_weighted_next_token_loss__hand_computed():
+    """docs/algorithms.md, "Copy pretraining": one sequence [a, b, pad], b a response token weighted 4, vocabulary 2."""
+    ids = torch.tensor([[0, 1, 0]])
+    attention = torch.tensor([[1, 1, 0]])
+    action = torch.tensor([[0, 1, 0]])
+    w = pretrain_weights(attention, action, 4.0)
+    assert w.tolist() == [[1.0, 4.0, 0.0]]
+    # logits at position 0 predict token 1 (b): p(b) = e^2 / (e^0 + e^2); position 1 predicts the padding (weight 0)
+    logits = torch.tensor([[[0.0, 2.0], [5.0, -5.0], [0.0, 0.0]]])
+    expected = -np.log(np.exp(2.0) / (1.0 + np.exp(2.0)))  # (4 * nll_b + 0 * anything) / 4
+    assert float(weighted_next_token_loss(logits, ids, w)) == pytest.approx(expected, rel=1e-6)
+    # two predicted tokens, weights 1 and 4: the weighted mean
+    ids2, w2 = torch.tensor([[0, 1, 0]]), torch.tensor([[1.0, 1.0, 4.0]])
+    logits2 = torch.tensor([[[0.0, 2.0], [3.0, 0.0], [0.0, 0.0]]])
+    nll_1 = -np.log(np.exp(2.0) / (1.0 + np.exp(2.0)))
+    nll_2 = -np.log(np.exp(3.0) / (np.exp(3.0) + 1.0))
+    assert float(weighted_next_token_loss(logits2, ids2, w2)) == pytest.approx((1 * nll_1 + 4 * nll_2) / 5, rel=1e-6)
