@@ -177,7 +177,7 @@ def build_pretrained_tiny(
     import torch
     from transformers import AutoModelForCausalLM
 
-    from .tiny import TinySpec, _model_config, default_cache_dir, train_tokenizer
+    from .tiny import TinySpec, _model_config, default_cache_dir, publish_build, train_tokenizer
     from .tokenization import ChatFormat
 
     tiny = tiny or TinySpec()
@@ -198,27 +198,11 @@ def build_pretrained_tiny(
     t1 = time.perf_counter()
     losses = lm_pretrain(lm, episodes, tokenizer.pad_token_id, spec)
     t2 = time.perf_counter()
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    lm.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / "tiny_build.json").write_text(json.dumps({
+    return publish_build(out, lm, tokenizer, {
         "key": key, "env_ids": [env_id], "seed": seed, "spec": asdict(tiny), "pretrain": asdict(spec),
         "episodes": len(episodes), "tokens": sum(len(e.conversation) for e in episodes),
         "loss_first": losses[0] if losses else None, "loss_last": sum(losses[-10:]) / max(1, len(losses[-10:])),
-        "data_seconds": t1 - t0, "train_seconds": t2 - t1}, indent=1))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.exists():  # an older build or a concurrent one: replace file by file
-        for f in tmp.iterdir():
-            os.replace(f, out / f.name)
-        tmp.rmdir()
-    else:
-        try:
-            os.replace(tmp, out)
-        except OSError:  # another process won the race
-            for f in tmp.iterdir():
-                os.replace(f, out / f.name)
-            tmp.rmdir()
-    return out
+        "data_seconds": t1 - t0, "train_seconds": t2 - t1})
 
 
 def previous_token_bias(inv_freq: Sequence[float], pairs: Sequence[int], head_dim: int, max_positions: int,

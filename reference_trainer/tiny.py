@@ -34,6 +34,7 @@ __all__ = [
     "build_tiny",
     "default_cache_dir",
     "env_corpus",
+    "publish_build",
     "train_tokenizer",
 ]
 
@@ -223,12 +224,17 @@ def build_tiny(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config)
+    return publish_build(out, model, tokenizer, {"key": key, "env_ids": ids, "seed": seed, "spec": asdict(spec)})
+
+
+def publish_build(out: Path, model: Any, tokenizer: Any, stamp: dict[str, Any]) -> Path:
+    """Write ``model``, ``tokenizer`` and ``tiny_build.json`` (``stamp``, with the cache ``key``) into a
+    sibling temporary directory, then move it to ``out`` whole, so that a reader never sees a half-written
+    build (file by file when ``out`` exists: an older build, or a concurrent one that won the race)."""
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    (tmp / "tiny_build.json").write_text(
-        json.dumps({"key": key, "env_ids": ids, "seed": seed, "spec": asdict(spec)}, indent=1)
-    )
+    (tmp / "tiny_build.json").write_text(json.dumps(stamp, indent=1))
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():  # an older build or a concurrent one: replace file by file
         for f in tmp.iterdir():
