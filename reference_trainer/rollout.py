@@ -226,20 +226,10 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
     pad_id = fmt.tokenizer.pad_token_id if fmt.tokenizer.pad_token_id is not None else 0
     tail_room = len(fmt.assistant_suffix)
     eps = [Episode(Conversation(), int(s), int(g)) for s, g in zip(seeds, groups)]
-    # Observations are tokenised once, where it costs the rollout least: by the worker thread that stepped the env
-    # (ThreadEnvs, overlapping other envs' waits), else in one batch call (the tokenizer's native threads).
-    threaded = callable(getattr(envs, "step_then", None)) and callable(getattr(envs, "reset_then", None))
-    if split_system_prompt:
+    if split_system_prompt:  # the message is split before it is tokenised
         observations, contents = envs.reset(seeds), [None] * len(eps)
-    elif threaded:
-        observations, contents = map(list, zip(*envs.reset_then(seeds, fmt.encode_content)))
     else:
-        observations = envs.reset(seeds)
-        contents = fmt.encode_contents(observations)
-
-    def encode_if_going_on(result: tuple) -> list[int] | None:
-        obs, _, terminated, _, info = result
-        return None if terminated or info.get(STEP_TIMEOUT_KEY) else fmt.encode_content(obs)
+        observations, contents = _reset_tokenised(envs, seeds, fmt)
     for index, (ep, obs) in enumerate(zip(eps, observations)):
         open_episode(ep.conversation, fmt, obs, envs.split_first if split_system_prompt else None, index, contents[index])
         if len(ep.conversation) + max_new_tokens + tail_room > max_context_tokens:
@@ -265,14 +255,7 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
             eps[i].conversation.add_response(fmt, ids, text)
             eps[i].sampled_logp.extend(lp)
             actions[i] = text
-        if threaded:
-            stepped = envs.step_then(actions, encode_if_going_on)
-            results = {i: result for i, (result, _) in stepped.items()}
-            contents = {i: ids for i, (_, ids) in stepped.items()}
-        else:
-            results = envs.step(actions)
-            going_on = [i for i in active if not results[i][2] and not results[i][4].get(STEP_TIMEOUT_KEY)]
-            contents = dict(zip(going_on, fmt.encode_contents([results[i][0] for i in going_on])))
+        results, contents = _step_tokenised(envs, actions, fmt)
         still = []
         for i in active:
             obs, reward, terminated, truncated, info = results[i]
@@ -300,6 +283,33 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
             still.append(i)
         active = still
     return eps
+
+
+# Observations are tokenised once, where it costs the rollout least: by the worker thread that stepped the env
+# (envs with step_then/reset_then, i.e. ThreadEnvs: overlapping the other envs' waits), else in one batch call
+# (a fast tokenizer's native threads).
+def _goes_on(result: tuple) -> bool:
+    """Whether a step's observation is appended to its episode (it did not end it, nor time out)."""
+    return not result[2] and not result[4].get(STEP_TIMEOUT_KEY)
+
+
+def _reset_tokenised(envs: EnvBatch, seeds: Sequence[int], fmt: ChatFormat) -> tuple[list[str], list[list[int]]]:
+    """``envs.reset(seeds)`` and each first message's ``fmt.encode_content``."""
+    if callable(getattr(envs, "reset_then", None)):
+        pairs = envs.reset_then(seeds, fmt.encode_content)
+        return [obs for obs, _ in pairs], [ids for _, ids in pairs]
+    observations = envs.reset(seeds)
+    return observations, fmt.encode_contents(observations)
+
+
+def _step_tokenised(envs: EnvBatch, actions: dict[int, str], fmt: ChatFormat) -> tuple[dict[int, tuple], dict[int, list[int] | None]]:
+    """``envs.step(actions)`` and the ``fmt.encode_content`` of every observation that goes on (``None`` for the others)."""
+    if callable(getattr(envs, "step_then", None)):
+        stepped = envs.step_then(actions, lambda r: fmt.encode_content(r[0]) if _goes_on(r) else None)
+        return {i: r for i, (r, _) in stepped.items()}, {i: ids for i, (_, ids) in stepped.items()}
+    results = envs.step(actions)
+    going_on = [i for i in actions if _goes_on(results[i])]
+    return results, dict(zip(going_on, fmt.encode_contents([results[i][0] for i in going_on])))
 
 
 @dataclass

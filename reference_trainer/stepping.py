@@ -212,11 +212,11 @@ class ThreadEnvs:
 
     def reset_then(self, seeds: Sequence[int], then: Callable[[str], Any] | None) -> list[tuple[str, Any]]:
         """:meth:`reset`, and ``then(first_message)`` run by the thread that reset the env (None without ``then``)."""
-        def call(i: int, seed: int) -> tuple[str, Any]:
-            obs = self.envs[i].reset(seed=seed)[0]
+        def call(env: gym.Env, seed: int) -> tuple[str, Any]:
+            obs = env.reset(seed=seed)[0]
             return obs, (then(obs) if then is not None else None)
 
-        results, _ = self._run_all({i: functools.partial(call, i, int(s)) for i, s in enumerate(seeds)}, 0.0)
+        results, _ = self._run_all({i: functools.partial(call, self.envs[i], int(s)) for i, s in enumerate(seeds)}, 0.0)
         return [results[i] for i in range(len(seeds))]
 
     def step(self, actions: dict[int, str]) -> dict[int, StepResult]:
@@ -226,12 +226,12 @@ class ThreadEnvs:
         """:meth:`step`, and ``then(result)`` run by the thread that stepped the env, right after its step: a
         rollout tokenises each observation there, while other envs still wait on I/O. ``then`` counts towards
         the step's timeout; a step cut off gets :func:`timeout_result` and ``None``."""
-        def call(i: int, action: str) -> tuple[StepResult, Any]:
-            obs, r, term, trunc, info = self.envs[i].step(action)
+        def call(env: gym.Env, action: str) -> tuple[StepResult, Any]:  # the env bound now: a timeout replaces envs[i]
+            obs, r, term, trunc, info = env.step(action)
             result = (obs, float(r), bool(term), bool(trunc), info)
             return result, (then(result) if then is not None else None)
 
-        results, cut = self._run_all({i: functools.partial(call, i, a) for i, a in actions.items()}, self.step_timeout_s)
+        results, cut = self._run_all({i: functools.partial(call, self.envs[i], a) for i, a in actions.items()}, self.step_timeout_s)
         out: dict[int, tuple[StepResult, Any]] = {}
         for i in actions:
             out[i] = (timeout_result(self.step_timeout_s), None) if i in cut else results[i]
