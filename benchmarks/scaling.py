@@ -16,8 +16,10 @@ chunk); turns/s = turns / wall time. Envs:
   (BM25 over the generated corpus) in another process on this machine: the server's CPU is this
   machine's CPU, so it scales with cores, not with waiting.
 * ``searchqa_http_10ms``: the same server answering each request 10 ms later (a retriever on
-  another machine or a GPU encoder: the client waits); its per-request CPU (about 1.2 ms: uvicorn,
-  Starlette, the thread hop, BM25, JSON) still runs on this machine's cores.
+  another machine or a GPU encoder: the client waits); its per-request CPU (1.7-1.9 ms of user and
+  kernel time: uvicorn, Starlette, the thread hop, BM25, JSON, sockets) still runs on this machine's cores.
+* ``searchqa_http_10ms_2proc``: the same, the server run by two processes
+  (``agentgym-turn serve retriever --processes 2``), so its CPU is no longer one core's.
 * ``searchqa_http_30ms``: the same, 30 ms later (a dense retriever behind a network hop): how the
   speed-up grows when the wait, not the co-located server's CPU, dominates a step.
 * ``sokoban``: ``TurnSokoban-v0`` in process (CPU-bound: level generation at reset).
@@ -66,14 +68,17 @@ NOTES = [
     "rollout_* rates include the tokenisation of every observation: since commit 'rollout: tokenise observations where "
     "the env was stepped' it runs in the env's worker thread (mode threads) or in one batch call, not one call per "
     "observation in the main thread (before: sleep10ms 4.77x, searchqa_http_10ms 3.73x through collect at 8 envs).",
-    "searchqa_http_* rows share this machine's 2 cores with the retrieval server process (about 1.2 ms of server CPU and "
-    "0.4 ms of client CPU per request, measured quiet): at 8 envs these CPU costs, not the retriever's wait, bound the "
-    "10 ms rows; the 30 ms row shows the speed-up when the wait dominates.",
+    "searchqa_http_* rows share this machine's 2 cores with the retrieval server (1.7-1.9 ms of server CPU, user and "
+    "kernel, and 0.7-0.8 ms of client CPU per request at 8 envs, measured quiet with psutil): at 8 envs one server "
+    "process needs about 14 ms of CPU per 10 ms wait, so the server, not the retriever's wait, bounds the 10 ms row; "
+    "the 10ms_2proc row serves from two processes; the 30 ms row shows the speed-up when the wait dominates.",
     "CPU-bound rows (sokoban, searchqa) cannot speed up beyond the machine's cores (and beyond the idle share of them: see "
     "machine.load_average_*); a local retriever server's BM25 runs on those same cores, so it scales with cores, not waiting.",
 ]
-#: How late the retrieval server answers each request, per ``searchqa_http*`` env.
-RETRIEVER_DELAY_S = {"searchqa_http": 0.0, "searchqa_http_10ms": 0.010, "searchqa_http_30ms": 0.030}
+#: How each ``searchqa_http*`` env's retrieval server runs: (seconds it answers late, processes serving it, as
+#: ``agentgym-turn serve retriever --processes``).
+RETRIEVER = {"searchqa_http": (0.0, 1), "searchqa_http_10ms": (0.010, 1), "searchqa_http_10ms_2proc": (0.010, 2),
+             "searchqa_http_30ms": (0.030, 1)}
 #: Sokoban tasks of the I/O-bound case repeat over this many seeds, generated before timing (its reset is then a cache hit).
 SLEEPY_SEEDS = 64
 #: name -> (env id, make kwargs besides the retriever, stub response, modes, seed cycle (0: every task new))
@@ -81,6 +86,7 @@ ENVS: dict[str, tuple[str, dict[str, Any], str, tuple[str, ...], int]] = {
     "sleep10ms": (SLEEPY_ID, {}, "<answer>Up</answer>", ("threads",), SLEEPY_SEEDS),
     "searchqa_http": ("TurnSearchQA-v0", {}, "<search>capital city river</search>", ("threads",), 0),
     "searchqa_http_10ms": ("TurnSearchQA-v0", {}, "<search>capital city river</search>", ("threads",), 0),
+    "searchqa_http_10ms_2proc": ("TurnSearchQA-v0", {}, "<search>capital city river</search>", ("threads",), 0),
     "searchqa_http_30ms": ("TurnSearchQA-v0", {}, "<search>capital city river</search>", ("threads",), 0),
     "sokoban": ("TurnSokoban-v0", {}, "<answer>Up</answer>", ("processes", "threads"), 0),
     "searchqa": ("TurnSearchQA-v0", {}, "<search>capital city river</search>", ("processes",), 0),
@@ -126,24 +132,25 @@ class StubPolicy:
         return [list(self.ids) for _ in prompts], [[0.0] * len(self.ids) for _ in prompts]
 
 
-def serve_retriever(delay_s: float) -> int:
+def serve_retriever(delay_s: float, processes: int = 1) -> int:
     """Run the retrieval server over the generated corpus (``delay_s`` late per request) until killed."""
     from agentgym_turn.searchqa.retrieval import BM25Retriever
     from agentgym_turn.searchqa.server import RetrievalServer
     from agentgym_turn.searchqa.sources import generated_source
 
     retriever = BM25Retriever(generated_source().corpus)
-    server = RetrievalServer(DelayedRetriever(retriever, delay_s) if delay_s else retriever).start()
-    print(f"serving at {server.url}", flush=True)
-    while True:
-        time.sleep(3600)
+    server = RetrievalServer(DelayedRetriever(retriever, delay_s) if delay_s else retriever)
+    print(f"serving at {server.url}", flush=True)  # the socket listens already: requests wait in its backlog
+    server.serve_forever(processes)
+    return 0
 
 
 class RetrieverProcess:
     """:func:`serve_retriever` in a child process; ``url`` once it listens."""
 
-    def __init__(self, delay_s: float):
-        self.proc = subprocess.Popen([sys.executable, __file__, "--serve-retriever", str(delay_s)], stdout=subprocess.PIPE,
+    def __init__(self, delay_s: float, processes: int = 1):
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve-retriever", str(delay_s), "--serve-processes", str(processes)],
+                                     stdout=subprocess.PIPE,
                                      text=True, cwd=ROOT)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -235,7 +242,7 @@ def measure_rollout(counts: tuple[int, ...], min_turns: int, only_envs: list[str
                 continue
             kwargs = dict(kwargs)
             if name.startswith("searchqa_http"):
-                servers[name] = RetrieverProcess(RETRIEVER_DELAY_S[name])
+                servers[name] = RetrieverProcess(*RETRIEVER[name])
                 kwargs["retriever_url"] = servers[name].url
             if cycle:  # generate the levels once (threads share this process's level cache)
                 warm = gym.make(env_id)
@@ -317,9 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-turns", type=int, default=200, help="turns timed per measurement (after a warm-up chunk)")
     parser.add_argument("--out", type=Path, default=RESULTS / "scaling.json")
     parser.add_argument("--serve-retriever", type=float, metavar="DELAY_S", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-processes", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_retriever is not None:
-        return serve_retriever(args.serve_retriever)
+        return serve_retriever(args.serve_retriever, args.serve_processes)
     torch.set_num_threads(1)
     load = os.getloadavg()[0]
     cpus = os.cpu_count() or 1

@@ -153,6 +153,31 @@ def _guarded_protocol(header_timeout: float):
     return GuardedH11Protocol
 
 
+def _exit_on_signal(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _serve_copy(server: "AppServer") -> None:
+    """A forked copy of ``server``'s process: serve its listening socket with a fresh uvicorn server until told to stop."""
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):  # exit with the parent even if it is killed outright
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (AttributeError, OSError):
+            pass
+    import uvicorn
+
+    server._server = uvicorn.Server(server._server.config)
+    try:
+        server._run()
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the parent reports it
+        pass
+
+
 class AppServer:
     """Run an ASGI app on uvicorn, in a background thread (``start``/``stop``, a context manager)
     or in the calling thread (``serve_forever``).
@@ -222,17 +247,53 @@ class AppServer:
     def _run(self) -> None:
         self._server.run(sockets=[self._socket])
 
-    def serve_forever(self) -> None:
-        """Serve in this thread until Ctrl-C (uvicorn handles the signal) or :meth:`stop`."""
-        self._run()
+    def serve_forever(self, processes: int = 1) -> None:
+        """Serve in this thread until Ctrl-C or SIGTERM (uvicorn handles both) or :meth:`stop`.
 
-    def run_until_interrupted(self, banner: str) -> int:
-        """Print ``banner`` to stderr, serve in this thread until Ctrl-C, stop; the CLI's exit status (0)."""
+        ``processes`` > 1 (POSIX, stateless apps only): this process and ``processes - 1`` forked
+        copies of it (the app and whatever it holds, an index for example, shared copy-on-write)
+        accept on the one listening socket, so requests use that many cores. Every bound of
+        :class:`ServerLimits` then applies per process. The copies exit with this one.
+        """
+        if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+            raise ValueError(f"processes must be a positive integer, got {processes!r}.")
+        if processes == 1:
+            self._run()
+            return
+        import multiprocessing
+        import signal
+
+        if "fork" not in multiprocessing.get_all_start_methods():
+            raise RuntimeError("processes > 1 needs os.fork (Linux, macOS); serve with processes=1 here.")
+        context = multiprocessing.get_context("fork")
+        children = [context.Process(target=_serve_copy, args=(self,), name=f"agentgym-server-{i + 1}", daemon=True)
+                    for i in range(processes - 1)]
+        for child in children:
+            child.start()
+        # uvicorn re-raises the SIGTERM it caught once it has shut down: exit through `finally`, which stops the copies.
+        previous = signal.signal(signal.SIGTERM, _exit_on_signal)
+        try:
+            self._run()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            for child in children:
+                child.terminate()
+            for child in children:
+                child.join(timeout=10)
+                if child.is_alive():
+                    child.kill()
+                    child.join()
+
+    def run_until_interrupted(self, banner: str, processes: int = 1) -> int:
+        """Print ``banner`` to stderr, serve in this thread until Ctrl-C, stop; the CLI's exit status (0).
+
+        ``processes``: as :meth:`serve_forever`.
+        """
         import sys
 
         print(banner, file=sys.stderr, flush=True)
         try:
-            self.serve_forever()
+            self.serve_forever(processes)
         except KeyboardInterrupt:
             pass
         finally:

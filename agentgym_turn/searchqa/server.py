@@ -160,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topk", type=int, default=3, help="passages per query when a request gives no topk (default 3)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    p.add_argument("--processes", type=int, default=1, metavar="N",
+                   help="serve from N processes sharing the port and the index (forked copies; POSIX): requests use N cores "
+                        "(default 1)")
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 
@@ -169,6 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(list(argv) if argv is not None else None)
     from .sources import corpus_source, file_key, generated_source, local_retriever
 
+    if args.processes < 1:
+        print(f"--processes must be at least 1, got {args.processes}.", file=sys.stderr)
+        return 2
     if args.retriever == "dense" and not args.encoder:
         print("--retriever dense needs --encoder DIR (a local sentence-transformers model).", file=sys.stderr)
         return 2
@@ -188,7 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return server.run_until_interrupted(f"Serving {len(corpus):,} passages at {server.url} (Ctrl-C stops)")
+    copies = f" from {args.processes} processes" if args.processes > 1 else ""
+    return server.run_until_interrupted(f"Serving {len(corpus):,} passages at {server.url}{copies} (Ctrl-C stops)", args.processes)
 
 
 if __name__ == "__main__":
