@@ -38,6 +38,10 @@ class PretrainSpec:
     worlds: tuple[int, ...] = tuple(range(1000, 1016))
     #: ``world_scale`` of those worlds (a smaller world generates faster; names are as varied).
     world_scale: float = 0.25
+    #: The env option that takes a world's seed (``world_seed`` for TurnSearchQA-v0, ``catalog_seed`` for TurnWebShop-v0).
+    world_option: str = "world_seed"
+    #: The env option that takes ``world_scale`` (``None``: the env's own size, for envs without one).
+    scale_option: str | None = "world_scale"
     #: Expert episodes per world for the model (distinct task seeds).
     episodes_per_world: int = 128
     #: Env episodes per world played for the tokenizer's corpus (:func:`reference_trainer.tiny.env_corpus`).
@@ -65,8 +69,10 @@ class PretrainSpec:
         return cls(**fields)
 
 
-def _world_kwargs(env_kwargs: dict[str, Any] | None, world: int, scale: float) -> dict[str, Any]:
-    return {**(env_kwargs or {}), "world_seed": int(world), "world_scale": float(scale)}
+def _world_kwargs(env_kwargs: dict[str, Any] | None, world: int, spec: PretrainSpec) -> dict[str, Any]:
+    """``env_kwargs`` with world ``world`` of ``spec`` (its seed and, where the env has one, its scale)."""
+    scale = {spec.scale_option: float(spec.world_scale)} if spec.scale_option else {}
+    return {**(env_kwargs or {}), spec.world_option: int(world), **scale}
 
 
 def world_corpus(env_id: str, env_kwargs: dict[str, Any] | None, spec: PretrainSpec) -> list[str]:
@@ -75,7 +81,7 @@ def world_corpus(env_id: str, env_kwargs: dict[str, Any] | None, spec: PretrainS
 
     texts: list[str] = []
     for w in spec.worlds:
-        texts += env_corpus(env_id, spec.corpus_episodes_per_world, seed=spec.seed, env_kwargs=_world_kwargs(env_kwargs, w, spec.world_scale))
+        texts += env_corpus(env_id, spec.corpus_episodes_per_world, seed=spec.seed, env_kwargs=_world_kwargs(env_kwargs, w, spec))
     return texts
 
 
@@ -90,7 +96,7 @@ def world_episodes(env_id: str, env_kwargs: dict[str, Any] | None, spec: Pretrai
     episodes: list[Any] = []
     for w in spec.worlds:
         seeds = rng.integers(0, 2**31 - 1, size=spec.episodes_per_world).tolist()
-        episodes += expert_episodes(env_id, fmt, seeds, _world_kwargs(env_kwargs, w, spec.world_scale))
+        episodes += expert_episodes(env_id, fmt, seeds, _world_kwargs(env_kwargs, w, spec))
     return episodes
 
 
@@ -164,8 +170,8 @@ def build_pretrained_tiny(
 
     Args:
         env_id: The env whose expert episodes train tokenizer and model.
-        env_kwargs: Options of that env (its observation style); ``world_seed`` and
-            ``world_scale`` are set per world of ``spec``.
+        env_kwargs: Options of that env (its observation style); ``spec.world_option`` and
+            ``spec.scale_option`` are set per world of ``spec``.
         tiny: :class:`~reference_trainer.tiny.TinySpec` of the model and vocabulary (default sizes if None).
         spec: The pretraining's worlds, data and steps.
         seed: Seeds the weight initialisation.

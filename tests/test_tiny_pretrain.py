@@ -10,7 +10,7 @@ import torch
 
 import agentgym_turn  # noqa: F401  (registers the ids)
 from reference_trainer.pretrain import (PretrainSpec, build_pretrained_tiny, pretrain_weights, previous_token_bias, seed_induction_heads,
-                                        weighted_next_token_loss)
+                                        weighted_next_token_loss, world_episodes)
 
 
 def _qwen2(vocab: int = 2048, rope_theta: float = 1e6):
@@ -83,6 +83,23 @@ def test_a_pretrained_build_is_a_loadable_checkpoint_reused_from_its_cache(tmp_p
     assert (path / "tiny_build.json").stat().st_mtime_ns == stamp  # reused, not rebuilt
     policy, tokenizer = load_policy(path)
     assert tokenizer.chat_template and len(tokenizer) <= 300
+
+
+def test_world_option__each_world_is_a_webshop_catalog():
+    """``world_option``/``scale_option`` name the env's own world options: WebShop's ``catalog_seed``, no scale."""
+    from reference_trainer.pretrain import _world_kwargs
+
+    spec = PretrainSpec(worlds=(1000, 1001), world_option="catalog_seed", scale_option=None, episodes_per_world=2)
+    assert _world_kwargs({"results_per_page": 3}, 1000, spec) == {"results_per_page": 3, "catalog_seed": 1000}
+    assert _world_kwargs(None, 7, PretrainSpec(world_scale=0.5)) == {"world_seed": 7, "world_scale": 0.5}
+    from reference_trainer.tiny import train_tokenizer
+    from reference_trainer.tokenization import ChatFormat
+
+    kwargs = {"observation_style": "compact", "results_per_page": 3}
+    fmt = ChatFormat(train_tokenizer(["search click buy now results instruction price"] * 8, 300))
+    episodes = world_episodes("TurnWebShop-v0", kwargs, spec, fmt)
+    assert len(episodes) == 4 and all(e.success for e in episodes)
+    assert len({tuple(e.conversation.ids) for e in episodes}) == 4  # other catalogs, other goals
 
 
 def test_weighted_next_token_loss__hand_computed():
