@@ -8,7 +8,7 @@ import pytest
 
 import agentgym_turn  # noqa: F401
 from agentgym_turn.testing import check_turn_env
-from agentgym_turn.webshop.expert import goal_query, product_phrase
+from agentgym_turn.webshop.expert import best_reward, goal_query, instruction_clause, product_phrase
 from agentgym_turn.webshop.product import Goal
 
 COMPACT = {"observation_style": "compact", "results_per_page": 3}
@@ -148,3 +148,47 @@ def test_expert_query__default_searches_the_instruction():
 def test_expert_query__rejects_unknown_names():
     with pytest.raises(ValueError, match="expert_query"):
         gym.make("TurnWebShop-v0", expert_query="noun")
+
+
+def test_expert_clause_first_match__keeps_the_turn_contract():
+    check_turn_env(lambda: gym.make("TurnWebShop-v0", expert_query="clause", expert_browse="first_match", **COMPACT), episodes=3,
+                   fuzz_actions=12)
+
+
+def test_instruction_clause__is_the_instruction_up_to_its_options():
+    goal = _goal("find me dermatologist tested makeup brush set with color: black, and price lower than 50.00 dollars",
+                 "Calina Makeup Brush Set", {"color": "black"})
+    assert instruction_clause(goal) == "find me dermatologist tested makeup brush set"
+    assert instruction_clause(_goal("i need a lamp, and price lower than 20.00 dollars", "Desk Lamp", {})) == "i need a lamp"
+
+
+@pytest.mark.parametrize("style", [COMPACT, {}])
+def test_expert_clause_first_match__opens_the_first_listed_product_that_earns_1(style):
+    env = gym.make("TurnWebShop-v0", goal_split="test", goal_from_seed=True, expert_query="clause", expert_browse="first_match", **style)
+    shop = env.unwrapped.shop
+    per_page = env.unwrapped.results_per_page
+    for seed in range(12):
+        env.reset(seed=seed)
+        goal = env.unwrapped.goal
+        first = env.unwrapped.expert_action()
+        assert first == f"search[{instruction_clause(goal)}]"  # its hits hold an R = 1 product (for 200 of 200 test goals)
+        for _ in range(15):
+            state = env.unwrapped.state
+            action = env.unwrapped.expert_action()
+            if state.page == "results" and action.startswith("click[") and action not in ("click[next >]", "click[< prev]"):
+                start = (state.page_no - 1) * per_page
+                in_view = state.results[start : start + per_page]
+                opened = next(i for k, i in enumerate(in_view) if action in (f"click[{k + 1}]", f"click[{shop.product(i).asin.lower()}]"))
+                listed_before = state.results[: state.results.index(opened)]
+                assert best_reward(shop.product(opened), goal)[0] >= 1.0
+                assert all(best_reward(shop.product(i), goal)[0] < 1.0 for i in listed_before)
+            *_, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                break
+        assert info["score"] >= 1.0
+
+
+def test_expert_browse__rejects_unknown_names_and_defaults_to_the_target():
+    with pytest.raises(ValueError, match="expert_browse"):
+        gym.make("TurnWebShop-v0", expert_browse="best")
+    assert gym.make("TurnWebShop-v0").unwrapped.expert_browse == "target"

@@ -247,7 +247,15 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
 * ``expert_query``: what ``expert_action()`` searches first: ``"instruction"`` (default: the
   instruction without its price clause) or ``"product"``, the words that name the product
   (:func:`~.expert.product_phrase`, e.g. ``makeup brush set``), short enough for a small model
-  to copy; either falls back to the instruction, then the title, when no hit can earn ``R = 1``.
+  to copy, or ``"clause"``, the instruction up to its option and price clauses
+  (:func:`~.expert.instruction_clause`, e.g. ``find me dermatologist tested makeup brush set``: a
+  copy of the instruction's start, whose hits hold a product that earns ``R = 1`` on the first
+  page far more often); each falls back to the instruction, then the title, when no hit can earn ``R = 1``.
+* ``expert_browse``: which result ``expert_action()`` opens: ``"target"`` (default: the goal's
+  product when listed, else the first that earns ``R = 1``) or ``"first_match"``: the first
+  result, in the order listed, that earns ``R = 1`` with the goal's options, paging only past
+  pages without one. Both always earn ``R = 1``; with ``"first_match"`` every choice can be read
+  off the page in view (the target is not, among equals), for a small model to imitate.
 * ``format_penalty``, ``render_mode``, ``max_action_length``, ``max_observation_length``: see ``TurnEnv``.
 
 ## Version History
@@ -281,6 +289,7 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         results_per_page: int = 10,
         goal_from_seed: bool = False,
         expert_query: str = "instruction",
+        expert_browse: str = "target",
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -293,6 +302,9 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         if expert_query not in _expert.EXPERT_QUERIES:
             raise ValueError(f"expert_query must be one of {_expert.EXPERT_QUERIES}, got {expert_query!r}.")
         self.expert_query = expert_query
+        if expert_browse not in _expert.EXPERT_BROWSING:
+            raise ValueError(f"expert_browse must be one of {_expert.EXPERT_BROWSING}, got {expert_browse!r}.")
+        self.expert_browse = expert_browse
         for name, value in (("num_prev_obs", num_prev_obs), ("num_prev_actions", num_prev_actions)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int (WebShop's default is 0), got {value!r}.")
@@ -568,7 +580,7 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
             todo = _expert.options_to_click(product, goal, s.options)
             return f"click[{todo[0]}]" if todo else "click[buy now]"
         # results page
-        pos = _expert.pick(s.results, shop, goal, target)
+        pos = _expert.pick(s.results, shop, goal, target if self.expert_browse == "target" else None)
         if pos is None:
             return "click[back to search]"
         wanted_page = pos // self.results_per_page + 1

@@ -3,10 +3,12 @@
 It knows the goal and the catalog. On the search page it searches with the goal's words (the
 instruction without its price clause); if none of the 50 hits can earn ``R = 1`` it searches
 the target's title instead. With ``expert_query="product"`` (an env option) it first searches
-the product phrase alone (:func:`product_phrase`, e.g. ``makeup brush set``), then falls back to
+the product phrase alone (:func:`product_phrase`, e.g. ``makeup brush set``; with ``"clause"``, the
+instruction's opening clause, :func:`instruction_clause`), then falls back to
 the instruction and then the title the same way. On the results it walks the pages to the target product, or to
 another product that earns ``R = 1`` when the target is not listed, opens it, picks the goal's
-option values, and buys. From any other state (an agent's own search, a wrong product, a
+option values, and buys. With ``expert_browse="first_match"`` it opens the first listed product that
+earns ``R = 1`` instead of the target, so that what it opens can be told from the page in view. From any other state (an agent's own search, a wrong product, a
 sub-page) it steers back onto that plan.
 """
 
@@ -18,10 +20,14 @@ from typing import Mapping
 from .product import Goal, Product
 from .reward import EXACT_MATCH_OPTIONS, FUZZY_THRESHOLD, normalize_color, token_set_ratio, webshop_reward
 
-__all__ = ["EXPERT_QUERIES", "best_options", "best_reward", "expert_queries", "goal_query", "product_phrase", "strip_price_clause"]
+__all__ = ["EXPERT_BROWSING", "EXPERT_QUERIES", "best_options", "best_reward", "expert_queries", "goal_query", "instruction_clause",
+           "product_phrase", "strip_price_clause"]
 
-#: ``expert_query`` values: the instruction as the first query (WebShop's oracle), or the product phrase.
-EXPERT_QUERIES = ("instruction", "product")
+#: ``expert_query`` values: the instruction as the first query (WebShop's oracle), the product phrase, or the
+#: instruction's opening clause.
+EXPERT_QUERIES = ("instruction", "product", "clause")
+#: ``expert_browse`` values: open the target (WebShop's oracle), or the first listed product that earns ``R = 1``.
+EXPERT_BROWSING = ("target", "first_match")
 
 _PRICE_MARK = "and price lower than "
 # Matched from one known start (never searched), so a run of spaces cannot make it quadratic.
@@ -49,6 +55,19 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def instruction_clause(goal: Goal) -> str:
+    """The instruction up to its option and price clauses: the product and its attributes, as said.
+    E.g. ``find me dermatologist tested makeup brush set`` for ``find me dermatologist tested makeup
+    brush set with color: black, and price lower than 50.00 dollars``; the instruction's start, so a
+    small model copies it from the start."""
+    text = strip_price_clause(goal.instruction_text)
+    if goal.goal_options:  # the option clause: " with name: value, and ..."
+        first = next(iter(goal.goal_options))
+        cut = text.rfind(f" with {first}:")
+        text = text[:cut] if cut >= 0 else text
+    return text.strip()
+
+
 def product_phrase(goal: Goal) -> str:
     """The words that name the goal's product: the longest run of consecutive words of the
     instruction (its option and price clauses left out) that the goal product's title also holds
@@ -57,12 +76,7 @@ def product_phrase(goal: Goal) -> str:
     in the title. ``""`` when they share no word. E.g. ``find me dermatologist tested makeup
     brush set with color: black`` and ``Calina Botanical Collagen Makeup Brush Set, Dermatologist
     Tested - RN373`` give ``makeup brush set``."""
-    text = strip_price_clause(goal.instruction_text)
-    if goal.goal_options:  # the option clause: " with name: value, and ..." (values are no product name)
-        first = next(iter(goal.goal_options))
-        cut = text.rfind(f" with {first}:")
-        text = text[:cut] if cut >= 0 else text
-    said = _words(text)
+    said = _words(instruction_clause(goal))  # option values are no product name
     head = goal.name.split(",", 1)[0]
     title = _words(goal.name)
     n_head = len(_words(head))
@@ -83,10 +97,11 @@ def expert_queries(goal: Goal, style: str = "instruction") -> list[str]:
     """The queries the expert tries on the search page, in order (it keeps the first whose hits
     hold a product that earns ``R = 1``, else the last): for ``style="instruction"`` the
     instruction (:func:`goal_query`) then the title; for ``"product"`` :func:`product_phrase`
-    first. ``style`` is one of :data:`EXPERT_QUERIES`."""
+    first, for ``"clause"`` :func:`instruction_clause` first. ``style`` is one of :data:`EXPERT_QUERIES`."""
     queries = [goal_query(goal), goal.name]
-    phrase = product_phrase(goal) if style == "product" else ""
-    return [phrase, *queries] if phrase else queries
+    first = {"product": product_phrase, "clause": instruction_clause}.get(style)
+    phrase = first(goal) if first is not None else ""
+    return [phrase, *queries] if phrase and phrase != queries[0] else queries
 
 
 def best_options(product: Product, goal: Goal) -> dict[str, str]:
@@ -114,7 +129,7 @@ def best_reward(product: Product, goal: Goal) -> tuple[float, dict[str, str]]:
 
 
 def pick(results: list[int], shop, goal: Goal, target: int | None) -> int | None:
-    """Position in ``results`` of the product to buy: the target when listed, else the first
+    """Position in ``results`` of the product to buy: the target when listed (and given), else the first
     product that earns ``R = 1``, else ``None``."""
     if target is not None and target in results:
         return results.index(target)
