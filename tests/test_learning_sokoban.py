@@ -5,7 +5,8 @@ One run, shared with the other recipes' learning tests: the session fixture ``le
 runs Turn-PPO from it for exactly the recipe's RL budget (seed 0, one thread), evaluating the
 weight average greedily on the recipe's held-out levels before and after. These tests read
 that result. What they pin: SFT lands in the band RL starts from, Turn-PPO keeps the format,
-and it raises held-out success by at least 10 points with a paired 95% interval above 0.
+and it raises held-out success by at least 10 points with a paired 95% interval above +5
+(the issue's bar for each seed; seed 0 measured +18.5, interval +14.7 to +22.3).
 Three seeds (the issue's bar: +10 each with the interval above +5, mean +15) are
 ``benchmarks/learning.py``'s job; no test reads a clock (the benchmark records the times).
 """
@@ -19,8 +20,10 @@ from reference_trainer.recipes import RECIPES, SOKOBAN_RL_ITERATIONS
 pytestmark = [pytest.mark.slow,
               pytest.mark.timeout(3600)]  # a hang guard for the shared fixture, not a speed bound
 
-#: Where the recipe's SFT warm start lands in held-out greedy success (measured: 46.3% on the 600 levels).
+#: Where the recipe's SFT warm start lands in held-out greedy success (measured: 45.7% on the 600 levels).
 SFT_BAND = (0.35, 0.55)
+#: Most invalid turns the SFT start may play (measured: 7.6% with 3 layers, 2.7% with 2; RL brings it under 1%).
+SFT_MAX_INVALID_TURNS = 0.15
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +39,14 @@ def test_the_recipe_is_registered_with_its_budget_and_held_out_levels():
     # held-out levels are seeds the training draws never reach, and enough of them for a +-4-point interval
     assert cfg.train.eval_seed >= 10 ** 9 and cfg.train.eval_episodes >= 600
     assert cfg.train.eval_temperature == 0.0
+    assert cfg.model.tiny_layers == 3  # with 2 layers the gain plateaued near +12 points (the recipe's docstring)
 
 
 def test_sft_warm_start_lands_in_the_band_rl_starts_from(run):
     sft = run["sft"]
     assert sft["before"] < 0.05, sft  # a random tiny model does not solve Sokoban
     assert SFT_BAND[0] <= sft["after"] <= SFT_BAND[1], sft
-    assert sft["after_invalid_turns"] < 0.1, sft
+    assert sft["after_invalid_turns"] < SFT_MAX_INVALID_TURNS, sft
     assert run["start"] == sft["after"], (run["start"], sft["after"])  # the saved policy, evaluated the same way
 
 
@@ -68,4 +72,4 @@ def test_turn_ppo_raises_held_out_success_by_ten_points(run):
     assert ci["n"] == RECIPES["sokoban"].build(out="unused").train.eval_episodes, report
     assert math.isclose(ci["mean"], run["end"] - run["start"], abs_tol=1e-9), report
     assert run["end"] - run["start"] >= 0.10 - 1e-9, report
-    assert ci["low"] > 0.0, report
+    assert ci["low"] > 0.05, report

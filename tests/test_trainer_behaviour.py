@@ -40,12 +40,14 @@ TOY_CASES: dict[str, tuple[str, dict[str, Any]]] = {
                                                       iterations=2, ema_decay=0.5, kl_coef=0.05, reward="success",
                                                       lr=0.01)),
 }
-#: The Sokoban recipe (reference_trainer.recipes.sokoban_tiny), shrunk: the same options, few episodes.
+#: The Sokoban recipe (reference_trainer.recipes.sokoban_tiny), shrunk: the same options, few episodes
+#: (and the 2-layer model the fixture was recorded with).
 SOKOBAN_CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "sokoban-turn-ppo": ("turn-ppo", dict(tasks_per_iteration=16, num_envs=16)),
     "sokoban-grpo": ("grpo", dict(tasks_per_iteration=4, num_envs=16)),
 }
-_SOKOBAN_SMALL = dict(iterations=2, sft_episodes=32, sft_steps=4, sft_batch_size=16, eval_episodes=16, progress=False)
+_SOKOBAN_SMALL = dict(iterations=2, sft_episodes=32, sft_steps=4, sft_batch_size=16, eval_episodes=16, progress=False,
+                      tiny_layers=2)
 
 
 def toy_config(name: str, model_dir: str, out: str):
