@@ -46,7 +46,7 @@ class PretrainSpec:
     episodes_per_world: int = 128
     #: Env episodes per world played for the tokenizer's corpus (:func:`reference_trainer.tiny.env_corpus`).
     corpus_episodes_per_world: int = 64
-    steps: int = 600  # optimizer steps
+    steps: int = 600  # optimizer steps (0: only the tokenizer of many worlds and the seeded induction circuit)
     batch_size: int = 16  # episodes per step
     lr: float = 3e-3  # AdamW learning rate (constant after warm-up)
     warmup_steps: int = 20  # linear learning-rate warm-up, in steps
@@ -125,6 +125,10 @@ def lm_pretrain(lm: Any, episodes: Sequence[Any], pad_id: int, spec: PretrainSpe
 
     from .rollout import make_batch
 
+    if spec.steps <= 0:
+        return []
+    if not episodes:
+        raise ValueError("tiny_pretrain: no episodes to pretrain on; give episodes_per_world > 0 (or steps 0).")
     batch = make_batch(list(episodes), pad_id)
     ids, mask = batch.ids, batch.attention_mask
     weight = pretrain_weights(mask, batch.action_mask, spec.response_weight)  # [B, L]: 0 on padding
@@ -200,7 +204,8 @@ def build_pretrained_tiny(
         lm = AutoModelForCausalLM.from_config(_model_config(tiny, len(tokenizer), tokenizer))
     if spec.induction_heads:
         seed_induction_heads(lm, heads=spec.induction_heads, seed=seed)
-    episodes = world_episodes(env_id, env_kwargs, spec, ChatFormat(tokenizer))
+    # no steps: the tokenizer of many worlds and the seeded circuit only (no episodes to generate)
+    episodes = world_episodes(env_id, env_kwargs, spec, ChatFormat(tokenizer)) if spec.steps > 0 else []
     t1 = time.perf_counter()
     losses = lm_pretrain(lm, episodes, tokenizer.pad_token_id, spec)
     t2 = time.perf_counter()

@@ -85,6 +85,20 @@ def test_a_pretrained_build_is_a_loadable_checkpoint_reused_from_its_cache(tmp_p
     assert tokenizer.chat_template and len(tokenizer) <= 300
 
 
+def test_zero_steps__builds_the_tokenizer_of_many_worlds_and_the_seeded_circuit_only(tmp_path):
+    from reference_trainer.policy import load_policy
+    from reference_trainer.tiny import TinySpec
+
+    spec = PretrainSpec(worlds=(1000, 1001), world_option="catalog_seed", scale_option=None, corpus_episodes_per_world=4, steps=0)
+    path = build_pretrained_tiny("TurnWebShop-v0", {"observation_style": "compact", "results_per_page": 3},
+                                 tiny=TinySpec(vocab_size=300, rope_theta=1e6), spec=spec, cache_dir=tmp_path)
+    meta = json.loads((path / "tiny_build.json").read_text())
+    assert meta["episodes"] == 0 and meta["tokens"] == 0 and meta["loss_first"] is None
+    policy, tokenizer = load_policy(path)
+    assert len(tokenizer) <= 300  # a BPE learnt from the WebShop catalogs' text: its words are merged, not spelled
+    assert len(tokenizer("click[buy now]", add_special_tokens=False)["input_ids"]) < len("click[buy now]")
+
+
 def test_world_option__each_world_is_a_webshop_catalog():
     """``world_option``/``scale_option`` name the env's own world options: WebShop's ``catalog_seed``, no scale."""
     from reference_trainer.pretrain import _world_kwargs
