@@ -3,8 +3,6 @@
 import json
 import pickle
 import re
-import subprocess
-import sys
 import threading
 import urllib.error
 import urllib.request
@@ -18,6 +16,7 @@ from agentgym_turn.cli import main as cli_main
 from agentgym_turn.searchqa.retrieval import HTTPRetriever, RetrieverError, parse_retrieve_response
 from agentgym_turn.searchqa.server import RetrievalServer
 from agentgym_turn.searchqa.sources import generated_source, local_retriever
+from retriever_cli import start_retriever, write_corpus
 
 
 @pytest.fixture(scope="module")
@@ -200,20 +199,8 @@ def test_cli__serve_retriever_help_and_a_real_process(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli_main(["serve", "retriever", "--help"])
     assert exit_info.value.code == 0 and "--corpus" in capsys.readouterr().out
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"id": str(i), "contents": f'"Doc {i}"\nword{i} shared text'}) + "\n" for i in range(5)))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentgym_turn.cli", "serve", "retriever", "--corpus", str(corpus), "--port", "0"],
-        stderr=subprocess.PIPE, text=True,
-    )
+    proc, url = start_retriever(write_corpus(tmp_path / "corpus.jsonl"))
     try:
-        url = None
-        for line in proc.stderr:
-            m = re.search(r"at (http://127\.0\.0\.1:\d+/retrieve)", line)
-            if m:
-                url = m.group(1)
-                break
-        assert url is not None
         status, body = post(url, {"queries": ["word3"], "topk": 3, "return_scores": True})
         assert status == 200 and [d["document"]["id"] for d in body["result"][0]] == ["3"]
     finally:

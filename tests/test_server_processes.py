@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from agentgym_turn.core.serving import AppServer
+from retriever_cli import start_retriever, write_corpus
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir() or sys.platform != "linux", reason="needs Linux /proc")
 
@@ -130,19 +130,8 @@ def test_processes__must_be_a_positive_integer(bad):
 
 
 def test_cli__serve_retriever_with_two_processes(tmp_path):
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"id": str(i), "contents": f'"Doc {i}"\nword{i} shared text'}) + "\n" for i in range(5)))
-    proc = subprocess.Popen([sys.executable, "-m", "agentgym_turn.cli", "serve", "retriever", "--corpus", str(corpus), "--port", "0",
-                             "--processes", "2"], stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
+    proc, url = start_retriever(write_corpus(tmp_path / "corpus.jsonl"), "--processes", "2")
     try:
-        url = None
-        for line in proc.stderr:
-            m = re.search(r"at (http://127\.0\.0\.1:\d+/retrieve) from 2 processes", line)
-            if m:
-                url = m.group(1)
-                break
-        assert url is not None
         copies = wait_for_children(proc.pid, 1)
         assert len(copies) == 1
         for i in range(20):
@@ -159,8 +148,7 @@ def test_cli__serve_retriever_with_two_processes(tmp_path):
 
 
 def test_cli__serve_retriever_refuses_zero_processes(tmp_path):
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text(json.dumps({"id": "0", "contents": '"Doc"\ntext'}) + "\n")
+    corpus = write_corpus(tmp_path / "corpus.jsonl", 1)
     done = subprocess.run([sys.executable, "-m", "agentgym_turn.cli", "serve", "retriever", "--corpus", str(corpus), "--processes", "0"],
                           capture_output=True, text=True, timeout=120, env={**os.environ})
     assert done.returncode == 2 and "--processes must be at least 1" in done.stderr
