@@ -86,7 +86,9 @@ RL learns to buy within the turn limit. Without the 300 pretraining steps (the m
 tokenizer and the seeded circuit only, ``steps=0``: seconds instead of 25 minutes), the same SFT
 lands at 0.408 (43% invalid turns, 26% truncated) and 12 Turn-PPO iterations (362 s) leave it at
 0.392 (-1.5, interval -4.7 to +1.7): RL does not yet reach the 0.6-0.85 of the scripted
-policies from a start that already buys. Next: RL from that start with more iterations or a
+policies from a start that already buys. A faster-moving policy from that start (actor lr 1e-3,
+``kl_coef=0.02``) collapsed: invalid turns 49% -> 99% and rollout score 0.32 -> 0 within 3
+iterations (stopped). Next: RL from that start with more iterations or a
 faster-moving policy, and copy pretraining on the clause expert's episodes (the 300 steps above
 saw the product-phrase expert's paging), within the suite's CPU budget.
 """
