@@ -152,3 +152,29 @@ def test_cli__serve_retriever_refuses_zero_processes(tmp_path):
     done = subprocess.run([sys.executable, "-m", "agentgym_turn.cli", "serve", "retriever", "--corpus", str(corpus), "--processes", "0"],
                           capture_output=True, text=True, timeout=120, env={**os.environ})
     assert done.returncode == 2 and "--processes must be at least 1" in done.stderr
+
+
+def test_processes__outside_the_main_thread_fail_before_any_copy_starts():
+    import threading
+
+    async def app(scope, receive, send):  # never served
+        raise AssertionError
+
+    server, errors = AppServer(app), []
+
+    def serve():
+        try:
+            server.serve_forever(2)
+        except ValueError as err:  # signal handlers belong to the main thread
+            errors.append(err)
+
+    try:
+        thread = threading.Thread(target=serve)
+        thread.start()
+        thread.join(timeout=30)
+        import multiprocessing
+
+        assert len(errors) == 1
+        assert not [c for c in multiprocessing.active_children() if c.name.startswith("agentgym-server")]
+    finally:
+        server.stop()

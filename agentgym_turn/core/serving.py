@@ -265,17 +265,19 @@ class AppServer:
 
         if "fork" not in multiprocessing.get_all_start_methods():
             raise RuntimeError("processes > 1 needs os.fork (Linux, macOS); serve with processes=1 here.")
+        # uvicorn re-raises the SIGTERM it caught once it has shut down: exit through `finally`, which stops the copies.
+        # Set first: outside the main thread this raises before any copy exists.
+        previous = signal.signal(signal.SIGTERM, _exit_on_signal)
         context = multiprocessing.get_context("fork")
         children = [context.Process(target=_serve_copy, args=(self,), name=f"agentgym-server-{i + 1}", daemon=True)
                     for i in range(processes - 1)]
-        for child in children:
-            child.start()
-        # uvicorn re-raises the SIGTERM it caught once it has shut down: exit through `finally`, which stops the copies.
-        previous = signal.signal(signal.SIGTERM, _exit_on_signal)
         try:
+            for child in children:
+                child.start()
             self._run()
         finally:
             signal.signal(signal.SIGTERM, previous)
+            children = [child for child in children if child.pid is not None]  # started
             for child in children:
                 child.terminate()
             for child in children:
