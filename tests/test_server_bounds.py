@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from agentgym_turn.core.serving import ServerLimits
+from agentgym_turn.core.serving import ServerLimits, _http_protocol_base
 from agentgym_turn.searchqa.retrieval import Document, Hit
 from agentgym_turn.searchqa.server import MAX_PASSAGES, MAX_TOPK, RetrievalServer
 from raw_http import raw_exchange
@@ -113,3 +113,70 @@ def test_retriever__many_clients_opening_a_connection_per_request(server):
 def test_retriever__server_still_healthy_after_abuse(server):
     with urllib.request.urlopen(f"{server.base_url}/health", timeout=10) as resp:
         assert json.loads(resp.read())["status"] == "ok"
+
+
+# ---------------------------------------------------------------------- the request head, with either HTTP parser
+@pytest.fixture(scope="module", params=["httptools", "h11"])
+def parser_server(request):
+    with RetrievalServer(WordRetriever(), limits=LIMITS, http_parser=request.param) as srv:
+        yield request.param, srv
+
+
+def test_default_parser_is_httptools():
+    """make test installs httptools (pyproject): the C parser serves by default."""
+    assert _http_protocol_base().__name__ == "HttpToolsProtocol"
+    with pytest.raises(ValueError, match="http_parser"):
+        RetrievalServer(WordRetriever(), http_parser="llhttp")
+
+
+def test_head_within_the_bound_is_served(parser_server):
+    _, srv = parser_server
+    padding = "a" * (LIMITS.max_head_bytes // 2)
+    status, payload = post(srv.url, json.dumps({"queries": ["word4"], "topk": 1, "return_scores": True}).encode(), {"X-Padding": padding})
+    assert status == 200 and payload["result"][0][0]["document"]["id"] == "4"
+
+
+@pytest.mark.parametrize("where", ["header", "url", "many_headers"])
+def test_head_over_the_bound_is_refused_as_it_arrives(parser_server, where):
+    """A 32 MB head sent in 4 KB pieces is refused (4xx, connection closed) long before it ends (the
+    loopback socket buffers hold far less): the server does not buffer a header of any length."""
+    parser, srv = parser_server
+    total = 32 * 1024 * 1024
+    if where == "header":
+        start, piece = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Long: ", b"b" * 4096
+    elif where == "url":
+        start, piece = b"GET /health?", b"q" * 4096
+    else:
+        start, piece = b"GET /health HTTP/1.1\r\nHost: x\r\n", b"".join(b"X-%d: v\r\n" % i for i in range(500))[:4096]
+    sent = 0
+    with socket.create_connection((srv.host, srv.port), timeout=10) as sock:
+        sock.sendall(start)
+        try:
+            while sent < total:
+                sock.sendall(piece)
+                sent += len(piece)
+        except (BrokenPipeError, ConnectionResetError):  # closed by the server: the point of the test
+            pass
+        reply = b""
+        try:
+            while chunk := sock.recv(65536):
+                reply += chunk
+        except ConnectionResetError:
+            pass
+    assert reply.startswith(b"HTTP/1.1 4"), reply[:80]
+    if parser == "httptools":
+        assert reply.startswith(b"HTTP/1.1 431") and b"at most" in reply
+    assert sent < total  # refused while the head was still arriving
+    with urllib.request.urlopen(f"{srv.base_url}/health", timeout=10) as resp:  # and still serving
+        assert json.loads(resp.read())["status"] == "ok"
+
+
+def test_pipelined_requests_after_a_large_body_are_served(parser_server):
+    """Head bytes are counted per request: a body near max_head_bytes and the next request on the same
+    connection are fine."""
+    _, srv = parser_server
+    body = json.dumps({"queries": ["word7"], "topk": 1, "pad": "p" * (LIMITS.max_head_bytes - 100)}).encode()
+    one = b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    two = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    reply = raw_exchange(srv, one + two)
+    assert reply.count(b"HTTP/1.1 200") == 2, reply[:200]

@@ -39,6 +39,8 @@ class ServerLimits:
     body_timeout: float = 30.0
     #: Largest request body.
     max_body_bytes: int = 4 * 1024 * 1024
+    #: Largest request head (request line and headers); a longer one gets 431 (or 400 from h11).
+    max_head_bytes: int = 64 * 1024
     #: Open connections beyond this get HTTP 503.
     max_connections: int = 1024
     #: Seconds an idle keep-alive connection stays open.
@@ -110,12 +112,36 @@ def json_error_handlers() -> dict:
     return {HTTPError: on_http_error, HTTPException: on_starlette_error, Exception: on_crash}
 
 
-def _guarded_protocol(header_timeout: float):
-    """uvicorn's h11 protocol plus a deadline: a connection with no request under way is closed."""
+def _http_protocol_base(parser: str = "auto") -> type:
+    """uvicorn's HTTP/1.1 protocol class for ``parser``: ``"httptools"`` (llhttp, a C parser), ``"h11"``
+    (pure Python), or ``"auto"``: httptools where it is installed, else h11."""
+    if parser not in ("auto", "httptools", "h11"):
+        raise ValueError(f"http_parser must be 'auto', 'httptools' or 'h11', got {parser!r}.")
+    if parser != "h11":
+        try:
+            from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+            return HttpToolsProtocol
+        except ImportError:
+            if parser == "httptools":
+                raise ImportError("http_parser='httptools' needs the httptools package: pip install httptools.") from None
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    class GuardedH11Protocol(H11Protocol):
+    return H11Protocol
+
+
+def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = "auto") -> type:
+    """uvicorn's HTTP protocol plus two bounds on a request head: a connection with no request under
+    way is closed after ``header_timeout`` seconds, and a head (request line and headers) over
+    ``max_head_bytes`` is refused with 431. h11 bounds the head itself (``h11_max_incomplete_event_size``);
+    llhttp buffers a header of any length, so with httptools the bytes are counted here."""
+    base = _http_protocol_base(parser)
+    counts_head = base.__name__ == "HttpToolsProtocol"
+
+    class GuardedProtocol(base):  # type: ignore[misc, valid-type]
         _deadline: asyncio.TimerHandle | None = None
+        _head_bytes = 0
+        _in_body = False
 
         def _arm(self) -> None:
             if self._deadline is not None:
@@ -139,6 +165,34 @@ def _guarded_protocol(header_timeout: float):
             super().connection_made(transport)
             self._arm()
 
+        if counts_head:
+
+            def data_received(self, data: bytes) -> None:
+                if self._in_body:
+                    super().data_received(data)
+                    return
+                self._head_bytes += len(data)  # the head so far, plus whatever body shares its last chunk
+                super().data_received(data)
+                if not self._in_body and self._head_bytes > max_head_bytes and not self.transport.is_closing():
+                    self._refuse_head()  # the head is still incomplete: llhttp holds at most this plus one read
+
+            def _refuse_head(self) -> None:
+                detail = b'{"detail":"the request line and headers must be at most %d bytes"}' % max_head_bytes
+                self.transport.write(
+                    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+                    b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(detail), detail)
+                )
+                self.transport.close()
+
+            def on_headers_complete(self) -> None:
+                self._in_body = True
+                super().on_headers_complete()
+
+            def on_message_complete(self) -> None:
+                self._in_body = False
+                self._head_bytes = 0
+                super().on_message_complete()
+
         def on_response_complete(self) -> None:
             super().on_response_complete()
             if not self.transport.is_closing():
@@ -150,7 +204,8 @@ def _guarded_protocol(header_timeout: float):
                 self._deadline = None
             super().connection_lost(exc)
 
-    return GuardedH11Protocol
+    GuardedProtocol.__name__ = GuardedProtocol.__qualname__ = f"Guarded{base.__name__}"
+    return GuardedProtocol
 
 
 def _exit_on_signal(signum: int, frame: Any) -> None:
@@ -188,12 +243,16 @@ class AppServer:
         port: TCP port; 0 picks a free one (read it back from :attr:`port`).
         limits: The bounds of :class:`ServerLimits`.
         verbose: Log every request (uvicorn's access log).
+        http_parser: ``"auto"`` (httptools, a C parser, where installed; else h11), ``"httptools"`` or
+            ``"h11"``. Both enforce every bound of ``limits``.
     """
 
-    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0, limits: ServerLimits | None = None, verbose: bool = False):
+    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0, limits: ServerLimits | None = None, verbose: bool = False,
+                 http_parser: str = "auto"):
         import uvicorn
 
         self.limits = limits or ServerLimits()
+        protocol = _guarded_protocol(self.limits.header_timeout, self.limits.max_head_bytes, http_parser)  # fails before a socket opens
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -206,8 +265,9 @@ class AppServer:
         self._socket.set_inheritable(True)
         config = uvicorn.Config(
             app,
-            http=_guarded_protocol(self.limits.header_timeout),
-            loop="asyncio",
+            http=protocol,
+            h11_max_incomplete_event_size=self.limits.max_head_bytes,
+            loop="auto",  # uvloop where installed (a third less server CPU a request with httptools), else asyncio
             lifespan="off",
             log_level="info" if verbose else "warning",
             access_log=verbose,

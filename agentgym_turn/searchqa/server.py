@@ -111,6 +111,8 @@ class RetrievalServer(AppServer):
         default_topk: ``topk`` for requests that give none (Search-R1's ``--topk``, 3).
         verbose: Log every request to stderr.
         limits: Time and size bounds (:class:`~agentgym_turn.core.serving.ServerLimits`).
+        http_parser: ``"auto"`` (httptools where installed), ``"httptools"`` or ``"h11"``
+            (:class:`~agentgym_turn.core.serving.AppServer`).
 
     Example::
 
@@ -127,12 +129,13 @@ class RetrievalServer(AppServer):
         default_topk: int = 3,
         verbose: bool = False,
         limits: ServerLimits | None = None,
+        http_parser: str = "auto",
     ):
         if isinstance(default_topk, bool) or not isinstance(default_topk, int) or not 1 <= default_topk <= MAX_TOPK:
             raise ValueError(f"default_topk must be an integer from 1 to {MAX_TOPK}, got {default_topk!r}.")
         limits = limits or ServerLimits(max_body_bytes=MAX_BODY_BYTES)
         app = build_app(retriever, default_topk=default_topk, limits=limits)
-        super().__init__(app, host=host, port=port, limits=limits, verbose=verbose)
+        super().__init__(app, host=host, port=port, limits=limits, verbose=verbose, http_parser=http_parser)
 
     @property
     def url(self) -> str:
