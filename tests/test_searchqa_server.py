@@ -206,3 +206,34 @@ def test_cli__serve_retriever_help_and_a_real_process(tmp_path, capsys):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_a_blocked_retrieval_does_not_stall_other_requests():
+    """Retrieval runs on the server's threads, not its event loop: while one request's retriever is
+    blocked, /health and other retrievals are answered (ordered by events, not timed)."""
+    release = threading.Event()
+    entered = threading.Event()
+
+    class Gate:
+        def retrieve(self, queries, topk):
+            if queries == ["wait"]:
+                entered.set()
+                assert release.wait(30), "never released"
+            from agentgym_turn.searchqa.retrieval import Document, Hit
+
+            return [[Hit(Document("1", '"T"\nx'), 1.0)] for _ in queries]
+
+    with RetrievalServer(Gate()) as srv:
+        slow: dict = {}
+        blocked = threading.Thread(target=lambda: slow.update(reply=post(srv.url, {"queries": ["wait"], "topk": 1})))
+        blocked.start()
+        try:
+            assert entered.wait(30)
+            with urllib.request.urlopen(f"{srv.base_url}/health", timeout=10) as resp:
+                assert resp.status == 200
+            assert post(srv.url, {"queries": ["other"], "topk": 1})[0] == 200
+            assert not slow  # answered while the first retrieval was still blocked
+        finally:
+            release.set()
+            blocked.join(30)
+        assert slow["reply"][0] == 200
