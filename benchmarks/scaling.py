@@ -16,7 +16,7 @@ chunk); turns/s = turns / wall time. Envs:
   (BM25 over the generated corpus) in another process on this machine: the server's CPU is this
   machine's CPU, so it scales with cores, not with waiting.
 * ``searchqa_http_10ms``: the same server answering each request 10 ms later (a retriever on
-  another machine or a GPU encoder: the client waits); its per-request CPU (1.7-1.9 ms of user and
+  another machine or a GPU encoder: the client waits); its per-request CPU (about 0.9 ms of user and
   kernel time: uvicorn, Starlette, the thread hop, BM25, JSON, sockets) still runs on this machine's cores.
 * ``searchqa_http_10ms_2proc``: the same, the server run by two processes
   (``agentgym-turn serve retriever --processes 2``), so its CPU is no longer one core's.
@@ -68,10 +68,13 @@ NOTES = [
     "rollout_* rates include the tokenisation of every observation: since commit 'rollout: tokenise observations where "
     "the env was stepped' it runs in the env's worker thread (mode threads) or in one batch call, not one call per "
     "observation in the main thread (before: sleep10ms 4.77x, searchqa_http_10ms 3.73x through collect at 8 envs).",
-    "searchqa_http_* rows share this machine's 2 cores with the retrieval server (1.7-1.9 ms of server CPU, user and "
-    "kernel, and 0.7-0.8 ms of client CPU per request at 8 envs, measured quiet with psutil): at 8 envs one server "
-    "process needs about 14 ms of CPU per 10 ms wait, so the server, not the retriever's wait, bounds the 10 ms row; "
-    "the 10ms_2proc row serves from two processes; the 30 ms row shows the speed-up when the wait dominates.",
+    "searchqa_http_* rows share this machine's 2 cores with the retrieval server. Per /retrieve request at 8 envs, "
+    "measured quiet with psutil (user + kernel): 0.85-0.97 ms of server CPU since the server runs on httptools and uvloop "
+    "with a plain thread pool for retrieval (1.7-1.9 ms before, on h11, asyncio and anyio's thread hop), 0.6 ms of client "
+    "CPU, and about 0.6 ms to tokenise the observation (collect only). A round's 8 requests reach the retriever spread "
+    "over about 6 ms (median 5.8 ms over 56 rounds, timestamped in the retriever; the client threads' sends under the "
+    "GIL and the server's one event loop are both serial): that, not the retriever's wait, bounds the 10 ms row (halving the server's CPU left it at 5.0x env batch, 4.3x collect); the "
+    "10ms_2proc row serves from two processes; the 30 ms row shows the speed-up when the wait dominates.",
     "CPU-bound rows (sokoban, searchqa) cannot speed up beyond the machine's cores (and beyond the idle share of them: see "
     "machine.load_average_*); a local retriever server's BM25 runs on those same cores, so it scales with cores, not waiting.",
 ]
