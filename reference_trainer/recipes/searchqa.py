@@ -55,6 +55,19 @@ What each choice does, and what it gave (seed 0, CPU seconds of one thread on a 
   quieter moment). Failures seen: the first token of a copied name (``Fkaill`` for
   ``Skekaill``), a second search repeating the first, and bridge and comparison questions (half
   of the held-out set; the expert itself answers 62% of them with one passage per search).
+* **Depth** (the Sokoban recipe learned only with a third layer): ``tiny_layers=3`` with the same
+  copy pretraining (its own: 836 s at load 2-3) and the same 600 SFT steps (304 s) ends SFT at loss
+  0.237 (2 layers: 0.178) and **5.8%** held-out EM on the 640 questions (2 layers: 18.1%), 12.4% invalid
+  turns: below the band RL should start from, so no RL from it. At this pretraining budget the third
+  layer costs more than it brings.
+* **Where the 2-layer start fails** (greedy, 200 held-out questions, 19.5% right): not the format
+  and rarely the first search, which copies the question's name correctly, but *which* span of the
+  passage it copies: 137 of the 161 wrong episodes answer with a well-copied name of the passage that
+  is the wrong fact (the headquarters city for "who founded", the work's title for its year), and
+  bridge questions search a wrong or garbled entity for their second hop. Sampling 8 rollouts
+  (temperature 0.8) of each of 32 training questions: 21 questions never succeed, 2 always, 9 have
+  mixed outcomes; only 1.6% of the sampled answers have a token F1 strictly between 0 and 1, so F1
+  partial credit would reward almost nothing that exact match does not (not tried for that reason).
 * **RL** (Turn-PPO, as Sokoban's: separate critic, weight average with a KL anchor to it,
   temperature 0.8). From the earlier 0% starts every rollout scored 0: no signal. From the
   copy-pretrained start (the 600-step SFT above; 18.1% on the full 640 held-out questions, 12.8%
