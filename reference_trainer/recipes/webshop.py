@@ -91,6 +91,28 @@ policies from a start that already buys. A faster-moving policy from that start 
 iterations (stopped). Next: RL from that start with more iterations or a
 faster-moving policy, and copy pretraining on the clause expert's episodes (the 300 steps above
 saw the product-phrase expert's paging), within the suite's CPU budget.
+
+**Why RL did not move the 0.408 start** (seed 0, one thread, load 1.5-3.6 on 2 cores with the lead's
+benchmarks pausing runs, so times are upper bounds). Greedy on the first 100 test goals, the start buys
+in 73 episodes (mean score 0.525) and never reaches the 15-turn limit: the other 27 end at
+``max_context_tokens=768`` with score 0, in a loop of one repeated invalid action (``click[buy (]``
+ten times on a page of no results after ``search[i need]``, ``click[buy]``, a garbled option value up
+to 64 tokens long; each invalid turn's reply lists the allowed actions, so the context fills in 4-10
+turns). Invalid turns: 139 garbled option or other clicks, 34 result numbers not on the page, 19 garbled
+queries; only 4 valid option clicks in 100 episodes. The trainer bootstraps a context-truncated episode
+with the critic's value of its last state, so a loop costs only its -0.1 penalties, not the score the
+evaluation gives it (0): the value targets of loop states are the critic's own values, so nothing
+anchors them at 0 and the turns that start a loop are barely blamed. Measured, from the same start, lr 3e-4, kl 0.1:
+
+* ``format_penalty=0`` (bootstrap kept): rollout score 0.32-0.42 over 8 iterations with no trend,
+  explained variance near 0 (stopped).
+* Truncated training episodes bootstrapped with 0 (a scratch patch of the rollout's
+  ``bootstrap_pos``; no config field does this yet), penalty -0.1: held-out 0.439 at 12 iterations,
+  **+3.2 points (interval +0.3 to +6.1)**, and 0.441 at 24, +3.3 (-0.3 to +7.0), success 5.5% (+0.0);
+  452 / 889 s of RL. Rollout invalid turns 49% -> 7% and truncated 28% -> 1%, greedy truncated
+  26% -> 15%, but the rollout score stays at 0.35-0.41: the loops were mostly on goals whose query was
+  already garbled (``search[i need]``), so buying there instead earns about 0. RL now removes the loops;
+  what caps the score is the query copy (the scripted clause query + ``click[1]`` + buy: 0.615).
 """
 
 from __future__ import annotations
