@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -12,7 +12,7 @@ from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH, DEFAULT_MAX_OBSERVATION_L
 from .reward import LETTERS, choice_index, exact_match, token_f1
 from .protocol import INVALID_MESSAGE, cut_response, extract_answer, first_action, information_block
 from .expert import oracle_response
-from .generator.questions import Question, split_questions
+from .generator.questions import QUESTION_TYPES, Question, split_questions
 from .retrieval import HTTPRetriever, Retriever
 from .corpus import first_sentences
 from .sources import Source, file_source, generated_source, local_retriever
@@ -164,6 +164,9 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
 * ``split``: ``"train"`` (default), ``"dev"``, ``"test"`` or ``"all"`` of the generated
   world: questions 0-499 are test, 500-999 dev, the rest train (about 7,000).
 * ``world_seed`` (0), ``world_scale`` (1.0): which world; scale multiplies its size.
+* ``question_types`` (``None``: every type): draw only questions of these types, e.g.
+  ``["single_hop"]``, a curriculum for training (``question_index`` then counts within them);
+  the split is chosen first, so a question keeps its split.
 * ``dataset_path``, ``corpus_path``: FlashRAG question jsonl and corpus jsonl (``.gz``
   allowed) instead of the generated world (``split`` is then ignored).
 * ``retriever``: ``"bm25"`` (default), ``"dense"`` (with ``encoder``: a local
@@ -200,6 +203,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         split: str = "train",
         world_seed: int = 0,
         world_scale: float = 1.0,
+        question_types: Sequence[str] | None = None,
         dataset_path: str | None = None,
         corpus_path: str | None = None,
         retriever: str | Retriever = "bm25",
@@ -245,6 +249,10 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
                 )
         if dataset_path is None and corpus_path is not None:
             raise ValueError("corpus_path needs dataset_path (the questions asked over that corpus).")
+        types = None if question_types is None else tuple(question_types) if not isinstance(question_types, str) else (question_types,)
+        if types is not None and (not types or not set(types) <= {*QUESTION_TYPES, "dataset"}):
+            raise ValueError(f"question_types must be None (every type) or a non-empty list of {[*QUESTION_TYPES, 'dataset']}, "
+                             f"got {question_types!r}.")
         self.split = split
         self.topk = topk
         self.max_searches = max_searches
@@ -253,7 +261,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         self.prompt_template = prompt_template
         self.protocol = protocol
         self._config = dict(
-            split=split, world_seed=int(world_seed), world_scale=float(world_scale), dataset_path=dataset_path,
+            split=split, world_seed=int(world_seed), world_scale=float(world_scale), question_types=types, dataset_path=dataset_path,
             corpus_path=corpus_path, retriever=retriever, encoder=encoder, index_dir=index_dir,
             retriever_url=retriever_url,
         )
@@ -280,8 +288,11 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         else:
             source = generated_source(c["world_seed"], c["world_scale"])
             questions = split_questions(source.questions, c["split"])
+        if c["question_types"] is not None:  # a curriculum of some types; question_index counts within them
+            questions = [q for q in questions if q.type in c["question_types"]]
         if not questions:
-            raise ValueError("the chosen split holds no questions")
+            raise ValueError("the chosen split holds no questions" + ("" if c["question_types"] is None else
+                             f" of question_types={list(c['question_types'])}"))
         if self.multiple_choice and not all(q.choices for q in questions):
             raise ValueError("the multiple-choice env needs questions with 'choices'")
         self._source = source
