@@ -136,6 +136,10 @@ anchors them at 0 and the turns that start a loop are barely blamed. Measured, f
   sampled train-goal score is 0.42-0.54 from the first iteration (0.32 at 0.8), but the tempered
   log-probs sharpen the KL term: ``kl_ref`` 39.8 and gradient norm 10^4 at iteration 3, 1.3 and 146 at
   9; held-out 0.389 at 12 iterations, -1.8 (-5.2 to +1.5), success -2.0 (-3.9 to -0.1); 586 s (stopped).
+* A faster actor, lr 5e-4 (critic 5e-3, KL kept; truncations valued 0): a spike at iterations 2-3
+  (gradient norm 100, invalid turns 64%, entropy 0.96) that it recovers from; held-out 0.429 at 10
+  iterations, +2.1 (-1.5 to +5.8), and 0.415 at 20, +0.8 (-3.6 to +5.1), success -2.0; 540 s of RL at
+  load 2-4. Not better than lr 3e-4.
 """
 
 from __future__ import annotations
