@@ -113,7 +113,9 @@ What each choice does, and what it gave (seed 0, CPU seconds of one thread on a 
   (iteration 10) -> 18.75% (+0.6, interval -0.9 to +2.2), 277 s of RL.
 * **More SFT** (600 further steps from that start at lr 1e-3 on 2,000 fresh expert episodes, 298 s
   at load 4-5): loss 0.178 -> 0.148, held-out EM 18.1% -> **21.6%** (12.0% invalid turns): SFT still
-  rises, slowly (+3.5 points for 5 CPU minutes), and the start enters the 20-60% band.
+  rises, slowly (+3.5 points for 5 CPU minutes), and the start enters the 20-60% band. 600 steps more
+  (again fresh expert episodes, 176 s at load ~2): loss 0.097, held-out 22.8% (+1.2; 13.5% invalid
+  turns): the SFT curve flattens near 23% while its loss keeps falling.
 * **A single-hop curriculum** (the env's opt-in ``question_types=["single_hop"]`` for the rollouts,
   evaluation unchanged: every type of world 101; from the 21.6% start, ``format_penalty=-0.1``,
   minibatches of 16, lr 3e-4, 20 iterations, 250 s of RL): the signal RL lacked is there (rollout
@@ -136,7 +138,7 @@ What each choice does, and what it gave (seed 0, CPU seconds of one thread on a 
   weights evaluated; 20 iterations, 148 s of RL at load ~2): rollout success 0.38-0.48, no trend;
   held-out 21.6% -> 20.3% -> 19.5% (-2.0, interval -3.7 to -0.3): the anchor and the average are not
   what holds the gain back; without them the noise costs points, as on Sokoban.
-  GRPO on the same curriculum (16 questions x 8 a iteration, 20 iterations, 107 s of RL): rollout
+  GRPO on the same curriculum (16 questions x 8 an iteration, 20 iterations, 107 s of RL): rollout
   success 0.24-0.65 with no trend, turn clip fraction 5-8%; held-out 21.6% -> 20.8% -> 21.1% (-0.5,
   interval -1.9 to +0.9).
 * **What would be needed** (not tried for lack of time): a start that learns which span answers
