@@ -127,7 +127,8 @@ class TrainConfig:
     eval_seed: int = _f(1_000_000_000, "first held-out seed (training seeds are drawn below it)")
     eval_temperature: float = _f(0.0, "evaluation sampling temperature (0: greedy)")
     eval_env_kwargs: dict = _f({}, "keyword arguments for gymnasium.make that override --env-kwargs in evaluations, "
-                               "for a held-out split or world (e.g. goal_split=test, world_seed=7)")
+                               "for a held-out split or world (e.g. goal_split=test, world_seed=7); merged over --env-kwargs, "
+                               "so reset a training-only option here (e.g. question_types=null)")
     target_success: float | None = _f(None, "stop early once held-out success reaches this (checked at each evaluation)")
     sft_episodes: int = _f(0, "expert demonstration episodes for an SFT warm start (0: none)")
     sft_steps: int = _f(200, "SFT optimizer steps")
