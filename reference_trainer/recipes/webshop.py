@@ -126,7 +126,9 @@ anchors them at 0 and the turns that start a loop are barely blamed. Measured, f
   loops became purchases (mean score 0.40), 4 purchases became loops, 15 loops remain, and the 69
   purchases kept lost 1.6 points of score in total. What RL gains here is the loops it removes; the
   greedy average policy removes them later than the sampled one, and the query copy bounds the rest
-  (the scripted clause query + ``click[1]`` + buy: 0.615).
+  (the scripted clause query + ``click[1]`` + buy: 0.615). RL seed 1 (same start, same settings):
+  0.435 at 12 iterations, +2.8 (+0.1 to +5.4), and 0.473 at 24, **+6.6 (+3.0 to +10.1)**, success
+  -0.5 (-2.2 to +1.2), greedy truncated 26% -> 14.5%; 330 / 606 s of RL at load 1.5-2.
 * A shorter SFT from the same model (100 steps x 32, 202 s) lands at the same greedy score (0.397, loss
   0.71 against 0.30) but samples far worse at temperature 0.8 (rollout score 0.08-0.15, entropy 1.3
   against 0.5). With truncations valued 0, 12 iterations (695 s of RL at load 3-5) left the greedy score
