@@ -27,6 +27,7 @@ __all__ = [
     "Rewards",
     "batch_rewards",
     "bootstrap_values",
+    "truncation_bootstrap_pos",
     "token_gae",
     "turn_gae",
     "grpo",
@@ -248,6 +249,16 @@ def batch_rewards(batch: "RolloutBatch", reward: str = "env", scale: float = 1.0
     else:
         raise ValueError(f"reward must be 'env' or 'success', got {reward!r}.")
     return Rewards(turn * scale, token * scale, episode)
+
+
+def truncation_bootstrap_pos(bootstrap_pos: torch.Tensor, truncation_value: str) -> torch.Tensor:
+    """``[B]`` bootstrap positions under ``--truncation-value``: unchanged for ``"bootstrap"``; all -1 for
+    ``"zero"`` (a truncated episode's value after its last turn is 0, as a terminated one's)."""
+    if truncation_value == "bootstrap":
+        return bootstrap_pos
+    if truncation_value == "zero":
+        return torch.full_like(bootstrap_pos, -1)
+    raise ValueError(f"truncation_value must be 'bootstrap' or 'zero', got {truncation_value!r}.")
 
 
 def bootstrap_values(values: torch.Tensor, bootstrap_pos: torch.Tensor) -> torch.Tensor:

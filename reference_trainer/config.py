@@ -79,6 +79,9 @@ class AlgoConfig:
     clip_bias_correction: str = _f("none", "S-PPO/ST-PPO clipping-bias correction", choices=("none", "max1", "additive"))
     clip_bias_const: float = _f(1.0, "c in the 'additive' correction g / (||grad C|| + c)")
     reward: str = _f("env", "what the advantages are computed from: the env's per-turn rewards, or 1/0 for success on the last turn", choices=("env", "success"))
+    truncation_value: str = _f("bootstrap", "value after an episode the turn limit or the context cut short: the critic's value "
+                               "of its final state (Gymnasium's time-limit convention), or 0 (the limit is part of the task: an "
+                               "unfinished episode scores 0, as WebShop's evaluation scores it)", choices=("bootstrap", "zero"))
     reward_scale: float = _f(1.0, "multiply env rewards by this before GAE: sets the critic's target scale (whitened advantages do not change)")
     gamma: float = _f(0.99, "discount (per turn for turn GAE, per token for token GAE)")
     lam: float = _f(0.9, "GAE lambda")

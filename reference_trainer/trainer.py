@@ -43,7 +43,7 @@ import logging
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -52,7 +52,7 @@ import numpy as np
 import torch
 
 from . import checkpoint, distributed
-from .advantages import ESTIMATORS, batch_rewards, episode_weights, masked_mean, masked_whiten
+from .advantages import ESTIMATORS, batch_rewards, episode_weights, masked_mean, masked_whiten, truncation_bootstrap_pos
 from .averaging import ema_update
 from .config import Config
 from .losses import LOSSES, LossInputs, Metric, clip_bias_surrogate, clipped_tokens, combine_parts, combine_steps, explained_variance, log_ratios
@@ -324,6 +324,7 @@ class Trainer:
     def prepare(self, batch: RolloutBatch) -> Prepared:
         """Old log-probs and values, advantages and value targets for a rollout batch."""
         a = self.cfg.algo
+        batch = replace(batch, bootstrap_pos=truncation_bootstrap_pos(batch.bootstrap_pos, a.truncation_value))
         old_logp, values = self._forward(batch, with_values=self.estimator.uses_critic, with_logp=a.recompute_old_logp)
         act = batch.action_mask
         if not a.recompute_old_logp:  # the behaviour policy's log-probs, as recorded while sampling

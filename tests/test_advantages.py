@@ -236,3 +236,22 @@ def test_paired_ci_matches_the_hand_computed_case_of_docs_algorithms():
     assert required_tasks(0.3, 0.04) == 721
     with pytest.raises(ValueError, match="same tasks"):
         paired_ci([1, 0], [1])
+
+
+def test_truncation_value__zero_values_a_truncated_episode_as_a_terminated_one():
+    from reference_trainer.advantages import truncation_bootstrap_pos
+
+    pos = T([5, -1, 3])
+    assert torch.equal(truncation_bootstrap_pos(pos, "bootstrap"), pos)
+    assert truncation_bootstrap_pos(pos, "zero").tolist() == [-1, -1, -1]
+    with pytest.raises(ValueError, match="truncation_value"):
+        truncation_bootstrap_pos(pos, "none")
+    terminated = _one_episode()
+    truncated = _one_episode(bootstrap_pos=T([5]))  # final state's last token at 5, V = 0.7
+    algo = SimpleNamespace(gamma=0.5, lam=0.5)
+    est = {name: ESTIMATORS["turn_gae"].estimate(b, VALUES, batch_rewards(b), algo) for name, b in
+           [("terminated", terminated), ("bootstrapped", truncated),
+            ("zero", _one_episode(bootstrap_pos=truncation_bootstrap_pos(truncated.bootstrap_pos, "zero")))]}
+    assert torch.equal(est["zero"].advantages, est["terminated"].advantages)
+    # bootstrapped: d_2 = 1 + 0.5 * 0.7 - 0.6 = 0.75 = A_2 (0.4 when the value after it is 0)
+    assert est["bootstrapped"].advantages[0, 5].item() == pytest.approx(0.75)

@@ -441,3 +441,19 @@ def test_sft_leaves_out_expert_episodes_longer_than_the_context_and_says_what_to
     assert [len(d.conversation) for d in keep] == [10, 20] and dropped == 1
     with pytest.raises(ValueError, match=r"max_context_tokens=5 \(the longest has 50 tokens\).*--max-context-tokens"):
         fitting_demos([demo(10), demo(50)], 5)
+
+
+def test_truncation_value_zero_prepares_truncated_episodes_as_if_their_final_value_were_0(tiny_dir, tmp_path):
+    from dataclasses import replace
+
+    tr = Trainer(_config(tiny_dir, tmp_path, "turn-ppo", normalize_advantages=False))
+    with torch.no_grad():
+        tr.policy.value_head.bias.fill_(1.0)  # a critic that values every state at about 1 (a fresh one says 0)
+    batch = _scripted_batch(tr, ["xyz"], [0, 1, 2, 3])  # never a door: every episode runs into the turn limit
+    assert bool(batch.truncated.all()) and bool((batch.bootstrap_pos >= 0).all())
+    bootstrapped = tr.prepare(batch).advantages
+    no_final_state = tr.prepare(replace(batch, bootstrap_pos=torch.full_like(batch.bootstrap_pos, -1))).advantages
+    tr.cfg.algo.truncation_value = "zero"
+    zero = tr.prepare(batch).advantages
+    assert torch.equal(zero, no_final_state)
+    assert not torch.allclose(zero, bootstrapped)

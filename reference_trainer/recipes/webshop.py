@@ -4,8 +4,8 @@
 does not register it and the suite's ``learning_runs`` fixture does not run it: with these
 settings Turn-PPO does not yet raise the held-out score by 5 points on every seed, and one run
 (SFT, two evaluations, RL) takes 15-25 CPU minutes, several times what the suite can add. The best
-measured (below, "Why RL did not move the 0.408 start"): with truncated training episodes valued 0,
-which the trainer has no setting for yet, 24 Turn-PPO iterations from the 0.408 start gain +3.3 / +6.6 /
+measured (below, "Why RL did not move the 0.408 start"): with truncated training episodes valued 0
+(``truncation_value="zero"``, set below), 24 Turn-PPO iterations from the 0.408 start gain +3.3 / +6.6 /
 +5.6 points on RL seeds 0/1/2 (first 200 test goals). Rename it to ``RECIPE`` once a run meets the bar
 (+5 points on each of 3 seeds, paired 95% CI above 0) within the suite's budget.
 
@@ -31,8 +31,10 @@ are the history, each with the settings it names):
 * **Critic**: a separate trunk, restarted from the SFT weights.
 * **Noise control** as in the Sokoban recipe: weight average (``ema_decay``), KL towards it,
   rollouts at temperature 0.8.
-* **Missing**: truncated training episodes valued 0 (below, "Why RL did not move the 0.408 start"):
-  the trainer has no setting for it yet.
+* **Truncated episodes valued 0** (``truncation_value="zero"``; below, "Why RL did not move the 0.408
+  start"): a loop that fills the context scores 0 in evaluation, and the critic's bootstrap priced it
+  as a state that could still buy. The runs below patched this into their script; the trainer's
+  setting (``--truncation-value zero``) does the same.
 
 **The first draft** (the GPT-2-style tiny model with learned positions and its own 2,048-token
 tokenizer, the default expert; seed 0, one thread, on a machine shared by six jobs, so times are upper bounds): SFT
@@ -189,7 +191,7 @@ def webshop_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = WEB
     return preset(algo, **{
         "model": model, "tiny_arch": "qwen2", "tiny_rope_theta": 1e6, "tiny_vocab": 2048, "tiny_pretrain": dict(WEBSHOP_PRETRAIN),
         **rollout,
-        "lr": 3e-4, "lr_warmup_steps": 5, "minibatch_size": 32, "micro_batch_tokens": 4096,
+        "lr": 3e-4, "lr_warmup_steps": 5, "minibatch_size": 32, "micro_batch_tokens": 4096, "truncation_value": "zero",
         **NOISE_CONTROL,
         "env": WEBSHOP_ENV, "iterations": iterations, "seed": seed, "eval_every": 0,
         "eval_episodes": WEBSHOP_EVAL_EPISODES, "eval_env_kwargs": dict(WEBSHOP_EVAL_ENV_KWARGS),
