@@ -138,7 +138,7 @@ anchors them at 0 and the turns that start a loop are barely blamed. Measured, f
   seed 0 misses the bar (+5 with the interval above 0). Seed 0 again with the trainer's own setting
   (``truncation_value="zero"``, no script patch) and 40 iterations: the same +3.3 (-0.3 to +7.0) at 24,
   to the digit, then 0.407 at 32, -0.1 (-3.6 to +3.4), and 0.378 at 40, -2.9 (-6.9 to +1.1), success
-  -2.5 (-4.7 to -0.3), greedy truncated 15% -> 21.5%; about 1,100 s of RL at load 2-3. Longer RL
+  -2.5 (-4.7 to -0.3), greedy truncated 26% -> 15% (24) -> 21.5% (40); 994 s of RL at load 2-3. Longer RL
   gives the gain back: the gain peaks at 12-24 iterations and is not yet stable.
 * A shorter SFT from the same model (100 steps x 32, 202 s) lands at the same greedy score (0.397, loss
   0.71 against 0.30) but samples far worse at temperature 0.8 (rollout score 0.08-0.15, entropy 1.3
