@@ -197,7 +197,8 @@ def run_env(name: str, args: argparse.Namespace) -> dict[str, Any]:
     out.write_text(json.dumps(result, indent=1))
     label = "held-out success" if recipe.metric == "success" else "held-out score (0-1)"
     png = plot_learning(_curves(runs, recipe.metric), out.with_suffix(".png"), metric=label,
-                        title=f"{recipe.env_id}, tiny model, SFT start {sft['after']:.0%} success, mean over each preset's seeds")
+                        title=f"{recipe.env_id}, tiny model, SFT start " + (f"{sft['after']:.0%} success" if recipe.metric == "success" else
+                                                                          f"score {sft['after_score']:.2f}") + ", mean over each preset's seeds")
     print(markdown(result))
     print(f"wrote {out} and {png}", flush=True)
     return result
