@@ -457,3 +457,17 @@ def test_truncation_value_zero_prepares_truncated_episodes_as_if_their_final_val
     zero = tr.prepare(batch).advantages
     assert torch.equal(zero, no_final_state)
     assert not torch.allclose(zero, bootstrapped)
+
+
+@pytest.mark.parametrize("argv,env,iterations", [(["demo"], "TurnSokoban-v0", None), (["demo", "--recipe", "webshop"], "TurnWebShop-v0", None),
+                                                 (["demo", "--recipe", "webshop", "--iterations", "3", "--seed", "2"], "TurnWebShop-v0", 3)])
+def test_demo_runs_the_chosen_recipe_for_its_budget(argv, env, iterations):
+    from reference_trainer.cli import build_parser, demo_config
+    from reference_trainer.recipes import RECIPES
+
+    args = build_parser().parse_args(argv)
+    cfg = demo_config(args)
+    recipe = RECIPES[args.recipe]
+    assert cfg.train.env == env == recipe.env_id
+    assert cfg.train.iterations == (iterations or recipe.rl_iterations)
+    assert cfg.to_dict() == recipe.build(args.algo, seed=args.seed, iterations=cfg.train.iterations, out=args.out).to_dict()
