@@ -190,7 +190,8 @@ def run_env(name: str, args: argparse.Namespace) -> dict[str, Any]:
                     "torch": torch.__version__, "threads_per_run": 1, "jobs": args.jobs},
         "settings": {"iterations": iterations, "eval_every": eval_every, "seeds": sorted({r["seed"] for r in runs}),
                      "presets": [p for p in PRESETS if any(r["algo"] == p for r in runs)]},
-        "sft": sft, "summary": summarise(runs, recipe.metric), "runs": runs,
+        "sft": {k: v for k, v in sft.items() if k not in ("after_metrics", "after_outcomes")},
+        "summary": summarise(runs, recipe.metric), "runs": runs,
     }
     out = Path(args.out_dir) / f"learning_{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -507,10 +507,19 @@ class Trainer:
         return stats
 
     # ------------------------------------------------------------------ the whole run
-    def fit(self) -> dict[str, Any]:
-        """SFT (if asked and not resumed), then RL with periodic evaluation; returns a summary."""
+    def fit(self, start: tuple[dict[str, float], dict[str, list[float]]] | None = None) -> dict[str, Any]:
+        """SFT (if asked and not resumed), then RL with periodic evaluation; returns a summary.
+
+        ``start``: the held-out evaluation of the policy RL starts from, already measured
+        (``(metrics, outcomes)`` as :meth:`evaluate` and :attr:`last_eval_outcomes` give them, e.g.
+        when a saved SFT policy was evaluated right after SFT), so it is logged instead of played
+        again. Evaluation draws on no training RNG, so the run is the same either way; only with
+        no SFT in this run."""
         t = self.cfg.train
         summary: dict[str, Any] = {}
+        if start is not None and (t.sft_episodes > 0 or len(start[1].get("score", ())) != t.eval_episodes):
+            raise ValueError("fit(start=...) takes an evaluation of the starting policy on this run's held-out tasks "
+                             f"({t.eval_episodes}), for a run without SFT")
         if self.iteration == 0 and not self.sft_done:
             if t.sft_episodes > 0:
                 before = self.evaluate()
@@ -518,7 +527,10 @@ class Trainer:
                 sft = self.sft()
                 self.logger.log({"iteration": 0, "phase": "sft", **sft})
                 summary["before_sft"] = before
-            start = self.evaluate()
+            if start is not None:
+                start, self.last_eval_outcomes = dict(start[0]), {k: list(v) for k, v in start[1].items()}
+            else:
+                start = self.evaluate()
             self.logger.log({"iteration": 0, "phase": "eval", **_prefix("eval", start)})
             summary["start"] = start
             summary["start_outcomes"] = self.last_eval_outcomes

@@ -47,7 +47,7 @@ def test_sft_warm_start_lands_in_the_band_rl_starts_from(run):
     assert sft["before"] < 0.05, sft  # a random tiny model does not solve Sokoban
     assert SFT_BAND[0] <= sft["after"] <= SFT_BAND[1], sft
     assert sft["after_invalid_turns"] < SFT_MAX_INVALID_TURNS, sft
-    assert run["start"] == sft["after"], (run["start"], sft["after"])  # the saved policy, evaluated the same way
+    assert run["start"] == sft["after"], (run["start"], sft["after"])  # RL starts from the saved policy SFT evaluated
 
 
 def test_turn_ppo_runs_exactly_the_recipe_budget(run):

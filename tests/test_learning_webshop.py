@@ -90,7 +90,7 @@ def test_sft_warm_start_lands_in_the_band_rl_starts_from(run):
     sft = run["sft"]
     assert sft["before_score"] < 0.05, sft  # the untrained model buys nothing worth a score
     assert SFT_SCORE_BAND[0] <= sft["after_score"] <= SFT_SCORE_BAND[1], sft
-    assert run["start_score"] == sft["after_score"], (run["start_score"], sft["after_score"])  # the saved policy, evaluated the same way
+    assert run["start_score"] == sft["after_score"], (run["start_score"], sft["after_score"])  # RL starts from the saved policy SFT evaluated
 
 
 @pytest.mark.slow

@@ -471,3 +471,21 @@ def test_demo_runs_the_chosen_recipe_for_its_budget(argv, env, iterations):
     assert cfg.train.env == env == recipe.env_id
     assert cfg.train.iterations == (iterations or recipe.rl_iterations)
     assert cfg.to_dict() == recipe.build(args.algo, seed=args.seed, iterations=cfg.train.iterations, out=args.out).to_dict()
+
+
+def test_fit_with_a_known_start_evaluation_runs_the_same_as_playing_it(tiny_dir, tmp_path):
+    """``fit(start=...)`` logs a start evaluation measured before (a saved SFT policy's) instead of
+    playing it again; evaluations draw on no training RNG, so every record is the same."""
+    played = Trainer(_config(tiny_dir, tmp_path / "played"))
+    summary = played.fit()
+    played.close()
+    probe = Trainer(_config(tiny_dir, tmp_path / "probe"))
+    start = (probe.evaluate(), probe.last_eval_outcomes)
+    probe.close()
+    given = Trainer(_config(tiny_dir, tmp_path / "given"))
+    summary_given = given.fit(start=start)
+    given.close()
+    assert summary_given["start_outcomes"] == summary["start_outcomes"] and summary_given["end_outcomes"] == summary["end_outcomes"]
+    assert _strip_time(read_metrics(tmp_path / "given" / "metrics.jsonl")) == _strip_time(read_metrics(tmp_path / "played" / "metrics.jsonl"))
+    with pytest.raises(ValueError, match="held-out tasks"):
+        Trainer(_config(tiny_dir, tmp_path / "short")).fit(start=(start[0], {"score": start[1]["score"][:3]}))

@@ -42,7 +42,7 @@ class Recipe:
     what: str
 
 
-def rl_from(job: tuple[str, str, int, str, int, int, str]) -> dict[str, Any]:
+def rl_from(job: tuple[str, str, int, str, int, int, str], start: tuple[dict, dict] | None = None) -> dict[str, Any]:
     """One RL run of a recipe from a saved policy, on one thread; a summary of its metrics.
 
     ``job = (recipe, algo, seed, policy_dir, iterations, eval_every, out_dir)``: a tuple so that a
@@ -50,7 +50,8 @@ def rl_from(job: tuple[str, str, int, str, int, int, str]) -> dict[str, Any]:
     and score with their per-task outcomes and paired 95% intervals
     (:func:`~reference_trainer.stats.paired_ci`), the evaluations on the way, RL seconds (rollouts
     and updates, without evaluations) and the per-iteration diagnostics (token and turn clip
-    fractions, approx KL, gradient norm) and rollout metrics.
+    fractions, approx KL, gradient norm) and rollout metrics. ``start``: the policy's held-out
+    evaluation measured before, passed to :meth:`~reference_trainer.trainer.Trainer.fit`.
     """
     import time
     from pathlib import Path
@@ -70,7 +71,7 @@ def rl_from(job: tuple[str, str, int, str, int, int, str]) -> dict[str, Any]:
     t0 = time.perf_counter()
     trainer = Trainer(cfg)
     try:
-        summary = trainer.fit()
+        summary = trainer.fit(start=start)
     finally:
         trainer.close()
     records = read_metrics(trainer.logger.path)
@@ -104,8 +105,9 @@ def sft_policy(name: str, work: str, *, seed: int = 0) -> tuple[str, dict[str, A
     ``(policy_dir, meta)``. A policy saved before by the same recipe settings is reused.
 
     ``meta``: held-out ``before`` (the untrained model, on the first :data:`BEFORE_SFT_TASKS` held-out
-    tasks) and ``after`` success and score, SFT seconds, steps, batch size, episodes, final loss and
-    the recipe's settings.
+    tasks) and ``after`` success and score, SFT seconds, steps, batch size, episodes, final loss,
+    the recipe's settings, and the after-SFT evaluation whole (``after_metrics``, ``after_outcomes``:
+    what :meth:`~reference_trainer.trainer.Trainer.fit` takes as ``start``).
     """
     import json
     import time
@@ -135,6 +137,7 @@ def sft_policy(name: str, work: str, *, seed: int = 0) -> tuple[str, dict[str, A
         before = trainer.evaluate(BEFORE_SFT_TASKS)  # the untrained model plays every turn to the limit: a sanity check, not a baseline
         stats = trainer.sft()
         after = trainer.evaluate()
+        after_outcomes = trainer.last_eval_outcomes
         save_policy(trainer.policy, trainer.tokenizer, policy_dir)
     finally:
         trainer.close()
@@ -142,7 +145,8 @@ def sft_policy(name: str, work: str, *, seed: int = 0) -> tuple[str, dict[str, A
             "before_tasks": min(BEFORE_SFT_TASKS, cfg.train.eval_episodes), "after_tasks": cfg.train.eval_episodes,
             "after_score": after["score"], "after_invalid_turns": after["invalid_turns"],
             "seconds": time.perf_counter() - t0, "steps": cfg.train.sft_steps, "batch_size": cfg.train.sft_batch_size,
-            "episodes": cfg.train.sft_episodes, "loss": stats["sft/loss"], "recipe": recipe}
+            "episodes": cfg.train.sft_episodes, "loss": stats["sft/loss"], "recipe": recipe,
+            "after_metrics": after, "after_outcomes": after_outcomes}
     meta_file.write_text(json.dumps(meta, indent=1))
     return str(policy_dir), meta
 
@@ -150,13 +154,16 @@ def sft_policy(name: str, work: str, *, seed: int = 0) -> tuple[str, dict[str, A
 def learn(job: tuple[str, str, int, int, int, str]) -> dict[str, Any]:
     """A recipe end to end on one thread: its SFT start (:func:`sft_policy`, seed 0, reused when
     saved), then one RL run (:func:`rl_from`). ``job = (recipe, algo, seed, iterations, eval_every,
-    work)``; ``iterations <= 0`` means the recipe's budget. The result is :func:`rl_from`'s with
-    ``"sft"`` (the start's meta) added."""
+    work)``; ``iterations <= 0`` means the recipe's budget. RL's start evaluation is the SFT's
+    (the same saved policy on the same tasks), not played a second time. The result is
+    :func:`rl_from`'s with ``"sft"`` (the start's meta) added."""
     from . import RECIPES
 
     name, algo, seed, iterations, eval_every, work = job
     policy_dir, meta = sft_policy(name, work)
     n = iterations if iterations > 0 else RECIPES[name].rl_iterations
-    result = rl_from((name, algo, seed, policy_dir, n, eval_every, work))
-    result["sft"] = meta
+    # the saved policy's evaluation right after SFT is RL's start: not played a second time
+    start = (meta["after_metrics"], meta["after_outcomes"]) if "after_outcomes" in meta else None
+    result = rl_from((name, algo, seed, policy_dir, n, eval_every, work), start=start)
+    result["sft"] = {k: v for k, v in meta.items() if k not in ("after_metrics", "after_outcomes")}
     return result
