@@ -18,7 +18,7 @@ NOISE_CONTROL: dict[str, Any] = {"critic": "separate", "kl_coef": 0.1, "kl_refer
 
 #: Held-out tasks the untrained model plays before SFT: enough to show it solves next to none, without
 #: paying a full evaluation in which every episode runs to the turn limit.
-BEFORE_SFT_TASKS = 64
+BEFORE_SFT_TASKS = 16
 
 
 @dataclass(frozen=True)
