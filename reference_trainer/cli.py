@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     for p in (train, sft, ev):
         for section, cls in _SECTIONS:
             _add_fields(p, section, cls)
-    demo = sub.add_parser("demo", help="SFT + Turn-PPO on TurnSokoban-v0 with the tiny model on CPU (a few minutes)",
+    demo = sub.add_parser("demo", help="SFT + Turn-PPO with the tiny model on CPU: TurnSokoban-v0 (a few minutes) or --recipe webshop",
                           description="A measured recipe of reference_trainer.recipes: SFT warm start, then "
                                       "Turn-PPO; prints held-out success and score before and after and writes the curve PNG.")
     demo.add_argument("--recipe", default="sokoban", choices=sorted(RECIPES),
