@@ -50,12 +50,12 @@ def _run_key(name: str, algo: str, seed: int, iterations: int, eval_every: int, 
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _job(job: tuple[str, str, int, str, int, int, str, str]) -> dict[str, Any]:
-    """One RL run (``rl_from``), saved to ``cache`` as soon as it ends."""
+def _job(job: tuple[str, str, int, str, int, int, str, str, Any]) -> dict[str, Any]:
+    """One RL run (``rl_from``, from the SFT's evaluation of its start), saved to ``cache`` as soon as it ends."""
     from reference_trainer.recipes import rl_from
 
-    name, algo, seed, policy_dir, iterations, eval_every, work, cache = job
-    result = rl_from((name, algo, seed, policy_dir, iterations, eval_every, work))
+    name, algo, seed, policy_dir, iterations, eval_every, work, cache, start = job
+    result = rl_from((name, algo, seed, policy_dir, iterations, eval_every, work), start=start)
     Path(cache).write_text(json.dumps(result))
     return result
 
@@ -142,14 +142,15 @@ def run_env(name: str, args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from reference_trainer.plots import plot_learning
-    from reference_trainer.recipes import sft_policy
+    from reference_trainer.recipes import sft_policy, sft_start
 
     recipe = RECIPES[name]
     work = Path(args.work)
     iterations = args.iterations or recipe.rl_iterations
     eval_every = args.eval_every if args.eval_every is not None else max(1, iterations // 4)
     print(f"[{name}] SFT warm start ...", flush=True)
-    policy_dir, sft = sft_policy(name, str(work))
+    policy_dir, meta = sft_policy(name, str(work))
+    start, sft = sft_start(meta)  # every run starts from the same saved policy: its evaluation is played once
     untrained = f" on {sft['before_tasks']} tasks" if "before_tasks" in sft else ""
     print(f"[{name}] SFT: held-out success {sft['before']:.1%} (untrained{untrained}) -> {sft['after']:.1%}, score "
           f"{sft['before_score']:.3f} -> {sft['after_score']:.3f} ({sft['seconds']:.0f} s)", flush=True)
@@ -162,7 +163,7 @@ def run_env(name: str, args: argparse.Namespace) -> dict[str, Any]:
             if cache.exists() and not args.fresh:
                 runs.append(json.loads(cache.read_text()))
             else:
-                jobs.append((name, algo, seed, policy_dir, iterations, eval_every, str(work), str(cache)))
+                jobs.append((name, algo, seed, policy_dir, iterations, eval_every, str(work), str(cache), start))
     print(f"[{name}] {len(runs)} runs reused from {cache_dir}, {len(jobs)} to run", flush=True)
     ci = "ci_success" if recipe.metric == "success" else "ci_score"
     if jobs:
@@ -190,8 +191,7 @@ def run_env(name: str, args: argparse.Namespace) -> dict[str, Any]:
                     "torch": torch.__version__, "threads_per_run": 1, "jobs": args.jobs},
         "settings": {"iterations": iterations, "eval_every": eval_every, "seeds": sorted({r["seed"] for r in runs}),
                      "presets": [p for p in PRESETS if any(r["algo"] == p for r in runs)]},
-        "sft": {k: v for k, v in sft.items() if k not in ("after_metrics", "after_outcomes")},
-        "summary": summarise(runs, recipe.metric), "runs": runs,
+        "sft": sft, "summary": summarise(runs, recipe.metric), "runs": runs,
     }
     out = Path(args.out_dir) / f"learning_{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

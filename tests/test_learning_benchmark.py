@@ -50,3 +50,13 @@ def test_markdown_mode_says_what_to_run_when_a_result_is_missing(tmp_path, capsy
         [_run("ppo", 0, [0, 1], [1, 1])], "success")}))
     assert learning.main(["--env", "sokoban", "--markdown", "--out-dir", str(tmp_path)]) == 0
     assert "| ppo |" in capsys.readouterr().out
+
+
+def test_sft_start_splits_the_saved_evaluation_from_the_reported_summary():
+    from reference_trainer.recipes import sft_start
+
+    summary = {"before": 0.0, "after": 0.5, "after_score": 0.5, "recipe": {"env": "x"}}
+    metrics, outcomes = {"success": 0.5, "score": 0.5}, {"seeds": [1.0, 2.0], "success": [1.0, 0.0], "score": [1.0, 0.0]}
+    start, reported = sft_start({**summary, "after_metrics": metrics, "after_outcomes": outcomes})
+    assert start == (metrics, outcomes) and reported == summary
+    assert sft_start(summary) == (None, summary)  # a meta saved before the evaluation was kept: RL plays its start again

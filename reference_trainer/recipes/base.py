@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from ..config import Config
 
-__all__ = ["BEFORE_SFT_TASKS", "NOISE_CONTROL", "Recipe", "learn", "rl_from", "sft_policy"]
+__all__ = ["BEFORE_SFT_TASKS", "NOISE_CONTROL", "Recipe", "learn", "rl_from", "sft_policy", "sft_start"]
 
 #: What every tiny-model recipe uses against one iteration's noisy gradient (``docs/trainer.md``,
 #: "Sokoban with the tiny model"): a separate critic, a KL penalty towards the weight average that
@@ -151,6 +151,18 @@ def sft_policy(name: str, work: str, *, seed: int = 0) -> tuple[str, dict[str, A
     return str(policy_dir), meta
 
 
+#: The keys of :func:`sft_policy`'s meta that hold its after-SFT evaluation whole (per-task outcomes).
+_SFT_EVALUATION = ("after_metrics", "after_outcomes")
+
+
+def sft_start(meta: dict[str, Any]) -> tuple[tuple[dict, dict] | None, dict[str, Any]]:
+    """Split :func:`sft_policy`'s meta into RL's start evaluation (``fit``'s ``start``: the saved
+    policy on the recipe's held-out tasks, measured right after SFT; ``None`` for a meta saved
+    without it) and the summary worth reporting (the rest)."""
+    start = (meta["after_metrics"], meta["after_outcomes"]) if "after_outcomes" in meta else None
+    return start, {k: v for k, v in meta.items() if k not in _SFT_EVALUATION}
+
+
 def learn(job: tuple[str, str, int, int, int, str]) -> dict[str, Any]:
     """A recipe end to end on one thread: its SFT start (:func:`sft_policy`, seed 0, reused when
     saved), then one RL run (:func:`rl_from`). ``job = (recipe, algo, seed, iterations, eval_every,
@@ -162,8 +174,7 @@ def learn(job: tuple[str, str, int, int, int, str]) -> dict[str, Any]:
     name, algo, seed, iterations, eval_every, work = job
     policy_dir, meta = sft_policy(name, work)
     n = iterations if iterations > 0 else RECIPES[name].rl_iterations
-    # the saved policy's evaluation right after SFT is RL's start: not played a second time
-    start = (meta["after_metrics"], meta["after_outcomes"]) if "after_outcomes" in meta else None
+    start, result_sft = sft_start(meta)  # the saved policy's evaluation right after SFT: not played a second time
     result = rl_from((name, algo, seed, policy_dir, n, eval_every, work), start=start)
-    result["sft"] = {k: v for k, v in meta.items() if k not in ("after_metrics", "after_outcomes")}
+    result["sft"] = result_sft
     return result
