@@ -80,3 +80,60 @@ def test_expert_think_off__gives_the_same_actions_without_the_think_line():
 
 def test_expert_think_off__keeps_the_turn_contract():
     check_turn_env(lambda: gym.make("TurnSearchQA-v0", expert_think=False, passage_sentences=3), episodes=3, fuzz_actions=16)
+
+
+def test_expert_recall__answers_the_named_templates_at_once_and_searches_the_rest():
+    recall = ["birth_year", "founder"]
+    oracle = gym.make("TurnSearchQA-v0", question_types=["single_hop"], expert_think=False)
+    memory = gym.make("TurnSearchQA-v0", question_types=["single_hop"], expert_think=False, expert_recall=recall)
+    templates = set()
+    for seed in range(40):
+        searched, _ = _expert_play(oracle, seed)
+        answered, info = _expert_play(memory, seed)
+        template = memory.unwrapped.question.template
+        templates.add(template)
+        if template in recall:  # one turn, the gold answer, no search: right on the world it was demonstrated on
+            assert answered == [f"<answer> {memory.unwrapped.question.golden_answers[0]} </answer>"]
+            assert info["success"] and len(searched) > 1
+        else:
+            assert answered == searched
+    assert set(recall) <= templates and templates - set(recall)
+
+
+def test_expert_recall_rate__answers_that_share_of_the_recalled_questions_from_memory_fixed_per_question():
+    kwargs = dict(question_types=["single_hop"], expert_think=False, expert_recall=["birth_year", "founded"])
+    first_turn = {}
+    for rate in (0.0, 0.3, 0.7, 1.0):
+        env = gym.make("TurnSearchQA-v0", expert_recall_rate=rate, **kwargs)
+        direct = []
+        for seed in range(200):
+            env.reset(seed=seed)
+            q = env.unwrapped.question
+            if q.template in ("birth_year", "founded"):
+                direct.append(env.unwrapped.expert_action().startswith("<answer>"))
+                first_turn.setdefault(rate, {})[q.id] = direct[-1]
+        share = sum(direct) / len(direct)
+        assert abs(share - rate) < 0.15, (rate, share, len(direct))
+    # a question answered from memory at a lower rate is answered from memory at every higher one
+    assert all(first_turn[0.7][i] for i, d in first_turn[0.3].items() if d)
+    again = gym.make("TurnSearchQA-v0", expert_recall_rate=0.3, **kwargs)
+    for qid, d in list(first_turn[0.3].items())[:10]:
+        again.reset(options={"question_id": qid})
+        assert again.unwrapped.expert_action().startswith("<answer>") == d
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "0.5", True])
+def test_expert_recall_rate__out_of_range_values_are_refused_with_the_parameter_named(bad):
+    with pytest.raises(ValueError, match="expert_recall_rate"):
+        gym.make("TurnSearchQA-v0", expert_recall=["birth_year"], expert_recall_rate=bad)
+
+
+@pytest.mark.parametrize("bad", [["no_such_template"], ["birth_year", "single_hop"]])
+def test_expert_recall__unknown_template_names_are_refused_with_the_parameter_named(bad):
+    with pytest.raises(ValueError, match="expert_recall"):
+        gym.make("TurnSearchQA-v0", expert_recall=bad)
+
+
+def test_expert_recall__keeps_the_turn_contract():
+    check_turn_env(lambda: gym.make("TurnSearchQA-v0", expert_recall=["birthplace"], passage_sentences=3, topk=3),
+                   episodes=3, fuzz_actions=16)

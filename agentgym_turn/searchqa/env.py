@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zlib
 from typing import Any, Sequence
 
 import numpy as np
@@ -12,7 +13,7 @@ from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH, DEFAULT_MAX_OBSERVATION_L
 from .reward import LETTERS, choice_index, exact_match, token_f1
 from .protocol import INVALID_MESSAGE, cut_response, extract_answer, first_action, information_block
 from .expert import oracle_response
-from .generator.questions import QUESTION_TYPES, Question, split_questions
+from .generator.questions import QUESTION_TYPES, TEMPLATES, Question, split_questions
 from .retrieval import HTTPRetriever, Retriever
 from .corpus import first_sentences
 from .sources import Source, file_source, generated_source, local_retriever
@@ -180,6 +181,15 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
   an entity's facts first and its filler sentences last.
 * ``expert_think`` (``True``): ``False`` makes ``expert_action()`` give the action alone,
   without its ``<think>...</think>`` line (shorter demonstrations for small models).
+* ``expert_recall`` (``()``): question templates (names of
+  :data:`~agentgym_turn.searchqa.generator.questions.TEMPLATES`, e.g. ``["birth_year"]``) that
+  ``expert_action()`` answers at once from memory, with the gold answer and no search: a
+  demonstrator that trusts what it knows about some relations, as language models do. On the
+  world it was demonstrated on that answer is right; on any other world it is a habit to unlearn
+  (the search-QA recipe's SFT start). The default expert always searches.
+* ``expert_recall_rate`` (``1.0``): the share of those questions answered from memory; which ones
+  is fixed per question (a CRC-32 of its id), the rest searched as usual. Below 1 the habit is
+  a tendency, not a rule: a policy imitating it still searches those questions now and then.
 * ``prompt_template``: replaces the first message; ``{question}``, ``{topk}``,
   ``{max_searches}`` (and ``{options}`` for multiple choice) are filled in, in one pass (braces
   inside a question stay as written). Under ``"search_r1"`` it must show an example answer pair.
@@ -214,6 +224,8 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         max_searches: int = 4,
         passage_sentences: int | None = None,
         expert_think: bool = True,
+        expert_recall: Sequence[str] = (),
+        expert_recall_rate: float = 1.0,
         prompt_template: str | None = None,
         protocol: str = "search_r1",
         format_penalty: float | None = None,
@@ -253,6 +265,14 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         if types is not None and (not types or not set(types) <= {*QUESTION_TYPES, "dataset"}):
             raise ValueError(f"question_types must be None (every type) or a non-empty list of {[*QUESTION_TYPES, 'dataset']}, "
                              f"got {question_types!r}.")
+        recall = (expert_recall,) if isinstance(expert_recall, str) else tuple(expert_recall)
+        known = [name for _, name, _ in TEMPLATES]
+        if not set(recall) <= set(known):
+            raise ValueError(f"expert_recall must name question templates among {known}, got {list(expert_recall)!r}.")
+        self.expert_recall = frozenset(recall)
+        if isinstance(expert_recall_rate, bool) or not isinstance(expert_recall_rate, (int, float)) or not 0 <= expert_recall_rate <= 1:
+            raise ValueError(f"expert_recall_rate must be a number in [0, 1], got {expert_recall_rate!r}.")
+        self.expert_recall_rate = float(expert_recall_rate)
         self.split = split
         self.topk = topk
         self.max_searches = max_searches
@@ -528,14 +548,23 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         return float(self._em)
 
     # ------------------------------------------------------------------ oracle
+    def _recalls(self, q: Question) -> bool:
+        """Whether the expert answers ``q`` from memory (its template recalled): fixed per question."""
+        return zlib.crc32(q.id.encode()) % 10_000 < round(self.expert_recall_rate * 10_000)
+
     def expert_action(self) -> str:
         """An oracle searcher (:func:`~.expert.oracle_response`): it searches until it has read
         every supporting passage of the question's plan, then answers with the gold answer; for
         loaded datasets it searches the question once and answers. With ``expert_think=False``
-        the response is the action alone."""
+        the response is the action alone. On a question whose template is in ``expert_recall`` it
+        answers the gold answer at its first turn, without searching (on ``expert_recall_rate`` of them)."""
         q = self._question
         if q is None:
             return "<answer> unknown </answer>"
+        if q.template in self.expert_recall and not self._queries and self._recalls(q):
+            final = q.answer_letter if self.multiple_choice else q.golden_answers[0]
+            action = f"<answer> {final} </answer>"
+            return f"<think>I know this one.</think>\n{action}" if self.expert_think else action
         return oracle_response(
             q,
             passages=self._source.corpus.contents if self._source.corpus is not None else None,
