@@ -137,6 +137,9 @@ class TrainConfig:
     sft_steps: int = _f(200, "SFT optimizer steps")
     sft_batch_size: int = _f(64, "SFT episodes per step")
     sft_lr: float = _f(3e-3, "SFT learning rate")
+    sft_env_kwargs: dict = _f({}, "keyword arguments for gymnasium.make that override --env-kwargs in expert play: the SFT "
+                              "demonstrations and the tiny model's tokenizer corpus and pretraining, e.g. a broader question mix "
+                              "than RL's (question_types=null) or an expert style; merged over --env-kwargs")
     out: str = _f("runs/train", "output directory: metrics.jsonl, curve PNG, checkpoints")
     checkpoint_every: int = _f(0, "save a resumable checkpoint every N iterations (0: only at the end)")
     resume: str | None = _f(None, "checkpoint directory to resume from")

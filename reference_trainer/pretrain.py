@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -55,6 +55,9 @@ class PretrainSpec:
     induction_heads: int = 2
     #: Loss weight of the expert's response tokens relative to the other tokens (1: plain next-token loss).
     response_weight: float = 1.0
+    #: Env options over the run's for the episodes of these worlds (tokenizer corpus and pretraining), e.g.
+    #: ``{"expert_recall": []}``: the pretraining teaches copying, not a demonstrator's habits.
+    env_kwargs: dict = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, value: dict[str, Any] | str) -> "PretrainSpec":
@@ -72,7 +75,7 @@ class PretrainSpec:
 def _world_kwargs(env_kwargs: dict[str, Any] | None, world: int, spec: PretrainSpec) -> dict[str, Any]:
     """``env_kwargs`` with world ``world`` of ``spec`` (its seed and, where the env has one, its scale)."""
     scale = {spec.scale_option: float(spec.world_scale)} if spec.scale_option else {}
-    return {**(env_kwargs or {}), spec.world_option: int(world), **scale}
+    return {**(env_kwargs or {}), **spec.env_kwargs, spec.world_option: int(world), **scale}
 
 
 def world_corpus(env_id: str, env_kwargs: dict[str, Any] | None, spec: PretrainSpec) -> list[str]:

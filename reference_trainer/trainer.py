@@ -198,17 +198,24 @@ class Trainer:
             self._load_state(Path(cfg.train.resume))
 
     # ------------------------------------------------------------------ set-up helpers
+    @property
+    def demo_env_kwargs(self) -> dict[str, Any]:
+        """The env options of expert play (SFT demonstrations, the tiny model's tokenizer corpus and
+        pretraining): ``env_kwargs`` with ``sft_env_kwargs`` over them."""
+        return {**self.cfg.rollout.env_kwargs, **self.cfg.train.sft_env_kwargs}
+
     def _build_tiny(self) -> Path:
         from .tiny import TinySpec, build_tiny
 
         m = self.cfg.model
         spec = TinySpec(arch=m.tiny_arch, vocab_size=m.tiny_vocab, hidden_size=m.tiny_hidden, num_layers=m.tiny_layers, num_heads=m.tiny_heads,
                         intermediate_size=4 * m.tiny_hidden, rope_theta=m.tiny_rope_theta, init_std=m.tiny_init_std)
-        build = lambda: build_tiny(self.cfg.train.env, m.tiny_dir, seed=m.tiny_seed, spec=spec, env_kwargs=self.cfg.rollout.env_kwargs)  # noqa: E731
+        kwargs = self.demo_env_kwargs  # the tokenizer's corpus and the pretraining's episodes are expert play, like SFT's
+        build = lambda: build_tiny(self.cfg.train.env, m.tiny_dir, seed=m.tiny_seed, spec=spec, env_kwargs=kwargs)  # noqa: E731
         if m.tiny_pretrain:
             from .pretrain import PretrainSpec, build_pretrained_tiny
 
-            build = lambda: build_pretrained_tiny(self.cfg.train.env, self.cfg.rollout.env_kwargs, tiny=spec,  # noqa: E731
+            build = lambda: build_pretrained_tiny(self.cfg.train.env, kwargs, tiny=spec,  # noqa: E731
                                                   spec=PretrainSpec.from_config(m.tiny_pretrain), seed=m.tiny_seed, directory=m.tiny_dir)
         path = build() if self.dist.is_main else None
         distributed.barrier(self.dist)  # the other ranks find rank 0's build (one writer, no half-written files read)
@@ -461,7 +468,7 @@ class Trainer:
         steps = t.sft_steps if steps is None else steps
         rng = np.random.default_rng([t.seed, 1])
         seeds = rng.integers(0, t.eval_seed, size=episodes).tolist()
-        demos = expert_episodes(t.env, self.fmt, seeds, self.cfg.rollout.env_kwargs, self.cfg.rollout.split_system_prompt)
+        demos = expert_episodes(t.env, self.fmt, seeds, self.demo_env_kwargs, self.cfg.rollout.split_system_prompt)
         demos, too_long = fitting_demos(demos, self.cfg.rollout.max_context_tokens)
         if too_long:
             log.warning("SFT: %d of %d expert episodes are longer than max_context_tokens=%d and are left out",
