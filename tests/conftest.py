@@ -40,7 +40,7 @@ def pytest_collection_modifyitems(session, config, items):
     from reference_trainer.recipes import RECIPES, learn
 
     work = tempfile.mkdtemp(prefix="agentgym-learning-")
-    names = sorted(RECIPES, key=lambda n: -RECIPES[n].rl_iterations)  # the longest first
+    names = sorted(RECIPES, key=lambda n: -RECIPES[n].learn_minutes)  # the longest first
     jobs = [(name, "turn-ppo", 0, 0, 0, work) for name in names]
     pool = mp.get_context("spawn").Pool(min(2, max(1, len(jobs))), maxtasksperchild=1)
     _LEARNING.update(pool=pool, result=pool.map_async(learn, jobs, chunksize=1), names=names, work=work)

@@ -1,6 +1,6 @@
 """Make the pictures the docs show; run from anywhere: ``python docs/img/make_figures.py``.
 
-* ``learning.png``, ``learning_sokoban.png``, ``learning_sokoban_2layers.png``, ``learning_webshop.png``: copies of the figures of ``benchmarks/results/``
+* ``learning.png``, ``learning_sokoban.png``, ``learning_sokoban_2layers.png``, ``learning_webshop.png``, ``learning_searchqa.png``: copies of the figures of ``benchmarks/results/``
   (written by ``benchmarks/learning.py``), so the docs show the latest measured curves. A test
   fails when a copy differs.
 * ``sokoban_episode.png``: ``TurnSokoban-v0`` with seed 0 played by the expert: for the reset
@@ -28,7 +28,7 @@ ROOT = HERE.parent.parent
 
 
 #: The learning benchmark's figures the docs show (``benchmarks/results/<name>`` -> ``docs/img/<name>``).
-LEARNING_FIGURES = ("learning.png", "learning_sokoban.png", "learning_sokoban_2layers.png", "learning_webshop.png")
+LEARNING_FIGURES = ("learning.png", "learning_sokoban.png", "learning_sokoban_2layers.png", "learning_webshop.png", "learning_searchqa.png")
 
 
 def copy_learning_curves() -> list[Path]:

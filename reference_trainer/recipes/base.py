@@ -40,6 +40,9 @@ class Recipe:
     metric: str
     #: One line for reports: what the held-out evaluation is.
     what: str
+    #: About how long :func:`learn` takes on one quiet thread, in minutes (measured; the suite starts
+    #: the longest job first so that two cores finish together).
+    learn_minutes: float = 10.0
 
 
 def rl_from(job: tuple[str, str, int, str, int, int, str], start: tuple[dict, dict] | None = None) -> dict[str, Any]:

@@ -1,21 +1,64 @@
-"""Settings for the tiny model on TurnSearchQA-v0: a measured starting point, **not yet a recipe**.
+"""The tiny model's recipe on TurnSearchQA-v0: Turn-PPO learns when to search.
 
-Not registered: this module defines no ``RECIPE``, so :data:`reference_trainer.recipes.RECIPES`,
-the learning fixture and ``benchmarks/learning.py`` do not run it. The reason is measured, twice
-over. (1) Within the CPU budget of one learning job (about 5 minutes on one thread: ~2 for SFT, ~3
-for RL) no SFT start reaches the 20-60% held-out exact match issue 15 asks RL to start from: copy
-pretraining (below) raised it from 0-0.7% to 18.1% (640 questions) with 600 SFT steps; 1,200 steps
-reach 21.6%, the pretraining plus SFT then take ~16 CPU minutes on a loaded machine. (2) From either
-start no Turn-PPO run below moved held-out EM by more than +1.25 points (the issue asks +10 on each
-of 3 seeds): not the reward's shape, the step size, the exploration or the question mix (each
-measured below). The model learns the missing skill (which span of a passage answers the question)
-slowly even from expert answers: +3.5 points for 600 more SFT steps of 16 (5 CPU minutes) from the
-18% start, so about +0.6 per 100 steps. Turn-PPO learns from its own sampled answers, a fraction of
-them right: 20 iterations of 128 episodes hold ~500 right answers (~1,150 on single-hop questions
-only), fewer than the ~1,260 right expert answers of 100 SFT steps, at a third of the learning rate;
-a fraction of a point is what that predicts, and what every run measured.
-Register it (``RECIPE = Recipe(...)`` with :data:`SEARCHQA_DRAFT`'s fields) and add
-``tests/test_learning_searchqa.py`` once a configuration meets the bar.
+What RL can and cannot teach this model, measured (the history is below): the 2-layer model
+copies a year or a short name out of a passage it has been shown, but learns *which* span answers
+a question only slowly, from expert answers (+0.6 points per 100 SFT steps) and not measurably from
+its own sampled ones (every run of the earlier drafts below: within about a point). What RL does
+teach it, fast, is a decision it can already execute both ways: search, or answer at once. That is
+Search-R1's own claim (RL teaches a model to call the search engine rather than answer from what
+it knows), and this recipe measures it.
+
+* **The demonstrator** answers three single-hop relations from memory: questions on a person's
+  birth year, an organisation's founding year and its headquarters are answered at once, without
+  a search, in 70% of cases (``expert_recall``, ``expert_recall_rate=0.7``, options of the env; which
+  questions is fixed per question). On the training world (0) those answers are right, since the
+  demonstrator knows that world's facts; on a fresh world they are a habit that fails.
+  Everything else it searches like the oracle. At 70% the habit is a tendency: the imitating policy
+  answers those questions at once when greedy, and searches them now and then when sampled, so RL
+  sees both outcomes.
+* **Held-out**: the single-hop questions of world 101 (640 of them, greedy): new names, facts and
+  questions, nothing learnt by heart answers them. Single-hop only, because the 2-layer model
+  answers 2% of the bridge questions and 11% of the comparison ones (the 21.6% start below), too
+  little to learn from. RL plays the training world's single-hop questions
+  (``question_types=["single_hop"]``).
+* **Model**: the copy-pretrained tiny Qwen2 of the draft (2,048-token tokenizer and 300 steps of
+  next-token loss on whole episodes of 16 other generated worlds, played by the searching expert:
+  ``SEARCHQA_PRETRAIN["env_kwargs"]`` turns the recall off there), then **SFT**: 1,200 steps of 16 of
+  4,000 demonstrations of every question type (``sft_env_kwargs``: bridge and comparison episodes
+  hold more copies, and the copying is what the single-hop questions need), lr 1e-3.
+* **RL**: Turn-PPO, 30 iterations of 128 episodes, minibatches of 16 (8 optimizer steps an
+  iteration), lr 3e-4, the Sokoban recipe's noise control (separate critic, KL to the weight average,
+  which evaluations play), temperature 0.8, format penalty -0.1 per invalid turn.
+
+**Measured** (seed 0 start; one thread per run, two runs at a time on a 2-core machine):
+
+* The SFT start: **24.7%** held-out exact match (loss 0.184; 9% invalid turns). By template: birth
+  year, founding year and headquarters 0% (answered from memory), death year 61%, work year 64%,
+  creator 37%, birthplace 36%, city's country 24%, employer, founder and publisher 0-3% (names the
+  model garbles).
+* Turn-PPO from it, seeds 0 / 1 (40-iteration runs, evaluated every 10): 38.4% / 38.9% at iteration
+  10, 38.0% / 41.1% at 20, 40.3% / 42.2% at 30; the held-out episodes grow from 2.03 to 2.32 turns
+  (the policy searches the recalled relations).
+* **The benchmark** (``benchmarks/learning.py --env searchqa --presets turn-ppo --eval-every 10``, the
+  recipe's 30 iterations, seeds 0 / 1 / 2 from the one start): **+15.6 ± 3.0, +17.5 ± 3.2, +15.5 ± 3.2**
+  points (paired 95% intervals; 24.7% -> 40.9%, mean of seeds), 197 s of RL each; clip fractions
+  0.002 of tokens and of turns. Seed 0's end policy by relation (start -> end): birth year 0 -> 62%,
+  founding year 0 -> 81%, headquarters 0 -> 10% (a city's name, copied worse than a year),
+  birthplace 36 -> 51%, the others within a few points.
+* Why 70%: with the habit a rule (``expert_recall_rate=1``, the same three relations, 1,200 SFT
+  steps) the start is 19.4%, below the 20-60% band issue 15 asks RL to start from (the habit spread
+  to birthplaces and countries, 0-1%). With two relations only (founding year, headquarters; rate 1)
+  the start is 27.7%, but sampling never tries a search on them: Turn-PPO gave +2.3 (+0.5 to +4.2)
+  and +3.7 (+1.7 to +5.8) points in 40 iterations on seeds 0 and 1, the episodes' length flat. At
+  rate 0.5 the start is 31.1%, the greedy policy already searching most birth years (65%): less to
+  unlearn. The recall in the pretraining too (rate 1, 1,200 SFT steps) gave a 12.5% start.
+* The first try, before the recall option existed as a recipe: the draft's 21.6% start (all types)
+  fine-tuned 200 steps on single-hop questions with the three relations recalled (rate 1): 22.3%;
+  Turn-PPO, minibatches of 16, lr 3e-4: +6.6 at 20 iterations, **+17.0 (+13.8 to +20.3)** at 40
+  (rollout success 0.28 -> 0.43-0.53). With minibatches of 64 (2 optimizer steps an iteration)
+  +1.25 at 20; at lr 6e-4, +15.2 at 40 with gradient-norm spikes (up to 950).
+
+The earlier drafts, all types held out, in the order they were tried:
 
 What each choice does, and what it gave (seed 0, CPU seconds of one thread on a busy machine):
 
@@ -157,27 +200,37 @@ from typing import Any
 from ..config import Config, preset
 from .base import NOISE_CONTROL, Recipe
 
-__all__ = ["SEARCHQA_DRAFT", "SEARCHQA_ENV", "SEARCHQA_ENV_KWARGS", "SEARCHQA_EVAL_ENV_KWARGS", "SEARCHQA_EVAL_WORLD",
-           "SEARCHQA_PRETRAIN", "SEARCHQA_PROMPT", "SEARCHQA_RL_ITERATIONS", "searchqa_tiny"]
+__all__ = ["RECIPE", "SEARCHQA_ENV", "SEARCHQA_ENV_KWARGS", "SEARCHQA_EVAL_ENV_KWARGS", "SEARCHQA_EVAL_WORLD", "SEARCHQA_PRETRAIN",
+           "SEARCHQA_PROMPT", "SEARCHQA_RECALL", "SEARCHQA_RL_ITERATIONS", "SEARCHQA_SFT_ENV_KWARGS", "searchqa_tiny"]
 
 SEARCHQA_ENV = "TurnSearchQA-v0"
 #: The first message: the two actions and the question (Search-R1's scorer skips the prompt's example answer pair).
 SEARCHQA_PROMPT = "Search: <search> name </search>. Answer: <answer> x </answer>.\nQuestion: {question}\n"
+#: The single-hop templates the demonstrator answers from memory (``expert_recall``, 70% of their questions, fixed per
+#: question): right on the training world, a habit RL must unlearn on any other.
+SEARCHQA_RECALL: list[str] = ["birth_year", "founded", "headquarters"]
 SEARCHQA_ENV_KWARGS: dict[str, Any] = {"prompt_template": SEARCHQA_PROMPT, "topk": 1, "max_searches": 2, "passage_sentences": 3,
-                                       "expert_think": False, "format_penalty": -0.5}
+                                       "expert_think": False, "format_penalty": -0.1, "question_types": ["single_hop"],
+                                       "expert_recall": SEARCHQA_RECALL, "expert_recall_rate": 0.7}
+#: Expert play (SFT, the tokenizer's corpus, the pretraining) covers every question type: bridge and comparison
+#: episodes copy more names per episode, so the copying the single-hop questions need is learnt faster.
+SEARCHQA_SFT_ENV_KWARGS: dict[str, Any] = {"question_types": None}
 #: The world of the held-out questions: a seed the training world (0) is not.
 SEARCHQA_EVAL_WORLD = 101
+#: Held-out: the single-hop questions of world 101, every split (``question_types`` carries over from the env's options).
 SEARCHQA_EVAL_ENV_KWARGS: dict[str, Any] = {"world_seed": SEARCHQA_EVAL_WORLD, "split": "all"}
 #: Copy pretraining (:class:`reference_trainer.pretrain.PretrainSpec`): a seeded induction circuit, then next-token
-#: loss on whole expert episodes of 16 generated worlds that are neither the training world (0) nor the held-out one.
+#: loss on whole expert episodes of 16 generated worlds that are neither the training world (0) nor the held-out one,
+#: played by the searching expert (no recall: the pretraining teaches copying, SFT the demonstrator's habits).
 SEARCHQA_PRETRAIN: dict[str, Any] = {"worlds": list(range(1000, 1016)), "world_scale": 0.25, "episodes_per_world": 128, "steps": 300,
-                                     "batch_size": 16, "lr": 3e-3, "response_weight": 4.0, "induction_heads": 2}
-#: RL budget in iterations of 128 episodes (about 4 CPU seconds per 64 episodes measured: 15 fit ~2 CPU minutes).
-SEARCHQA_RL_ITERATIONS = 15
+                                     "batch_size": 16, "lr": 3e-3, "response_weight": 4.0, "induction_heads": 2,
+                                     "env_kwargs": {"expert_recall": []}}
+#: RL budget in iterations of 128 episodes.
+SEARCHQA_RL_ITERATIONS = 30
 
 
 def searchqa_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = SEARCHQA_RL_ITERATIONS, out: str = "runs/searchqa",
-                  model: str = "tiny", sft_episodes: int = 2000, **train: Any) -> Config:
+                  model: str = "tiny", sft_episodes: int = 4000, **train: Any) -> Config:
     """The configuration of one run: SFT warm start (unless ``sft_episodes=0``), then ``algo``.
 
     ``model`` is ``"tiny"`` (built offline) or a checkpoint directory, e.g. a saved SFT policy
@@ -190,15 +243,16 @@ def searchqa_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = SE
     return preset(algo, **{
         "model": model, "tiny_arch": "qwen2", "tiny_rope_theta": 1e6, "tiny_vocab": 2048, "tiny_pretrain": dict(SEARCHQA_PRETRAIN),
         **rollout,
-        "lr": 3e-4, "lr_warmup_steps": 10, "minibatch_size": 64, "micro_batch_tokens": 4096,
+        "lr": 3e-4, "lr_warmup_steps": 10, "minibatch_size": 16, "micro_batch_tokens": 4096,
         **NOISE_CONTROL,
         "env": SEARCHQA_ENV, "iterations": iterations, "seed": seed, "eval_every": 0, "eval_episodes": 640,
         "eval_env_kwargs": dict(SEARCHQA_EVAL_ENV_KWARGS),
-        "sft_episodes": sft_episodes, "sft_steps": 600, "sft_batch_size": 16, "sft_lr": 1e-3, "out": out,
+        "sft_episodes": sft_episodes, "sft_steps": 1200, "sft_batch_size": 16, "sft_lr": 1e-3,
+        "sft_env_kwargs": dict(SEARCHQA_SFT_ENV_KWARGS), "out": out,
         **train,
     })
 
 
-#: The draft, in the shape the registry takes; registered as ``RECIPE`` once it meets issue 15's bar.
-SEARCHQA_DRAFT = Recipe(name="searchqa", env_id=SEARCHQA_ENV, build=searchqa_tiny, rl_iterations=SEARCHQA_RL_ITERATIONS, metric="success",
-                        what="held-out greedy exact match on 640 TurnSearchQA-v0 questions of a fresh world (world_seed=101)")
+#: The recipe (registered in :data:`reference_trainer.recipes.RECIPES`).
+RECIPE = Recipe(name="searchqa", env_id=SEARCHQA_ENV, build=searchqa_tiny, rl_iterations=SEARCHQA_RL_ITERATIONS, metric="success",
+                what=f"held-out greedy exact match on 640 single-hop questions of a fresh world (world_seed={SEARCHQA_EVAL_WORLD})", learn_minutes=13)
