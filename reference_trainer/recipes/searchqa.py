@@ -255,4 +255,4 @@ def searchqa_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = SE
 
 #: The recipe (registered in :data:`reference_trainer.recipes.RECIPES`).
 RECIPE = Recipe(name="searchqa", env_id=SEARCHQA_ENV, build=searchqa_tiny, rl_iterations=SEARCHQA_RL_ITERATIONS, metric="success",
-                what=f"held-out greedy exact match on 640 single-hop questions of a fresh world (world_seed={SEARCHQA_EVAL_WORLD})", learn_minutes=13)
+                what=f"held-out greedy exact match on 640 single-hop questions of a fresh world (world_seed={SEARCHQA_EVAL_WORLD})", learn_minutes=10)

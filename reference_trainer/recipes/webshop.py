@@ -224,4 +224,4 @@ def webshop_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = WEB
 
 #: The recipe (registered in :data:`reference_trainer.recipes.RECIPES`).
 RECIPE = Recipe(name="webshop", env_id=WEBSHOP_ENV, build=webshop_tiny, rl_iterations=WEBSHOP_RL_ITERATIONS, metric="score",
-                what=f"held-out greedy WebShop score on the {WEBSHOP_EVAL_EPISODES} test goals (goal_split='test', each once)", learn_minutes=16)
+                what=f"held-out greedy WebShop score on the {WEBSHOP_EVAL_EPISODES} test goals (goal_split='test', each once)", learn_minutes=14)
