@@ -42,10 +42,10 @@ def pytest_collection_modifyitems(session, config, items):
     work = tempfile.mkdtemp(prefix="agentgym-learning-")
     names = sorted(RECIPES, key=lambda n: -RECIPES[n].learn_minutes)  # the longest first
     jobs = [(name, "turn-ppo", 0, 0, 0, work) for name in names]
-    # One process per job (up to 3): the OS shares CI's two cores among them and the rest of the suite. With two
-    # workers the third job queued behind another and ran alone at the end (measured: 28.6 min of tests, 5 of them
-    # waiting on one job), so the chain of two jobs, not the total work, set the suite's time.
-    pool = mp.get_context("spawn").Pool(min(3, max(1, len(jobs))), maxtasksperchild=1)
+    # Two processes (CI has two cores). Measured on a clean clone with three jobs: two workers, 28.6 min of tests
+    # (the third job ran alone for the last 5); one process per job, 32.2 min (four busy processes on two cores
+    # cost more CPU time than three).
+    pool = mp.get_context("spawn").Pool(min(2, max(1, len(jobs))), maxtasksperchild=1)
     _LEARNING.update(pool=pool, result=pool.map_async(learn, jobs, chunksize=1), names=names, work=work)
 
 
@@ -65,7 +65,7 @@ def pytest_sessionfinish(session, exitstatus):
 def learning_runs():
     """Every recipe of ``reference_trainer.recipes`` end to end, once per session: its SFT start, then
     one Turn-PPO run (seed 0, the recipe's full RL budget, evaluated before and after only), each
-    in its own single-thread process, up to three at a time (sharing CI's two cores), started in the background
+    in its own single-thread process, two at a time (CI has two cores), started in the background
     when collection ends (see :func:`pytest_collection_modifyitems`). ``{recipe name: result of
     reference_trainer.recipes.learn}``; the learning tests (``tests/test_learning_*.py``) assert on
     their env's entry. The benchmark (``benchmarks/learning.py``) runs the same function on three seeds."""
