@@ -44,6 +44,17 @@ def _kv(text: str) -> tuple[str, Any]:
         return name, value
 
 
+def _json_object(text: str) -> dict:
+    """A JSON object from the command line (the dict options: ``--eval-env-kwargs '{"world_seed": 7}'``)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"name\": 1}}', got {text!r} ({e.msg})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"name\": 1}}', got {text!r}")
+    return value
+
+
 def _optional(cast):
     def parse(text: str):
         return None if text.lower() in ("none", "null") else cast(text)
@@ -72,11 +83,11 @@ def _add_fields(parser: argparse.ArgumentParser, section: str, cls: type) -> Non
             group.add_argument(flag, action=argparse.BooleanOptionalAction, help=f"{help_text} (default: {default})", **kw)
             continue
         base = next((t for t in typing.get_args(hint) if t is not type(None)), hint)
-        cast = {int: int, float: float, str: str}.get(base, str)
+        cast = {int: int, float: float, str: str, dict: _json_object}.get(base, str)
         if type(None) in typing.get_args(hint):
             cast = _optional(cast)
         choices = f.metadata.get("choices")
-        metavar = None if choices else {int: "N", float: "X"}.get(base, "TEXT")
+        metavar = None if choices else {int: "N", float: "X", dict: "JSON"}.get(base, "TEXT")
         suffix = "" if "default" in help_text else f" (default: {default})"
         group.add_argument(flag, type=cast, choices=choices, metavar=metavar, help=help_text + suffix, **kw)
 

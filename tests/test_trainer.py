@@ -489,3 +489,28 @@ def test_fit_with_a_known_start_evaluation_runs_the_same_as_playing_it(tiny_dir,
     assert _strip_time(read_metrics(tmp_path / "given" / "metrics.jsonl")) == _strip_time(read_metrics(tmp_path / "played" / "metrics.jsonl"))
     with pytest.raises(ValueError, match="held-out tasks"):
         Trainer(_config(tiny_dir, tmp_path / "short")).fit(start=(start[0], {"score": start[1]["score"][:3]}))
+
+
+def test_sft_env_kwargs_override_the_env_options_of_expert_play_only(tmp_path):
+    """Demonstrations (and the tiny model's corpus) play ``env_kwargs`` with ``sft_env_kwargs`` over them;
+    rollouts keep ``env_kwargs``. From the command line too."""
+    from types import SimpleNamespace
+
+    cfg = preset("turn-ppo", env="TurnSearchQA-v0", env_kwargs={"topk": 1, "question_types": ["single_hop"]},
+                 sft_env_kwargs={"question_types": None, "expert_recall": ["founded"]}, out=str(tmp_path))
+    merged = Trainer.demo_env_kwargs.fget(SimpleNamespace(cfg=cfg))
+    assert merged == {"topk": 1, "question_types": None, "expert_recall": ["founded"]}
+    assert cfg.rollout.env_kwargs == {"topk": 1, "question_types": ["single_hop"]}
+    args = build_parser().parse_args(["train", "--env", "TurnSearchQA-v0", "--sft-env-kwargs", '{"question_types": null}'])
+    assert config_from_args(args).train.sft_env_kwargs == {"question_types": None}
+
+
+@pytest.mark.parametrize("flag", ["--eval-env-kwargs", "--sft-env-kwargs", "--tiny-pretrain"])
+def test_dict_options_take_a_json_object_on_the_command_line_and_refuse_anything_else(flag, capsys):
+    args = build_parser().parse_args(["train", flag, '{"world_seed": 7}'])
+    section, name = ("model", "tiny_pretrain") if flag == "--tiny-pretrain" else ("train", flag[2:].replace("-", "_"))
+    assert getattr(getattr(config_from_args(args), section), name) == {"world_seed": 7}
+    for bad in ("world_seed=7", "[1, 2]"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["train", flag, bad])
+        assert "JSON object" in capsys.readouterr().err
