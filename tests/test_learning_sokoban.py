@@ -15,6 +15,7 @@ import math
 
 import pytest
 
+from learning_checks import assert_ran_exactly_the_budget
 from reference_trainer.recipes import RECIPES, SOKOBAN_RL_ITERATIONS
 
 pytestmark = [pytest.mark.slow,
@@ -52,11 +53,7 @@ def test_sft_warm_start_lands_in_the_band_rl_starts_from(run):
 
 def test_turn_ppo_runs_exactly_the_recipe_budget(run):
     """The budget is work, not time: exactly the recipe's iterations, never stopped early."""
-    n = SOKOBAN_RL_ITERATIONS
-    assert run["iterations"] == n
-    assert len(run["clipfrac"]) == len(run["clipfrac_turn"]) == len(run["rollout_success"]) == len(run["invalid_turns"]) == n
-    assert run["eval_iterations"] == [0, n]
-    assert run["start"] == run["eval_success"][0] and run["end"] == run["eval_success"][-1]
+    assert_ran_exactly_the_budget(run, SOKOBAN_RL_ITERATIONS)
 
 
 def test_turn_ppo_keeps_the_format(run):

@@ -19,6 +19,7 @@ import pytest
 import gymnasium as gym
 
 import agentgym_turn  # noqa: F401
+from learning_checks import assert_ran_exactly_the_budget
 from reference_trainer.recipes import RECIPES
 from agentgym_turn.webshop.expert import best_reward
 from reference_trainer.pretrain import PretrainSpec
@@ -97,11 +98,7 @@ def test_sft_warm_start_lands_in_the_band_rl_starts_from(run):
 @pytest.mark.timeout(3600)
 def test_turn_ppo_runs_exactly_the_recipe_budget(run):
     """The budget is work, not time: exactly the recipe's iterations, never stopped early."""
-    n = WEBSHOP_RL_ITERATIONS
-    assert run["iterations"] == n
-    assert len(run["clipfrac"]) == len(run["clipfrac_turn"]) == len(run["rollout_score"]) == len(run["invalid_turns"]) == n
-    assert run["eval_iterations"] == [0, n]
-    assert run["start_score"] == run["eval_score"][0] and run["end_score"] == run["eval_score"][-1]
+    assert_ran_exactly_the_budget(run, WEBSHOP_RL_ITERATIONS, metric="score")
 
 
 @pytest.mark.slow
