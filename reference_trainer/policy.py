@@ -14,6 +14,7 @@ the state that ends with token ``j``. The value of turn ``k`` is ``values[b, sta
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import json
 import os
@@ -48,6 +49,62 @@ def _cache_kwarg(model: nn.Module) -> str:
     """``cache`` in recent transformers, ``past_key_values`` before."""
     params = inspect.signature(model.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
+
+
+@functools.lru_cache(maxsize=None)
+def _preallocated_layer() -> type | None:
+    """transformers' ``DynamicLayer`` with in-place writes into a preallocated buffer (see :func:`_kv_cache`);
+    ``None`` for a transformers without cache layers."""
+    try:
+        from transformers.cache_utils import DynamicLayer
+    except ImportError:
+        return None
+
+    class PreallocatedLayer(DynamicLayer):
+        capacity = 0  # positions allocated at the first update (set per instance)
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+                b, h, n, _ = key_states.shape
+                size = max(self.capacity, n)
+                self._k = key_states.new_empty((b, h, size, key_states.shape[-1]))
+                self._v = value_states.new_empty((b, h, size, value_states.shape[-1]))
+                self._n = 0
+            n = self._n + key_states.shape[-2]
+            if n > self._k.shape[-2]:  # past the capacity: grow as DynamicLayer does
+                self._k = torch.cat([self._k[..., : self._n, :], key_states], dim=-2)
+                self._v = torch.cat([self._v[..., : self._n, :], value_states], dim=-2)
+            else:
+                self._k[..., self._n : n, :] = key_states
+                self._v[..., self._n : n, :] = value_states
+            self._n = n
+            self.keys, self.values = self._k[..., :n, :], self._v[..., :n, :]
+            return self.keys, self.values
+
+    return PreallocatedLayer
+
+
+def _kv_cache(config: Any, capacity: int) -> Any:
+    """The KV cache of one :meth:`Policy.generate` call, holding ``capacity`` positions without copying.
+
+    transformers' ``DynamicCache`` concatenates each new position onto the whole cache: a copy of
+    every key and value per token and layer (a sixth of the rollout time at a 768-token context
+    here). Its plain layers are replaced by ones that allocate ``capacity`` positions at the first
+    update and write later positions in place; attention reads the filled part as a view (the same
+    values in the same shape), so outputs equal ``DynamicCache``'s bit for bit
+    (``tests/test_trainer_rollout.py``). Other layer kinds (sliding windows) are kept as they are."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=config) if "config" in inspect.signature(DynamicCache).parameters else DynamicCache()
+    layer_class = _preallocated_layer()
+    layers = getattr(cache, "layers", None)
+    if layer_class is None or not layers or any(type(layer) is not layer_class.__base__ for layer in layers):
+        return cache
+    cache.layers = [layer_class() for _ in layers]
+    for layer in cache.layers:
+        layer.capacity = capacity
+    return cache
 
 
 def _softcap(model: nn.Module) -> float | None:
@@ -284,8 +341,6 @@ class Policy(nn.Module):
         log-probs are copied once at the end. ``use_cache=False`` recomputes the whole prefix at
         every step (slow; the reference the cached path is tested against).
         """
-        from transformers import DynamicCache
-
         device = self.device
         n = len(prompts)
         width = max(len(p) for p in prompts)
@@ -298,7 +353,7 @@ class Policy(nn.Module):
         position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = None
         if use_cache:
-            cache = DynamicCache(config=self.lm.config) if "config" in inspect.signature(DynamicCache).parameters else DynamicCache()
+            cache = _kv_cache(self.lm.config, width + max_new_tokens)
         sampler = sampling_generator(generator, device) if temperature != 0 else None
         stops = torch.tensor(sorted(stop_ids), dtype=torch.long, device=device)
         tokens: list[torch.Tensor] = []  # [n] per step, on the device

@@ -148,6 +148,30 @@ def test_sampling_with_the_kv_cache_gives_the_same_tokens_as_recomputing_the_pre
 
 
 @pytest.mark.parametrize("arch", ["qwen2", "gpt2"])
+@pytest.mark.parametrize("temperature", [1.0, 0.0])
+def test_the_preallocated_kv_cache_samples_bit_for_bit_what_dynamic_cache_does(arch, temperature, monkeypatch):
+    """The in-place cache (``policy._kv_cache``) only saves copies: same tokens, same log-probs, exactly,
+    also past its capacity (where it grows as ``DynamicCache`` does)."""
+    from transformers import DynamicCache
+
+    import reference_trainer.policy as policy_module
+
+    policy = Policy(_random_lm(arch, seed=3), vocab_limit=290)
+    prompts = [[5 + (i * 7 + j) % 280 for j in range(n)] for i, n in enumerate([40, 3, 17, 29])]
+    kw = dict(max_new_tokens=16, stop_ids=frozenset({3}), pad_id=0, temperature=temperature)
+    ours = policy.generate(prompts, generator=torch.Generator().manual_seed(11), **kw)
+    original = policy_module._kv_cache
+    assert all(type(layer).__name__ == "PreallocatedLayer" for layer in original(policy.lm.config, 8).layers)
+    # a capacity smaller than the prompts: the growth path
+    monkeypatch.setattr(policy_module, "_kv_cache", lambda config, capacity: original(config, 8))
+    grown = policy.generate(prompts, generator=torch.Generator().manual_seed(11), **kw)
+    monkeypatch.setattr(policy_module, "_kv_cache", lambda config, capacity: DynamicCache(config=config))
+    theirs = policy.generate(prompts, generator=torch.Generator().manual_seed(11), **kw)
+    assert ours == theirs == grown  # ids and float log-probs, compared exactly
+    assert sum(map(len, ours[0])) > 16
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "gpt2"])
 @pytest.mark.parametrize("dtype", [None, torch.bfloat16])
 def test_left_padding_does_not_change_a_prompts_greedy_response(arch, dtype):
     # large random weights make the response depend on the context: attending to the pads (pad id 0
