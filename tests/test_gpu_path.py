@@ -331,12 +331,13 @@ def test_trainer_options_reach_the_policy(tiny_dir, tmp_path):
 
 # ---------------------------------------------------------------------- the GPU check
 def test_the_gpu_check_dry_run_measures_the_chunked_and_float16_paths():
+    """benchmarks/gpu_check.sh (the prepared run for a lent GPU) on a tiny config on CPU: it must not rot between GPU runs."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     p = subprocess.run(["bash", "benchmarks/gpu_check.sh", "--dry-run"], env={**env, "PYTHON": sys.executable}, cwd=ROOT,
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-2000:]
     result = json.loads(p.stdout[p.stdout.index("{"):])
-    assert result["finite"]
+    assert result["finite"] and result["iteration_metrics"]["rollout/episodes"] == 4
     for path in ("plain", "chunked", "float16_scaler"):
         assert result["update"][path]["tokens_per_s"] > 0, path
     assert result["update"]["chunked"]["logprob_chunk_tokens"] > 0
