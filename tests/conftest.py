@@ -16,7 +16,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 import pytest  # noqa: E402
 
 
-#: The background learning jobs of this session: their pool, pending result, recipe names and work dir.
+#: The background learning jobs of this session (``tests/learning_jobs.py``) and their work dir.
 _LEARNING: dict = {}
 
 
@@ -34,29 +34,25 @@ def pytest_collection_modifyitems(session, config, items):
     if not learning or config.option.collectonly:
         return
     items[:] = [item for item in items if not _uses_learning_runs(item)] + learning
-    import multiprocessing as mp
     import tempfile
 
-    from reference_trainer.recipes import RECIPES, learn
+    from learning_jobs import LearningJobs
+    from reference_trainer.recipes import RECIPES
 
     work = tempfile.mkdtemp(prefix="agentgym-learning-")
-    names = sorted(RECIPES, key=lambda n: -RECIPES[n].learn_minutes)  # the longest first
-    jobs = [(name, "turn-ppo", 0, 0, 0, work) for name in names]
-    # Two processes (CI has two cores). Measured on a clean clone with three jobs: two workers, 28.6 min of tests
-    # (the third job ran alone for the last 5); one process per job, 32.2 min (four busy processes on two cores
-    # cost more CPU time than three).
-    pool = mp.get_context("spawn").Pool(min(2, max(1, len(jobs))), maxtasksperchild=1)
-    _LEARNING.update(pool=pool, result=pool.map_async(learn, jobs, chunksize=1), names=names, work=work)
+    # Two processes (CI has two cores) beside this one. Measured on a clean clone: one process per whole job (three)
+    # cost more CPU time than two workers (32.2 min of tests against 28.6); with two workers and whole jobs the
+    # third ran alone at the end, hence each recipe in two tasks.
+    _LEARNING.update(jobs=LearningJobs(sorted(RECIPES), work, workers=2).start(), work=work)
 
 
 def pytest_sessionfinish(session, exitstatus):
     """Stop the learning jobs (finished, or abandoned by a failed or interrupted session) and remove their files."""
     import shutil
 
-    pool = _LEARNING.pop("pool", None)
-    if pool is not None:
-        pool.terminate()
-        pool.join()
+    jobs = _LEARNING.pop("jobs", None)
+    if jobs is not None:
+        jobs.stop()
     if "work" in _LEARNING:
         shutil.rmtree(_LEARNING.pop("work"), ignore_errors=True)
 
@@ -66,9 +62,9 @@ def learning_runs():
     """Every recipe of ``reference_trainer.recipes`` end to end, once per session: its SFT start, then
     one Turn-PPO run (seed 0, the recipe's full RL budget, evaluated before and after only), each
     in its own single-thread process, two at a time (CI has two cores), started in the background
-    when collection ends (see :func:`pytest_collection_modifyitems`). ``{recipe name: result of
+    when collection ends (see :func:`pytest_collection_modifyitems` and ``tests/learning_jobs.py``). ``{recipe name: result of
     reference_trainer.recipes.learn}``; the learning tests (``tests/test_learning_*.py``) assert on
     their env's entry. The benchmark (``benchmarks/learning.py``) runs the same function on three seeds."""
-    if "result" not in _LEARNING:
+    if "jobs" not in _LEARNING:
         pytest.fail("the learning jobs were not started: learning_runs is requested by a test the collection hook did not see")
-    return dict(zip(_LEARNING["names"], _LEARNING["result"].get()))
+    return _LEARNING["jobs"].results()

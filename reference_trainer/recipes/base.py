@@ -40,9 +40,10 @@ class Recipe:
     metric: str
     #: One line for reports: what the held-out evaluation is.
     what: str
-    #: About how long :func:`learn` takes on one quiet thread, in minutes (measured; the suite starts
-    #: the longest job first so that two cores finish together).
-    learn_minutes: float = 10.0
+    #: About how long :func:`sft_policy` and the RL part of :func:`learn` take on one quiet thread, in
+    #: minutes (measured): the suite schedules its learning jobs by them (``tests/learning_jobs.py``).
+    sft_minutes: float = 5.0
+    rl_minutes: float = 5.0
 
 
 def rl_from(job: tuple[str, str, int, str, int, int, str], start: tuple[dict, dict] | None = None) -> dict[str, Any]:
@@ -129,7 +130,8 @@ def sft_policy(name: str, work: str, *, seed: int = 0) -> tuple[str, dict[str, A
     cfg.model.tiny_dir = str(root / "tiny")
     recipe = json.loads(json.dumps({k: v for k, v in cfg.to_dict().items() if k != "algo"}, default=str))
     recipe["model"].pop("tiny_dir", None)
-    recipe["train"].pop("out", None)
+    for key in ("out", "iterations", "eval_every"):  # RL's budget and evaluations: no part of the SFT
+        recipe["train"].pop(key, None)
     if (policy_dir / "config.json").exists() and meta_file.exists():
         meta = json.loads(meta_file.read_text())
         if meta.get("recipe") == recipe:

@@ -1,0 +1,85 @@
+"""The suite's learning jobs: every recipe's SFT start, then its Turn-PPO run, on two single-thread processes.
+
+Each recipe is two tasks, ``sft_policy`` and then ``learn`` (which reuses the saved SFT policy), so
+that two workers can share three recipes evenly: run whole, one worker would get two recipes and
+finish minutes after the other. A worker that frees up takes the ready task with the most work
+behind it (an SFT counts its RL too: :attr:`Recipe.sft_minutes`, :attr:`Recipe.rl_minutes`). Tasks
+are handed to the pool only when a worker is free, so its FIFO queue never reorders them; every
+task runs in a fresh spawned process (``maxtasksperchild=1``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import threading
+from typing import Any
+
+
+class LearningJobs:
+    """Start with :meth:`start`; :meth:`results` waits for ``{recipe name: learn(...) result}``; :meth:`stop` kills what runs."""
+
+    def __init__(self, names: list[str], work: str, workers: int = 2, *, recipes: dict | None = None, tasks: tuple | None = None):
+        from reference_trainer.recipes import RECIPES, learn, sft_policy
+
+        self.recipes = {name: (recipes or RECIPES)[name] for name in names}
+        #: What the two tasks of a recipe run: ``sft(name, work)``, then ``rl((name, algo, seed, iterations, eval_every, work))``.
+        self.sft, self.rl = tasks or (sft_policy, learn)
+        self.work = work
+        self.workers = workers
+        self.ready: list[tuple[str, str]] = [("sft", name) for name in names]
+        self.order: list[tuple[str, str]] = []  # the tasks in the order they were handed out
+        self.running = 0
+        self.done: dict[str, Any] = {}
+        self.error: tuple[tuple[str, str], BaseException] | None = None
+        self.finished = threading.Event()
+        self.lock = threading.RLock()
+        self.pool = None
+
+    def start(self) -> "LearningJobs":
+        self.pool = mp.get_context("spawn").Pool(self.workers, maxtasksperchild=1)
+        self._dispatch()
+        return self
+
+    def priority(self, task: tuple[str, str]) -> float:
+        kind, name = task
+        recipe = self.recipes[name]
+        return recipe.rl_minutes + (recipe.sft_minutes if kind == "sft" else 0.0)
+
+    def _dispatch(self) -> None:
+        with self.lock:
+            while self.error is None and self.running < self.workers and self.ready:
+                task = max(self.ready, key=self.priority)
+                self.ready.remove(task)
+                self.order.append(task)
+                self.running += 1
+                kind, name = task
+                fn, args = (self.sft, (name, self.work)) if kind == "sft" else (self.rl, ((name, "turn-ppo", 0, 0, 0, self.work),))
+                self.pool.apply_async(fn, args, callback=lambda result, t=task: self._finish(t, result),
+                                      error_callback=lambda exc, t=task: self._finish(t, None, exc))
+            if self.error is not None or (not self.ready and self.running == 0):
+                self.finished.set()
+
+    def _finish(self, task: tuple[str, str], result: Any, exc: BaseException | None = None) -> None:
+        with self.lock:
+            self.running -= 1
+            kind, name = task
+            if exc is not None:
+                self.error = self.error or (task, exc)
+            elif kind == "sft":
+                self.ready.append(("rl", name))
+            else:
+                self.done[name] = result
+        self._dispatch()
+
+    def results(self) -> dict[str, Any]:
+        self.finished.wait()
+        if self.error is not None:
+            (kind, name), exc = self.error
+            raise RuntimeError(f"the {name} recipe's {kind.upper()} job failed: {exc!r}") from exc
+        return dict(self.done)
+
+    def stop(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
