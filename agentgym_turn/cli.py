@@ -4,6 +4,11 @@
     agentgym-turn play TurnSokoban-v0 --seed 3
     agentgym-turn check TurnSokoban-v0
     agentgym-turn serve retriever --generated --port 8000
+    agentgym-turn serve webshop --port 3000
+    agentgym-turn serve env TurnSokoban-v0 --port 8000
+
+A missing optional extra (``TurnWebShopBrowser-v0`` without Selenium, say) is one line on stderr
+naming it, exit status 2, as other user mistakes are.
 """
 
 from __future__ import annotations
@@ -16,19 +21,19 @@ import os
 import sys
 from typing import Any, Sequence
 
+from .extras import MissingExtraError
+from .registration import all_env_ids, env_needs
+
 __all__ = ["main"]
 
-#: ``serve`` targets: module with ``main(argv) -> int`` (it parses its own arguments).
-#: Only targets whose module exists are offered.
-SERVERS = {
-    name: module
-    for name, module in {
-        "webshop": "agentgym_turn.webshop.server",
-        "retriever": "agentgym_turn.searchqa.server",
-        "env": "agentgym_turn.remote.server",
-    }.items()
-    if importlib.util.find_spec(module) is not None
+#: ``serve`` targets: what each serves, and its module with ``main(argv) -> int`` (it parses its own
+#: arguments). Only targets whose module exists are offered.
+_SERVER_TARGETS = {
+    "retriever": ("a Search-R1 /retrieve retriever", "agentgym_turn.searchqa.server"),
+    "webshop": ("the WebShop site", "agentgym_turn.webshop.server"),
+    "env": ("any env id over OpenEnv's protocol", "agentgym_turn.remote.server"),
 }
+SERVERS = {name: module for name, (_, module) in _SERVER_TARGETS.items() if importlib.util.find_spec(module) is not None}
 
 
 def _parse_kwargs(pairs: Sequence[str]) -> dict:
@@ -58,27 +63,35 @@ def resolve_env_id(env_id: str) -> str:
     closest registered ids and this package's ids."""
     import gymnasium as gym
 
-    import agentgym_turn
+    import agentgym_turn  # noqa: F401  (registers the ids)
 
     if env_id in gym.registry:
         return env_id
-    ours = agentgym_turn.env_ids()
+    ours = all_env_ids()
     close = difflib.get_close_matches(env_id, list(gym.registry), n=1, cutoff=0.6)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise CliError(f"unknown env id {env_id!r}.{hint} This package registers: {', '.join(ours)}.")
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    """A table of every id the package registers: turn limit (``-``: none of its own), what it
+    needs beyond the base install (``-``: nothing), entry point."""
     import gymnasium as gym
 
-    import agentgym_turn
+    import agentgym_turn  # noqa: F401  (registers the ids)
 
-    ids = agentgym_turn.env_ids()
+    ids = all_env_ids()
     if not ids:
         print("No environments are registered yet.")
+        return 0
+    rows = [("id", "turns", "needs", "entry point")]
     for env_id in ids:
         spec = gym.spec(env_id)
-        print(f"{env_id:32s} turns={spec.max_episode_steps}  {spec.entry_point}")
+        turns = str(spec.max_episode_steps) if spec.max_episode_steps else "-"
+        rows.append((env_id, turns, env_needs(env_id), str(spec.entry_point)))
+    widths = [max(len(row[k]) for row in rows) for k in range(3)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
     return 0
 
 
@@ -207,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentgym-turn", description="Text-turn environments for training LLM agents.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("list", help="list the registered env ids and their turn limits")
+    p = sub.add_parser("list", help="list every registered env id: its turn limit and what it needs beyond the base install")
     p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser("play", help="play an env in the terminal")
@@ -223,8 +236,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fuzz-actions", type=int, default=64, help="random adversarial responses")
     p.set_defaults(func=_cmd_check)
 
-    p = sub.add_parser("serve", help="start a server (a Search-R1 retriever); `serve TARGET --help` for its options")
-    p.add_argument("target", choices=sorted(SERVERS), help="what to serve")
+    offered = [(name, _SERVER_TARGETS[name][0]) for name in SERVERS]
+    p = sub.add_parser(
+        "serve",
+        help="start a server: " + "; ".join(f"{name}: {what}" for name, what in offered) + ". `serve TARGET --help` for its options",
+    )
+    p.add_argument("target", choices=sorted(SERVERS), help="what to serve: " + ", ".join(f"{name} ({what})" for name, what in offered))
     p.add_argument("server_args", nargs=argparse.REMAINDER, help="the server's own options (see `serve TARGET --help`)")
     p.set_defaults(func=_cmd_serve)
     return parser
@@ -237,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe must surface here, inside the handler, not at exit
         return status
-    except CliError as e:
+    except (CliError, MissingExtraError) as e:
         print(f"agentgym-turn {args.command}: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -4,7 +4,9 @@
 (entry points are strings, resolved when ``gymnasium.make`` is called). An env's section is
 added here when the env exists: ids of envs that are not built are never registered.
 The turn limit is Gymnasium's ``max_episode_steps`` (``TimeLimit`` sets ``truncated``);
-change it with ``gymnasium.make(id, max_episode_steps=N)``.
+change it with ``gymnasium.make(id, max_episode_steps=N)``. Ids that need an extra or a server
+are in :data:`EXTRA_ENV_SPECS`: registered and listed by :func:`all_env_ids` (and ``agentgym-turn
+list``), but not by :func:`env_ids`, the ids registry-wide tests make.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from gymnasium.envs.registration import register, registry
 
-__all__ = ["ENV_SPECS", "register_envs", "env_ids"]
+__all__ = ["ENV_SPECS", "EXTRA_ENV_SPECS", "ENV_NEEDS", "register_envs", "env_ids", "all_env_ids", "env_needs"]
 
 #: ``gymnasium.register`` keyword arguments, one dict per id.
 ENV_SPECS: list[dict[str, Any]] = [
@@ -47,17 +49,39 @@ ENV_SPECS: list[dict[str, Any]] = [
 ]
 
 
+#: Ids registered as well but left out of :func:`env_ids`, so that registry-wide tests (which make
+#: every id in ``env_ids()``) neither start browsers nor need a server. :func:`all_env_ids` lists them.
+EXTRA_ENV_SPECS: list[dict[str, Any]] = [
+    # WebShop in headless Chromium through Selenium (agentgym_turn/webshop/browser.py): the extra "browser" + Chromium.
+    {"id": "TurnWebShopBrowser-v0", "entry_point": "agentgym_turn.webshop.browser:TurnWebShopBrowserEnv", "max_episode_steps": 15},
+    # The client of a served env (agentgym_turn/remote), not an env of its own: the turn limit is the served id's.
+    {"id": "agentgym_turn/Remote-v0", "entry_point": "agentgym_turn.remote.client:RemoteTurnEnv"},
+]
+
+#: What an id needs beyond the base install and ``gymnasium.make(id)``; an id not named needs nothing.
+ENV_NEEDS: dict[str, str] = {
+    "TurnWebShopBrowser-v0": "extra browser + Chromium",
+    "agentgym_turn/Remote-v0": "a served env (base_url)",
+}
+
+
 def register_envs() -> None:
-    """Register every id in :data:`ENV_SPECS` that Gymnasium does not know yet."""
-    for spec in ENV_SPECS:
+    """Register every id in :data:`ENV_SPECS` and :data:`EXTRA_ENV_SPECS` that Gymnasium does not know yet."""
+    for spec in (*ENV_SPECS, *EXTRA_ENV_SPECS):
         if spec["id"] not in registry:
             register(**spec)
-    if "TurnWebShopBrowser-v0" not in registry:  # Chromium + Selenium (extra "browser"): outside ENV_SPECS, so registry-wide tests do not start browsers
-        register(id="TurnWebShopBrowser-v0", entry_point="agentgym_turn.webshop.browser:TurnWebShopBrowserEnv", max_episode_steps=15)
-    if "agentgym_turn/Remote-v0" not in registry:  # the client of a served env (agentgym_turn/remote), not an env of its own
-        register(id="agentgym_turn/Remote-v0", entry_point="agentgym_turn.remote.client:RemoteTurnEnv")
 
 
 def env_ids() -> list[str]:
-    """The ids this package registers, in registration order."""
+    """The ids that every registry-wide test makes and plays (:data:`ENV_SPECS`), in registration order."""
     return [spec["id"] for spec in ENV_SPECS]
+
+
+def all_env_ids() -> list[str]:
+    """Every id this package registers: :func:`env_ids`, then :data:`EXTRA_ENV_SPECS`'s."""
+    return env_ids() + [spec["id"] for spec in EXTRA_ENV_SPECS]
+
+
+def env_needs(env_id: str) -> str:
+    """What ``env_id`` needs beyond the base install (``"-"`` for nothing)."""
+    return ENV_NEEDS.get(env_id, "-")

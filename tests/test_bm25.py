@@ -154,3 +154,33 @@ def test_search__a_query_with_no_indexed_term_matches_nothing_on_every_backend(b
     ids, scores = index.search(["", "the of", "zzz", "red"], k=2)
     assert (ids[:3] == -1).all() and (scores[:3] == 0).all() and (ids[3] >= 0).all()
     assert not index.scores("the").any() and index.scores("red").shape == (15,)
+
+
+@given(hst.lists(hst.sampled_from([0.0, 0.5, 1.25, 1.25, 2.0, 3.5]), max_size=60), hst.integers(1, 70))
+def test_top_k__best_first_equal_scores_by_lower_index(values, k):
+    """The order every CPU gives: score descending, then document index; zero scores are never returned."""
+    from agentgym_turn.core.bm25 import top_k
+
+    scores = np.asarray(values, dtype=np.float32)
+    indices, best = top_k(scores, k)
+    expected = sorted((i for i in range(len(values)) if values[i] > 0), key=lambda i: (-values[i], i))[:k]
+    assert indices.tolist() == expected and best.tolist() == [values[i] for i in expected]
+    assert indices.dtype == np.int64 and best.dtype == np.float32
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_search__documents_with_equal_scores_come_in_index_order_on_every_backend(backend):
+    """Identical documents tie exactly; numpy's SIMD sorts would order them by CPU, so the index decides.
+
+    Which of the documents tied at the k-th place get in: numpy takes the lowest indices; numba's
+    compiled heap keeps its own (scalar, so CPU-independent) choice, ordered the same way."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    docs = ["red shoe"] * 7 + ["blue shoe", "red red shoe"] + ["red shoe"] * 5
+    index = BM25Index.build(docs, backend=backend)
+    indices, scores = index.search(["red shoe"], 6)
+    assert indices[0, 0] == 8 and scores[0, 1] == scores[0, 5] < scores[0, 0]
+    tied = indices[0, 1:].tolist()
+    assert tied == sorted(tied) and not {7, 8} & set(tied)
+    if backend == "numpy":
+        assert tied == [0, 1, 2, 3, 4]

@@ -18,6 +18,13 @@ def test_cli_help_lists_the_commands():
         assert command in out
 
 
+def test_cli_help__serve_names_every_server():
+    help_text = " ".join(build_parser().format_help().split())  # argparse wraps lines
+    assert set(cli.SERVERS) == {"retriever", "webshop", "env"}
+    for name in cli.SERVERS:
+        assert f"{name}: " in help_text, f"`agentgym-turn --help` does not name the {name!r} server"
+
+
 def test_parse_kwargs_casts_values():
     assert _parse_kwargs(["a=1", "b=0.5", "c=text", "d=true", "e=None"]) == {"a": 1, "b": 0.5, "c": "text", "d": True, "e": None}
 
@@ -37,11 +44,18 @@ def test_list__a_reader_that_leaves_early_gets_no_traceback():
     assert stderr == ""
 
 
-def test_list__prints_every_id_with_its_turn_limit(capsys):
+def test_list__prints_every_registered_id_with_its_turn_limit_and_needs(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert re.match(r"id\s+turns\s+needs\s+entry point$", lines[0])
+    ids = agentgym_turn.registration.all_env_ids()
+    assert [line.split()[0] for line in lines[1:]] == ids
+    assert set(agentgym_turn.env_ids()) < set(ids) and {"TurnWebShopBrowser-v0", "agentgym_turn/Remote-v0"} < set(ids)
     for env_id in agentgym_turn.env_ids():
-        assert re.search(rf"^{re.escape(env_id)}\s+turns=\d+", out, re.M)
+        assert re.search(rf"^{re.escape(env_id)}\s+\d+\s+-\s+agentgym_turn\.", out, re.M)
+    assert re.search(r"^TurnWebShopBrowser-v0\s+15\s+extra browser \+ Chromium\s+agentgym_turn\.webshop\.browser:", out, re.M)
+    assert re.search(r"^agentgym_turn/Remote-v0\s+-\s+a served env \(base_url\)\s+agentgym_turn\.remote\.client:", out, re.M)
 
 
 @pytest.mark.parametrize("command", ["check", "play"])
@@ -52,7 +66,7 @@ def test_misspelt_id__one_line_with_the_id_known_ids_and_a_suggestion(command, c
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1, captured.err
     assert "'TurnSokobn-v0'" in lines[0] and "Did you mean 'TurnSokoban-v0'?" in lines[0]
-    for env_id in agentgym_turn.env_ids():
+    for env_id in agentgym_turn.registration.all_env_ids():
         assert env_id in lines[0]
 
 

@@ -99,6 +99,17 @@ def test_registered_env__misspelt_kwarg_names_the_id_class_keyword_and_accepted_
     assert accepted and {"format_penalty", "render_mode"} <= set(accepted.group(1).split(", "))
 
 
+def test_ids_that_need_an_extra_or_a_server_are_registered_but_left_out_of_env_ids():
+    # registry-wide tests make every id of env_ids(): none of them may start a browser or need a server
+    extra_ids = {"TurnWebShopBrowser-v0", "agentgym_turn/Remote-v0"}
+    every = agentgym_turn.registration.all_env_ids()
+    assert every[: len(IDS)] == IDS and set(every) == set(IDS) | extra_ids
+    assert not extra_ids & set(IDS) and all(env_id in gym.registry for env_id in every)
+    needs = {env_id: agentgym_turn.registration.env_needs(env_id) for env_id in every}
+    assert needs["TurnWebShopBrowser-v0"] == "extra browser + Chromium" and needs["agentgym_turn/Remote-v0"] == "a served env (base_url)"
+    assert {needs[env_id] for env_id in IDS} == {"-"}
+
+
 def test_sokoban_misspelt_dim_suggests_dim():
     with pytest.raises(TypeError, match=r"TurnSokobanEnv got an unexpected keyword argument 'dimm' \(did you mean 'dim'\?\)"):
         gym.make("TurnSokoban-v0", dimm=(6, 6))

@@ -20,7 +20,8 @@ than ``rank_bm25``), with the settings of the reference systems:
   then 4 significant bits), as Pyserini 0.17 scores.
 * **Backend**: numba for corpora of :data:`NUMBA_MIN_DOCS` documents or more (about 1 ms a query
   at 1M passages after a one-off JIT compile of a few seconds per process; call :meth:`warmup`),
-  numpy below (no compile; sub-millisecond on small corpora).
+  numpy below (no compile; sub-millisecond on small corpora). numba is the optional extra
+  ``fast-search``; without it every corpus uses numpy (the same scores, to float rounding).
 
 Documents with no query term in common score 0 and are never returned: a result row is padded
 with index ``-1`` and score ``0``.
@@ -32,13 +33,16 @@ import json
 import os
 import re
 import threading
+import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-__all__ = ["BM25Index", "tokenize", "tokenize_many", "lucene_length", "porter_stem", "K1", "B", "NUMBA_MIN_DOCS", "ANALYZERS", "LENGTH_NORMS"]
+from ..extras import install_command, require
+
+__all__ = ["BM25Index", "top_k", "tokenize", "tokenize_many", "lucene_length", "porter_stem", "K1", "B", "NUMBA_MIN_DOCS", "ANALYZERS", "LENGTH_NORMS"]
 
 #: Anserini/Pyserini default BM25 parameters (used by WebShop and Search-R1).
 K1 = 0.9
@@ -302,6 +306,25 @@ def _encodable(text: str) -> str:
         return text.encode("utf-8", errors="replace").decode("utf-8")
 
 
+def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (at most) ``k`` documents of positive score, best first, equal scores by lower index.
+
+    Equal BM25 scores are common (documents with the same term counts and length), and numpy's
+    partition and sort order equal values differently on different SIMD targets (AVX-512, AVX2,
+    baseline); fixing the order here makes every search, and so every episode, the same on
+    every CPU. Returns ``(indices int64, scores float32)``, shorter than ``k`` when fewer
+    documents score above 0.
+    """
+    n = scores.shape[0]
+    if k < n:
+        kth = np.partition(scores, n - k)[n - k]  # the k-th largest value: one value, whatever the algorithm
+        candidates = np.flatnonzero(scores >= kth) if kth > 0 else np.flatnonzero(scores > 0)
+    else:
+        candidates = np.flatnonzero(scores > 0)
+    chosen = candidates[np.lexsort((candidates, -scores[candidates]))[:k]]
+    return chosen.astype(np.int64), scores[chosen].astype(np.float32)
+
+
 def _check_analyzer(analyzer: str) -> None:
     if analyzer not in ANALYZERS:
         raise ValueError(f"analyzer must be one of {ANALYZERS}, got {analyzer!r}.")
@@ -354,12 +377,25 @@ def _numba_available() -> bool:
 
 
 def _choose_backend(backend: str, num_docs: int) -> str:
+    """``"numba"`` or ``"numpy"`` for ``backend`` over ``num_docs`` documents. numba is the optional
+    ``fast-search`` extra: ``"auto"`` falls back to numpy without it (the same scores to float rounding,
+    slower queries on large corpora, said once in a warning); an explicit ``"numba"`` without it is an error naming the extra."""
     if backend == "auto":
-        return "numba" if num_docs >= NUMBA_MIN_DOCS and _numba_available() else "numpy"
+        if num_docs < NUMBA_MIN_DOCS:
+            return "numpy"
+        if _numba_available():
+            return "numba"
+        warnings.warn(
+            f"BM25 over {num_docs:,} documents runs on numpy: numba is not installed. For faster queries: "
+            f"{install_command('fast-search')}.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return "numpy"
     if backend not in ("numpy", "numba"):
         raise ValueError(f"backend must be 'auto', 'numpy' or 'numba', got {backend!r}.")
-    if backend == "numba" and not _numba_available():
-        raise ImportError("backend='numba' needs numba: pip install numba (or use backend='auto').")
+    if backend == "numba":
+        require("fast-search", "BM25 backend='numba'", alternative="use backend='auto' (numpy without numba)")
     return backend
 
 
@@ -539,10 +575,18 @@ class BM25Index:
         if not rows:
             return indices, scores
         k_eff = min(k, self.num_docs)
-        kwargs = {"n_threads": 1} if self.backend == "numba" else {}
-        docs, vals = self._retriever.retrieve([query_tokens[i] for i in rows], k=k_eff, show_progress=False, **kwargs)
-        docs = np.asarray(docs, dtype=np.int64).reshape(len(rows), k_eff)
-        vals = np.asarray(vals, dtype=np.float32).reshape(len(rows), k_eff)
+        if self.backend == "numba":  # its compiled top-k, then the same tie order as below
+            docs, vals = self._retriever.retrieve([query_tokens[i] for i in rows], k=k_eff, show_progress=False, n_threads=1)
+            docs = np.asarray(docs, dtype=np.int64).reshape(len(rows), k_eff)
+            vals = np.asarray(vals, dtype=np.float32).reshape(len(rows), k_eff)
+            order = np.lexsort((docs, -vals), axis=-1)
+            docs, vals = np.take_along_axis(docs, order, -1), np.take_along_axis(vals, order, -1)
+        else:
+            docs = np.zeros((len(rows), k_eff), dtype=np.int64)
+            vals = np.zeros((len(rows), k_eff), dtype=np.float32)
+            for j, i in enumerate(rows):
+                found, best = top_k(np.asarray(self._retriever.get_scores(query_tokens[i]), dtype=np.float32), k_eff)
+                docs[j, : len(found)], vals[j, : len(found)] = found, best
         hit = vals > 0
         indices[rows, :k_eff] = np.where(hit, docs, -1)
         scores[rows, :k_eff] = np.where(hit, vals, 0.0)

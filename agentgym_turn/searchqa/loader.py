@@ -11,7 +11,7 @@ plus ``data_source``, ``prompt`` (the chat messages holding Search-R1's own prom
 ``extra_info`` (``{"split", "index"}``). A parquet row's gold answers are
 ``reward_model.ground_truth.target`` (what Search-R1 scores against), else ``golden_answers``;
 its id is ``id``, else ``"<data_source>-<split>-<index>"``; the env writes its own prompt
-around ``question``.
+around ``question``. Reading parquet needs pyarrow, the optional extra ``parquet``.
 
 Multiple-choice sets add ``"choices": [...]`` (at most 26, one per letter); the correct option is
 read from ``metadata["answer_letter"]`` when present, else from the first gold answer, which may
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..core.files import DataFileError, check_data_path
+from ..extras import require
 from .corpus import iter_json_objects, open_text, render_corpus
 from .generator.questions import SPLITS, Question, generate_questions, split_questions
 from .generator.world import WorldConfig, generate_world
@@ -177,15 +178,14 @@ def load_search_r1_parquet(path: str | os.PathLike, *, limit: int | None = None)
     """Read one of Search-R1's processed parquet files (``train.parquet``, ``test.parquet``).
 
     Raises ``DataFileError`` naming the file and row (1-based) of the first bad record, or the
-    file when it is not a readable parquet table.
+    file when it is not a readable parquet table; ``MissingExtraError`` naming the ``parquet``
+    extra when pyarrow is not installed.
     """
     path = check_data_path(path, what="question file")
     if path.stat().st_size > MAX_QUESTION_FILE_BYTES:
         raise DataFileError(f"{path}: more than {MAX_QUESTION_FILE_BYTES:,} bytes, the limit; split the file.")
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:  # pragma: no cover - pyarrow is a dependency
-        raise DataFileError(f"{path}: reading parquet needs pyarrow (pip install pyarrow).") from None
+    require("parquet", f"the parquet question file {path.name}")
+    import pyarrow.parquet as pq
     try:
         table = pq.read_table(path)
     except Exception as err:  # pyarrow raises several types for a damaged file

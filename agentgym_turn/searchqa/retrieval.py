@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from ..extras import require
 from .corpus import Corpus
 from .protocol import format_passages
 
@@ -267,10 +268,8 @@ class SentenceTransformerEncoder:
                 f"{model_path} is not a local model directory. The dense retriever only loads local "
                 "models and never downloads one; pass the path of a saved sentence-transformers model."
             )
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:  # pragma: no cover - depends on the user's install
-            raise ImportError("The dense retriever needs sentence-transformers: pip install sentence-transformers") from exc
+        require("dense", "TurnSearchQA's dense retriever")
+        from sentence_transformers import SentenceTransformer
         try:
             self.model = SentenceTransformer(str(path), device=device, local_files_only=True)
         except TypeError:  # older sentence-transformers without local_files_only

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 from urllib.parse import urlencode
 
 from ..core import InvalidAction, TurnEnv, TurnOutcome, parse_bracket_action, snippet
+from ..extras import require
 from .env import INTRO, TurnWebShopEnv, actions_line, exact_click_name
 from .text import OBSERVATION_MODES, format_strings, visible_strings
 
@@ -202,6 +203,8 @@ class TurnWebShopBrowserEnv(TurnEnv):
         page_timeout: float = 30.0,
         **kwargs: Any,
     ):
+        # Selenium is imported at the first reset; check it now so gym.make fails with the fix, not reset()
+        require("browser", "TurnWebShopBrowser-v0")
         super().__init__(**kwargs)
         if observation_mode not in OBSERVATION_MODES:
             raise ValueError(f"observation_mode must be one of {OBSERVATION_MODES}, got {observation_mode!r}.")

@@ -1,0 +1,77 @@
+"""The optional extras of ``agentgym-turn`` and the one-line error for a missing one.
+
+The base install plays every env that needs no extra (Sokoban, WebShop, SearchQA, the dialog)
+and runs the servers. A feature that needs more calls :func:`require` where it is set up (at
+``gymnasium.make`` time, not in ``reset``), so a missing package is one line naming the extra,
+``pip install 'agentgym-turn[EXTRA]'``, instead of a bare ``ModuleNotFoundError`` later.
+:data:`EXTRAS` must match ``[project.optional-dependencies]`` in ``pyproject.toml`` (tested).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+__all__ = ["EXTRAS", "Extra", "MissingExtraError", "install_command", "missing_module", "require"]
+
+
+@dataclass(frozen=True)
+class Extra:
+    """An extra: the modules whose import proves it is installed, what it enables, and what pip
+    cannot install (system packages), if anything."""
+
+    modules: tuple[str, ...]
+    enables: str
+    system: str = ""
+
+
+#: Every extra of the package; ``modules`` are import names (checked in order).
+EXTRAS: dict[str, Extra] = {
+    "browser": Extra(("selenium",), "TurnWebShopBrowser-v0 (Selenium in headless Chromium)",
+                     "Chromium + chromedriver: apt-get install chromium chromium-driver"),
+    "parquet": Extra(("pyarrow",), "Search-R1's processed .parquet question files for TurnSearchQA"),
+    "fast-search": Extra(("numba",), "the numba BM25 backend, used from 50,000 documents (WebShop catalogs, SearchQA corpora)"),
+    "dense": Extra(("sentence_transformers",), "TurnSearchQA's dense retriever (a local sentence-transformers model)"),
+    "train": Extra(("torch", "transformers", "tokenizers", "matplotlib"), "the reference trainer (python -m reference_trainer)"),
+    "trl": Extra(("trl", "transformers"), "TRL's GRPOTrainer through the envs (agentgym_turn.integrations.trl)"),
+    "dev": Extra(("pytest", "hypothesis", "mkdocs", "build"), "the test suite, the docs site and sdist/wheel builds"),
+}
+
+
+class MissingExtraError(ImportError):
+    """A feature was asked for whose extra is not installed; the message is one line naming it."""
+
+    def __init__(self, message: str, *, extra: str, module: str):
+        super().__init__(message, name=module)
+        self.extra = extra
+
+
+def install_command(extra: str) -> str:
+    """``pip install 'agentgym-turn[EXTRA]'``."""
+    return f"pip install 'agentgym-turn[{extra}]'"
+
+
+def missing_module(extra: str) -> str | None:
+    """The first module of ``extra`` that cannot be imported, or ``None`` when all import."""
+    for module in EXTRAS[extra].modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return module
+    return None
+
+
+def require(extra: str, feature: str, *, alternative: str = "") -> None:
+    """Raise :class:`MissingExtraError` when ``extra`` is not installed, e.g.
+    ``TurnWebShopBrowser-v0 needs the 'browser' extra: pip install 'agentgym-turn[browser]' (and
+    Chromium + chromedriver: apt-get install chromium chromium-driver); 'selenium' cannot be imported.``
+    ``alternative`` names a way that needs no extra (``"use backend='auto'"``)."""
+    module = missing_module(extra)
+    if module is None:
+        return
+    system = EXTRAS[extra].system
+    tail = (f" (and {system})" if system else "") + (f", or {alternative}" if alternative else "")
+    raise MissingExtraError(
+        f"{feature} needs the {extra!r} extra: {install_command(extra)}{tail}; {module!r} cannot be imported.",
+        extra=extra, module=module,
+    )
