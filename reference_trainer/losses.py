@@ -243,7 +243,8 @@ def value_loss(
         v_clipped = old_values + (values - old_values).clamp(-clip, clip)
         err_clipped = (v_clipped - returns) ** 2
         per = torch.maximum(err, err_clipped)
-        vclip = (err_clipped > err) & mask
+        # clipped only where the clamp engaged: inside it ``old + (V - old)`` differs from V by rounding alone
+        vclip = ((values - old_values).abs() > clip) & (err_clipped > err) & mask
     else:
         per = err
         vclip = torch.zeros_like(mask)

@@ -212,6 +212,17 @@ def test_value_loss__clipped_hand_case():
     assert loss_plain.item() == pytest.approx(0.5 * (1.0 + 4.0) / 2)
 
 
+@given(st.integers(0, 2**31 - 1))
+def test_value_loss__a_value_inside_the_clip_range_is_never_counted_clipped(seed):
+    """Inside the range ``old + (V - old)`` equals V only up to rounding; that noise must not count as clipping."""
+    g = torch.Generator().manual_seed(seed)
+    old = torch.randn(256, generator=g) * 0.01  # V - old is inexact where |V| and |old| differ by more than 2x
+    values = old + (torch.rand(256, generator=g) - 0.5) * 0.9  # |V - old| < 0.45 < clip
+    returns = torch.randn(256, generator=g) * 3
+    _, m = value_loss(values, old, returns, torch.ones(256, dtype=torch.bool), clip=0.5)
+    assert m["vf_clipfrac"] == 0.0
+
+
 def test_kl_penalty__k3_hand_case_and_zero_at_reference():
     logp = T([[-1.0, -2.0]])
     ref = T([[-1.5, -2.0]])
