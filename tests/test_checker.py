@@ -147,3 +147,12 @@ def test_check_turn_env__fuzzes_near_misses_of_the_experts_response():
 
     found = [v for v in _violations(CrashesOnBigGuesses()) if "step raised OverflowError" in v.what]
     assert found and found[0].first.startswith("near-miss step"), found
+
+
+def test_check_turn_env__explains_the_step_after_truncation_where_it_prints():
+    """The README's own example: the one warning says why it is expected and what to do."""
+    report = check_turn_env("TurnSokoban-v0", episodes=1, fuzz_actions=4)
+    noted = [w for w in report.warnings if w.startswith("after truncation")]
+    assert report.ok and len(noted) == 1, report.warnings
+    assert "Not a violation" in noted[0] and "reset()" in noted[0] and "turn-contract" in noted[0]
+    assert noted[0] in report.summary()

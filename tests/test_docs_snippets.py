@@ -2,9 +2,12 @@
 
 The convention, for everyone who writes docs:
 
-* A fenced block tagged ``python`` (or ``py``) runs. All Python blocks of one page run in order
-  in one fresh interpreter and share one namespace, so a later block may use what an earlier one
-  defined. Tracebacks name the page and its line (``File "docs/envs/sokoban.md", line 215``).
+* A fenced block tagged ``python`` (or ``py``) runs, and runs alone: in a fresh interpreter,
+  as a reader who copies just that block would run it. A block that goes on from the one above
+  (uses its names) has the HTML comment ``<!-- continues -->`` on the nearest non-blank line
+  above its fence; it runs after the blocks it continues, in their interpreter and namespace.
+  So a page's blocks run as chains: each unmarked block starts one, each marked block joins the
+  chain above it. Tracebacks name the page and its line (``File "docs/envs/sokoban.md", line 215``).
 * A block tagged ``bash`` (or ``sh``/``shell``) runs with ``bash -euo pipefail``, with this
   interpreter's ``bin/`` first on ``PATH`` (so ``python`` and ``agentgym-turn`` are the project's).
 * Both run in an empty temporary directory: a block must not rely on files of the checkout.
@@ -37,6 +40,7 @@ DISPLAY = {"", "text", "math", "json", "html"}
 
 _FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w+-]*)[^\n`]*$")
 _NO_RUN = re.compile(r"^\s*<!--\s*no-run:(?P<reason>.*?)-->\s*$")
+_CONTINUES = re.compile(r"^\s*<!--\s*continues\s*-->\s*$")
 #: Hang guard per page or shell block (not a timing assertion: runnable blocks take seconds). An
 #: unmarked block that trains or serves stops here with a message asking for a no-run marker.
 _GUARD_S = 300
@@ -49,6 +53,7 @@ class Block:
     lang: str
     code: str
     no_run: str | None  # the reason given by a no-run marker, "" for a marker without one
+    continues: bool = False  # marked as going on from the runnable block above
 
     @property
     def where(self) -> str:
@@ -73,16 +78,33 @@ def blocks_of(page: Path) -> list[Block]:
         while above >= 0 and not lines[above].strip():
             above -= 1
         marker = _NO_RUN.match(lines[above]) if above >= 0 else None
-        found.append(Block(page, i + 2, m["lang"].lower(), code + "\n", marker["reason"].strip() if marker else None))
+        continues = bool(above >= 0 and _CONTINUES.match(lines[above]))
+        found.append(Block(page, i + 2, m["lang"].lower(), code + "\n", marker["reason"].strip() if marker else None, continues))
         i = end + 1
     return found
 
 
+def chains_of(blocks: list[Block]) -> list[list[Block]]:
+    """The runnable Python blocks of one page grouped into chains: an unmarked block starts one,
+    a ``continues`` block joins the one above (a ``continues`` block with no chain above starts
+    an empty-headed chain, which the test reports)."""
+    chains: list[list[Block]] = []
+    for b in blocks:
+        if b.lang not in PYTHON or b.no_run is not None:
+            continue
+        if b.continues and chains:
+            chains[-1].append(b)
+        else:
+            chains.append([b])
+    return chains
+
+
 ALL_BLOCKS = [block for page in PAGES for block in blocks_of(page)]
 PYTHON_PAGES = sorted({b.page for b in ALL_BLOCKS if b.lang in PYTHON and b.no_run is None})
+PYTHON_CHAINS = [chain for page in PAGES for chain in chains_of([b for b in ALL_BLOCKS if b.page == page])]
 SHELL_BLOCKS = [b for b in ALL_BLOCKS if b.lang in SHELL and b.no_run is None]
 
-# Runs the Python blocks of one page in order in one namespace; each block is compiled with the
+# Runs the Python blocks of one chain in order in one namespace; each block is compiled with the
 # page as its file name and padded so that line numbers in tracebacks are the page's own.
 # The namespace is the real __main__'s, as in a user's script, so classes a page defines pickle.
 _RUNNER = """
@@ -134,12 +156,21 @@ def test_the_pages_have_runnable_blocks():
     assert len(SHELL_BLOCKS) >= 1
 
 
-@pytest.mark.parametrize("page", PYTHON_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_python_blocks_of_the_page_run(page, tmp_path):
-    blocks = [(str(b.page.relative_to(ROOT)), b.line, b.code) for b in ALL_BLOCKS if b.page == page and b.lang in PYTHON and b.no_run is None]
+def test_every_continues_marker_follows_a_runnable_block():
+    """A chain's head is a block a reader can run alone; a page cannot open with a continuation."""
+    orphans = [chain[0].where for chain in PYTHON_CHAINS if chain[0].continues]
+    assert not orphans, f"these blocks say they continue, but no runnable Python block is above them: {orphans}"
+    misplaced = [b.where for b in ALL_BLOCKS if b.continues and (b.lang not in PYTHON or b.no_run is not None)]
+    assert not misplaced, f"<!-- continues --> marks runnable Python blocks only: {misplaced}"
+
+
+@pytest.mark.parametrize("chain", PYTHON_CHAINS, ids=lambda c: c[0].where)
+def test_python_block_runs_alone_with_the_blocks_that_continue_it(chain, tmp_path):
+    blocks = [(str(b.page.relative_to(ROOT)), b.line, b.code) for b in chain]
     script = tmp_path / "run_blocks.py"
     script.write_text(f"_BLOCKS = {blocks!r}\n{_RUNNER}", encoding="utf-8")
-    _run([sys.executable, str(script)], tmp_path, f"the Python blocks of {page.relative_to(ROOT)}")
+    what = f"the Python block at {chain[0].where}" + (f" and its {len(chain) - 1} continuation(s)" if len(chain) > 1 else "")
+    _run([sys.executable, str(script)], tmp_path, what + " (a block that needs the one above is marked <!-- continues -->)")
 
 
 @pytest.mark.parametrize("block", SHELL_BLOCKS, ids=lambda b: b.where)
@@ -151,16 +182,36 @@ def test_block_parser_reads_markers_languages_and_lines(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(
         "# t\n\n```python\nx = 1\n```\n\n<!-- no-run: trains for an hour -->\n\n```bash\nmake demo\n```\n"
-        "<!-- no-run: -->\n```sh\nexit 1\n```\n  ```text\n  shown\n  ```\n",
+        "<!-- no-run: -->\n```sh\nexit 1\n```\n  ```text\n  shown\n  ```\n<!-- continues -->\n```python\ny = x\n```\n"
+        "```python\nz = 2\n```\n",
         encoding="utf-8",
     )
     blocks = blocks_of(page)
-    assert [(b.line, b.lang, b.code, b.no_run) for b in blocks] == [
-        (4, "python", "x = 1\n", None),
-        (10, "bash", "make demo\n", "trains for an hour"),
-        (14, "sh", "exit 1\n", ""),
-        (17, "text", "shown\n", None),
+    assert [(b.line, b.lang, b.code, b.no_run, b.continues) for b in blocks] == [
+        (4, "python", "x = 1\n", None, False),
+        (10, "bash", "make demo\n", "trains for an hour", False),
+        (14, "sh", "exit 1\n", "", False),
+        (17, "text", "shown\n", None, False),
+        (21, "python", "y = x\n", None, True),
+        (24, "python", "z = 2\n", None, False),
     ]
+    assert [[b.line for b in chain] for chain in chains_of(blocks)] == [[4, 21], [24]]
+
+
+def test_a_block_that_needs_the_one_above_fails_alone_and_runs_as_a_continuation(tmp_path):
+    """The check itself: the same two blocks, unmarked and marked."""
+    def run(marker: str) -> int:
+        page = tmp_path / "p.md"
+        page.write_text(f"```python\nx = 1\n```\n{marker}\n```python\nassert x == 1\n```\n", encoding="utf-8")
+        chains = chains_of(blocks_of(page))
+        codes = []
+        for chain in chains:
+            script = tmp_path / "run.py"
+            script.write_text(f"_BLOCKS = {[(str(page), b.line, b.code) for b in chain]!r}\n{_RUNNER}", encoding="utf-8")
+            codes.append(subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True).returncode)
+        return max(codes)
+
+    assert run("") != 0 and run("<!-- continues -->") == 0
 
 
 _IMAGE = re.compile(r"!\[[^\]]*\]\((?P<src>[^)\s]+)[^)]*\)|<img [^>]*src=\"(?P<html>[^\"]+)\"")

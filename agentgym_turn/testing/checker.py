@@ -452,7 +452,10 @@ class _Checker:
                 if strict:
                     self.problem("after_end", message, f"{label}: reward={reward!r}")
                 elif not any(w.startswith("after truncation") for w in self.report.warnings):
-                    self.report.warnings.append(f"after truncation, {message} ({label}: reward={reward!r})")
+                    self.report.warnings.append(
+                        f"after truncation by the turn limit a further step plays on ({label}: reward={reward!r}); expected of "
+                        "any env under Gymnasium's TimeLimit, which the inner env cannot see: call reset() after truncated "
+                        "(docs/turn-contract.md, Turn limit). Not a violation.")
 
     def check_render(self) -> None:
         env = self.fresh()
