@@ -6,14 +6,16 @@
     python -m reference_trainer eval --model runs/sft/checkpoint/policy --env TurnSokoban-v0
     python -m reference_trainer train --resume runs/train/checkpoint --iterations 100
     python -m reference_trainer demo            # what `make demo` runs
+    python -m reference_trainer train --recipe sokoban --model runs/sft/checkpoint/policy --sft-episodes 0
     torchrun --nproc_per_node 2 -m reference_trainer train --env TurnSokoban-v0 --algo turn-ppo   # data parallel
 
-Under torchrun every rank runs the same command; rank 0 prints, logs and writes checkpoints
-(docs/scaling.md).
+Under torchrun every rank runs the same command; rank 0 prints, draws the progress bars, logs and
+writes checkpoints, and the other ranks write only errors (docs/scaling.md).
 
 Every option of ``train`` comes from the dataclasses in :mod:`reference_trainer.config`.
 An ``--algo`` preset sets the advantage estimator, ratio level, correction and GAE
-constants; options given explicitly override it.
+constants; ``--recipe`` starts from a measured recipe's settings instead
+(:mod:`reference_trainer.recipes`); options given explicitly override either.
 """
 
 from __future__ import annotations
@@ -106,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     sft = sub.add_parser("sft", help="only the SFT warm start on expert demonstrations; saves a checkpoint")
     ev = sub.add_parser("eval", help="held-out success of a checkpoint")
     for p in (train, sft, ev):
+        p.add_argument("--recipe", default=None, choices=sorted(RECIPES),
+                       help="start from a measured recipe's settings (reference_trainer.recipes: the tiny model's size, "
+                            "env options, batch, learning rates, SFT, evaluation) with the --algo preset; options given "
+                            "explicitly override them (e.g. --model DIR --sft-episodes 0 to start RL from a saved SFT policy)")
         for section, cls in _SECTIONS:
             _add_fields(p, section, cls)
     demo = sub.add_parser("demo", help="SFT + Turn-PPO with the tiny model on CPU: TurnSokoban-v0 (a few minutes) or --recipe webshop",
@@ -138,7 +144,16 @@ def config_from_args(args: argparse.Namespace) -> Config:
             section, name = key.split(".", 1)
             given[section][name] = dict(value) if name == "env_kwargs" else value
     resume = given["train"].get("resume")
-    if resume:  # the saved run's config, with the options given now on top (no preset re-applied)
+    recipe = getattr(args, "recipe", None)
+    if resume and recipe:
+        raise SystemExit("--recipe and --resume: a resumed run keeps its saved settings; leave --recipe out.")
+    if recipe:  # the recipe's config for the preset, then the options given on top
+        fields = {name: v for section in given.values() for name, v in section.items()}
+        algo = fields.pop("algo", AlgoConfig.algo)
+        if algo not in PRESETS:
+            raise SystemExit(f"--algo {algo!r} is not a preset; choose one of {sorted(PRESETS)}.")
+        cfg = RECIPES[recipe].build(algo, **fields)
+    elif resume:  # the saved run's config, with the options given now on top (no preset re-applied)
         from .checkpoint import read_meta
 
         try:
@@ -168,6 +183,25 @@ def _summary_line(name: str, m: dict[str, float]) -> str:
     score = f"  score {m['score']:.3f}" if "score" in m else ""
     return (f"{name:>12s}: success {m['success']:.1%}{score}  return {m['return']:+.3f}  turns {m['turns']:.2f}  "
             f"({int(m['episodes'])} episodes)")
+
+
+def _no_weight_bars() -> None:
+    """No progress bars of transformers' weight loading and saving: the trainer draws its own (SFT, RL),
+    and a checkpoint saved during RL would break a bar of its own into the RL bar."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
+def _gain_line(summary: dict[str, Any]) -> str | None:
+    """RL's held-out success gain with its paired 95% interval (the same tasks before and after), or
+    ``None`` when the run does not have both evaluations (e.g. resumed past the start)."""
+    from .stats import paired_ci
+
+    before, after = (summary.get(k, {}).get("success") for k in ("start_outcomes", "end_outcomes"))
+    if not before or not after or len(before) != len(after):
+        return None
+    return f"{'RL gain':>12s}: success {paired_ci(before, after).points()} (paired 95% interval, {len(before)} held-out tasks)"
 
 
 #: The ``train`` extra's modules each command imports (``plot`` draws only; ``eval``/``sft`` save no curve).
@@ -212,8 +246,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = demo_config(args)
     else:
         cfg = config_from_args(args)
+    from . import distributed
     from .trainer import Trainer
 
+    if not distributed.context_from_env().is_main:  # under torchrun: before anything loads and draws its progress bar
+        distributed.quiet_console()
+    _no_weight_bars()
     trainer = Trainer(cfg)
     say = print if trainer.dist.is_main else (lambda *a, **k: None)  # under torchrun every rank runs this; rank 0 prints
     try:
@@ -236,6 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for key, name in (("before_sft", "before SFT"), ("start", "start of RL"), ("end", "end of RL")):
             if key in summary:
                 print(_summary_line(name, summary[key]))
+        gain = _gain_line(summary)
+        if gain:
+            print(gain)
         print(f"metrics: {trainer.logger.path}\ncurve:   {summary['plot']}\ncheckpoint: {trainer.out / 'checkpoint'}")
         if "averaged_policy" in summary:
             print(f"averaged policy (what the evaluations played): {summary['averaged_policy']}")

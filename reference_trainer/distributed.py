@@ -38,7 +38,8 @@ from torch import nn
 __all__ = ["DistContext", "SINGLE", "context_from_env", "setup", "device_for_rank", "shard_bounds", "shard", "rank_seed",
            "all_reduce_sum", "all_reduce_max", "gather_objects", "barrier", "masked_mean", "masked_whiten", "episode_weights",
            "explained_variance", "gather_episodes", "reduce_steps", "reduce_times", "Objective", "wrap", "grad_sync",
-           "broadcast_module", "gathered", "extra_micro_batches", "full_state", "shutdown", "QuietLogger", "PARALLEL_MODES"]
+           "broadcast_module", "gathered", "extra_micro_batches", "full_state", "shutdown", "QuietLogger", "quiet_console",
+           "unreached_parameters", "PARALLEL_MODES"]
 
 #: ``--parallel`` choices: DDP replicates the model on every rank; FSDP shards parameters, gradients and optimizer state.
 PARALLEL_MODES = ("ddp", "fsdp")
@@ -122,6 +123,28 @@ def shutdown() -> None:
         if dist.is_initialized():
             dist.destroy_process_group()
         _OWN_GROUP[0] = False
+
+
+def quiet_console() -> None:
+    """Keep this process off the console except for errors: for the ranks other than 0 under torchrun.
+
+    Every rank runs the same code, so rank 0 already shows each progress bar, log line and warning
+    once; the others would repeat them. Silenced here, for the whole process: the progress bars of
+    transformers and huggingface_hub (loading and saving weights), log records below ERROR, and
+    Python warnings. Errors, exceptions and their tracebacks still reach stderr. The trainer's own
+    bars are drawn by rank 0 only (``Trainer``); ``python -m reference_trainer`` calls this first on
+    the other ranks, before anything is loaded.
+    """
+    import logging
+    import warnings
+
+    warnings.simplefilter("ignore")
+    logging.disable(logging.WARNING)
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return
+    hf_logging.disable_progress_bar()  # huggingface_hub's too
 
 
 class QuietLogger:
@@ -323,9 +346,9 @@ def reduce_times(metrics: dict[str, float], ctx: DistContext) -> dict[str, float
 class Objective(nn.Module):
     """``loss_fn(*args)`` as the ``forward`` of a module that owns ``policy``, so DDP/FSDP can wrap it.
 
-    The loss itself is the wrapped forward's output, so DDP's search for unused parameters
-    starts from exactly what is differentiated (a value head without a critic, an actor during
-    critic warm-up: unused, not waited for).
+    The loss itself is the wrapped forward's output, so DDP's search for unused parameters (when a
+    loss leaves some without a gradient: :func:`unreached_parameters`) starts from exactly what is
+    differentiated.
     """
 
     def __init__(self, policy: nn.Module, loss_fn: Any):
@@ -337,11 +360,32 @@ class Objective(nn.Module):
         return self._loss_fn(*args, **kwargs)
 
 
-def wrap(objective: Objective, ctx: DistContext, device: str) -> nn.Module | None:
+def unreached_parameters(objective: Objective, *, actor: bool, critic: bool) -> list[str]:
+    """Names of the trainable parameters of ``objective.policy`` that a loss reading the actor's
+    log-probs (``actor``) and/or the values (``critic``) never reaches: DDP must not wait for them.
+
+    The actor is the whole LM; the critic is the value head and the trunk it reads: the actor's
+    trunk when shared (tied output embeddings are then reached too), else the separate critic model.
+    Examples: a value head and critic without a critic's loss (GRPO); the actor's output layer, or
+    the whole actor with a separate critic, during a critic warm-up with no entropy or KL term.
+    """
+    policy = objective.policy
+    reached: set[int] = set()
+    if actor:
+        reached |= {id(q) for q in policy.lm.parameters()}
+    if critic:
+        trunk = policy.critic_trunk if policy.critic_trunk is not None else policy.actor_trunk
+        reached |= {id(q) for q in [*policy.value_head.parameters(), *trunk.parameters()]}
+    return [name for name, q in objective.named_parameters() if q.requires_grad and id(q) not in reached]
+
+
+def wrap(objective: Objective, ctx: DistContext, device: str, find_unused_parameters: bool = False) -> nn.Module | None:
     """The objective wrapped for data parallelism (``None`` for one process).
 
     DDP: buffers are not broadcast at each forward (ranks run different numbers of micro-batch
-    forwards; the buffers of an LM are constants), and parameters unused by a loss are found.
+    forwards; the buffers of an LM are constants). ``find_unused_parameters`` only when a loss
+    leaves some parameters without a gradient (:func:`unreached_parameters`): otherwise DDP would
+    search the autograd graph after every forward for nothing, and warn that it found none.
     FSDP (``fully_shard``): every transformer block (each child of a model's layer list) is its own
     unit and the rest is the root unit; parameters, gradients and AdamW's state are sharded.
     """
@@ -354,7 +398,7 @@ def wrap(objective: Objective, ctx: DistContext, device: str) -> nn.Module | Non
         # newer PyTorch names the switch forward_sync_buffers (broadcast_buffers is deprecated there)
         no_sync = ({"forward_sync_buffers": False} if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
                    else {"broadcast_buffers": False})
-        return DistributedDataParallel(objective, device_ids=ids, find_unused_parameters=True, **no_sync)
+        return DistributedDataParallel(objective, device_ids=ids, find_unused_parameters=find_unused_parameters, **no_sync)
     from torch.distributed.fsdp import fully_shard
 
     for module in list(objective.modules()):

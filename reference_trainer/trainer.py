@@ -152,8 +152,9 @@ class Trainer:
             policy, tokenizer = load_policy(path, device=device, dtype=m.dtype, critic=m.critic, critic_path=m.critic_model)
             self.model_path = Path(path)
         self.policy, self.tokenizer = policy, tokenizer
+        self._objective = distributed.Objective(policy, self._losses)
         #: The loss as a DDP/FSDP-wrapped module (before the optimizer: FSDP replaces the parameters); None in one process.
-        self.parallel = distributed.wrap(distributed.Objective(policy, self._losses), self.dist, device)
+        self.parallel = distributed.wrap(self._objective, self.dist, device, find_unused_parameters=bool(self._unreached_parameters(0)))
         self.fmt = ChatFormat(tokenizer, cfg.rollout.system_prompt)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.device = torch.device(device)
@@ -217,8 +218,10 @@ class Trainer:
 
             build = lambda: build_pretrained_tiny(self.cfg.train.env, kwargs, tiny=spec,  # noqa: E731
                                                   spec=PretrainSpec.from_config(m.tiny_pretrain), seed=m.tiny_seed, directory=m.tiny_dir)
-        path = build() if self.dist.is_main else None
-        distributed.barrier(self.dist)  # the other ranks find rank 0's build (one writer, no half-written files read)
+        # one writer per machine (local rank 0); the other ranks wait, then find its build in the cache
+        # (with a cache on a shared file system, the machines' builds are identical and published atomically)
+        path = build() if self.dist.local_rank == 0 else None
+        distributed.barrier(self.dist)
         return path or build()
 
     def _start_rl_from_current(self) -> None:
@@ -228,6 +231,23 @@ class Trainer:
             self.averaged_lm = _frozen_copy(self.policy.lm).float()
         if a.kl_coef > 0:
             self.ref_lm = self.averaged_lm if a.kl_reference == "average" else _frozen_copy(self.policy.lm)
+
+    def _unreached_parameters(self, iteration: int) -> list[str]:
+        """The parameters that no loss term of iteration ``iteration`` reaches (:meth:`_losses`): the
+        actor's before the critic warm-up ends (without an entropy or KL term), the critic's without a
+        critic. DDP searches for unused parameters only when there are some."""
+        a = self.cfg.algo
+        actor = iteration >= a.critic_warmup or a.ent_coef != 0 or a.kl_coef > 0
+        return distributed.unreached_parameters(self._objective, actor=actor, critic=self.estimator.uses_critic)
+
+    def _match_ddp_to_losses(self, fresh: bool = False) -> None:
+        """Wrap DDP again when the losses start reaching other parameters (the end of a critic warm-up,
+        or a resume past it), so it searches for unused parameters exactly when there are some; with
+        ``fresh``, in any case (a new reducer, which has seen no backward pass yet)."""
+        find = getattr(self.parallel, "find_unused_parameters", None)  # None: FSDP or one process
+        want = bool(self._unreached_parameters(self.iteration))
+        if find is not None and (fresh or find != want):
+            self.parallel = distributed.wrap(self._objective, self.dist, str(self.device), find_unused_parameters=want)
 
     def close(self) -> None:
         self.envs.close()
@@ -351,6 +371,7 @@ class Trainer:
         a = self.cfg.algo
         B = len(prepared.batch)
         steps: list[dict[str, Metric]] = []
+        self._match_ddp_to_losses()
         actor_params = self.policy.actor_parameters()
         all_params = [q for g in self.optimizer.param_groups for q in g["params"]]
         size = a.minibatch_size // self.dist.world_size  # this rank's share of each minibatch
@@ -470,7 +491,7 @@ class Trainer:
         seeds = rng.integers(0, t.eval_seed, size=episodes).tolist()
         demos = expert_episodes(t.env, self.fmt, seeds, self.demo_env_kwargs, self.cfg.rollout.split_system_prompt)
         demos, too_long = fitting_demos(demos, self.cfg.rollout.max_context_tokens)
-        if too_long:
+        if too_long and self.dist.is_main:  # every rank leaves out the same ones
             log.warning("SFT: %d of %d expert episodes are longer than max_context_tokens=%d and are left out",
                         too_long, too_long + len(demos), self.cfg.rollout.max_context_tokens)
         batch = make_batch(demos, self.pad_id).to(self.device)
@@ -478,7 +499,7 @@ class Trainer:
         opt = torch.optim.AdamW(params, lr=t.sft_lr, weight_decay=0.0)
         gen = torch.Generator().manual_seed(t.seed + 1)
         losses = []
-        bar = _progress(range(steps), "SFT", t.progress)
+        bar = _progress(range(steps), "SFT", t.progress and self.dist.is_main)  # rank 0 draws the bars
         for _ in bar:
             idx = torch.randint(len(batch), (min(t.sft_batch_size, len(batch)),), generator=gen).to(self.device)
             b = batch.select(idx)
@@ -503,6 +524,9 @@ class Trainer:
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
         distributed.broadcast_module(self.policy, self.dist)  # every rank ran the same SFT; rank 0's weights are the truth
+        # SFT's backward passes ran outside DDP, yet a reducer searching for unused parameters counts every parameter
+        # they reached as used in its next update: with no gradient there (a critic warm-up), it would stop the run
+        self._match_ddp_to_losses(fresh=True)
         if self.cfg.model.critic_model is None:  # a critic built from --model starts from the SFT weights too
             self.policy.critic_from_actor()
         self._start_rl_from_current()
@@ -541,7 +565,7 @@ class Trainer:
             self.logger.log({"iteration": 0, "phase": "eval", **_prefix("eval", start)})
             summary["start"] = start
             summary["start_outcomes"] = self.last_eval_outcomes
-        bar = _progress(range(self.iteration, t.iterations), f"{self.cfg.algo.algo}", t.progress)
+        bar = _progress(range(self.iteration, t.iterations), f"{self.cfg.algo.algo}", t.progress and self.dist.is_main)
         last_eval = None
         for _ in bar:
             m = self.train_iteration()

@@ -200,6 +200,50 @@ def test_rank_0_alone_logs(two_ranks):
     assert (r0["logger"], r1["logger"]) == ("MetricsLogger", "QuietLogger")
 
 
+# ---------------------------------------------------------------------- the console under torchrun
+def _torchrun_train(root: Path, args: list[str]) -> dict[str, str]:
+    """``torchrun --standalone --nproc_per_node 2 -m reference_trainer train ARGS`` with each rank's stdout
+    and stderr redirected to files (torchrun's ``--log-dir``/``--redirects``); returns their texts by
+    name (``rank0/stdout``, ...) and the launcher's own output (``launcher``)."""
+    import subprocess
+
+    logs = root / "logs"
+    env = {**os.environ, "OMP_NUM_THREADS": "1",  # (torchrun warns when it has to set it)
+           "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")]),
+           "PYTHONWARNINGS": "default"}  # every Python warning shows, once
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "--log-dir", str(logs),
+           "--redirects", "3", "-m", "reference_trainer", "train", *args]
+    done = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=600)
+    out = {"launcher": done.stdout + done.stderr}
+    assert done.returncode == 0, out["launcher"]
+    for path in logs.rglob("*.log"):  # <log-dir>/<run id>/attempt_0/<local rank>/{stdout,stderr}.log
+        out[f"rank{path.parent.name}/{path.stem}"] = path.read_text(errors="replace")
+    assert {"rank0/stdout", "rank0/stderr", "rank1/stdout", "rank1/stderr"} <= set(out), sorted(out)
+    return out
+
+
+def test_under_torchrun_rank_0_alone_writes_the_console_and_ddp_does_not_warn(tmp_path):
+    """Two ranks run the CLI the way docs/scaling.md does: building the tiny model, an SFT warm start
+    and two RL iterations with progress bars, the first a critic warm-up (the actor's parameters get
+    no gradient: DDP must find them unused) and the second an update of every parameter (DDP must not
+    look for unused ones, or it warns). Rank 0 draws the bars and prints the summary; rank 1 writes nothing."""
+    args = ["--env", trainer_envs.ENV_ID, "--import", "trainer_envs", "--algo", "turn-ppo", "--model", "tiny",
+            "--tiny-dir", str(tmp_path / "tiny"), "--critic", "separate", "--critic-warmup", "1", "--iterations", "2",
+            "--tasks-per-iteration", "4", "--minibatch-size", "4", "--num-envs", "2", "--max-new-tokens", "3",
+            "--sft-episodes", "4", "--sft-steps", "2", "--sft-batch-size", "2", "--eval-episodes", "2", "--eval-every", "0",
+            "--out", str(tmp_path / "run")]
+    out = _torchrun_train(tmp_path, args)
+    for name, text in out.items():
+        assert "find_unused_parameters" not in text, f"{name}: DDP warned\n{text}"
+        # (the launcher's own output is left out: under PYTHONWARNINGS=default it reports the log files of --redirects
+        # that torch's launcher leaves open, a ResourceWarning of the test's harness, not of the run)
+        assert name == "launcher" or "Warning" not in text, f"{name} warned:\n{text}"
+    assert "end of RL" in out["rank0/stdout"] and "metrics:" in out["rank0/stdout"]
+    assert "SFT:" in out["rank0/stderr"] and "turn-ppo:" in out["rank0/stderr"], "rank 0 draws the SFT and RL bars"
+    assert out["rank1/stdout"] == "" and out["rank1/stderr"] == "", f"rank 1 wrote to the console:\n{out['rank1/stderr']}"
+    assert out["rank0/stderr"].count("turn-ppo: 100%") == 1
+
+
 # ---------------------------------------------------------------------- pure parts
 def test_shards_are_contiguous_cover_every_item_once_and_differ_in_size_by_at_most_one():
     for n in range(0, 20):
