@@ -7,6 +7,7 @@
 * :mod:`.board` – static geometry (dead squares, push distances) and the rules of play.
 * :mod:`.solver` – the move-optimal A* solver.
 * :mod:`.render` – text grids and RGB images.
+* :mod:`.splits` – train, validation and test levels disjoint by content.
 * :mod:`.ragen` – RAGEN's prompt and response parsing (``prompt_style="ragen"``).
 * :mod:`.env` – :class:`TurnSokobanEnv`, registered as ``TurnSokoban-v0`` and variants.
 
@@ -31,6 +32,8 @@ _EXPORTS = {
     "load_levels": ".loader",
     "parse_level": ".loader",
     "parse_levels": ".loader",
+    "SPLITS": ".splits",
+    "level_split": ".splits",
     "SolveResult": ".solver",
     "replay": ".solver",
     "solve": ".solver",

@@ -18,6 +18,7 @@ from .ragen import parse_ragen_response, ragen_prefix, ragen_reward_text, ragen_
 from .render import grid_rows, rgb_array
 from .reward import PENALTY_BOX_OFF_TARGET, PENALTY_FOR_STEP, REWARD_BOX_ON_TARGET, REWARD_FINISHED
 from .solver import DEFAULT_SOLVER_BUDGET, SolveResult
+from .splits import check_split, level_split
 
 __all__ = ["TurnSokobanEnv", "PROMPT_STYLES", "DEFAULT_MAX_MOVES", "LEVEL_KEYWORDS"]
 
@@ -56,6 +57,10 @@ class _Moves(NamedTuple):
 
 def _money(x: float) -> str:
     return f"{x:+.1f}".replace("+0.0", "0").replace("-0.0", "0")
+
+
+#: Generated levels drawn at most per reset to find one of the env's split (10% of levels are test levels).
+_SPLIT_DRAWS = 1000
 
 
 class TurnSokobanEnv(TurnEnv):
@@ -124,6 +129,10 @@ episode cap). The level a seed gives depends only on the level parameters (`dim`
 rewards. With `levels=` a level of
 the file(s) is drawn instead; `reset(options={"level": ...})` picks one (an index into
 `levels`, a level text in Boxoban/XSB symbols, or a `Level`).
+With `split="train"`, `"validation"` or `"test"`, only levels of that split are played: a
+level's split follows from its content (`agentgym_turn.sokoban.splits`: 80/10/10 by a CRC-32
+of the level's text), so the splits share no level whatever seeds drew them; generation draws
+again until a level of the split comes up, and `levels=` keeps the file's levels of the split.
 
 ## Rewards
 
@@ -195,6 +204,9 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
   which still work and build it): `SokobanGenerator(dim=(8, 8), num_boxes=2, max_moves=30)`
   or `LevelFile.load("levels.txt", solver_budget=50_000)`; the env's `solver_budget` still
   bounds `expert_action()`. Passing both is an error naming the keywords.
+* `split`: `None` (every level, the default), `"train"`, `"validation"` or `"test"`: play
+  only levels of that split, disjoint by content (see Starting State). A level given in
+  `reset(options={"level": ...})` is played whatever its split.
 * `format_penalty`: reward of an invalid turn (-0.1).
 * `show_border`: `False` leaves the outer ring of the grid out of observations when it is all
   wall (every generated level's is), e.g. a 6x6 level shows its 4x4 inside: 20 fewer tokens
@@ -208,7 +220,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
 * v0: Initial version. Later in v0 (levels and observations of the registered ids unchanged):
   `prompt_style="ragen"`, `info["solution_moves"]`, `verify_levels`; `optimal_moves` is -1
   unless proven; `max_moves` defaults to 10 rather than the episode's move cap; level files
-  are checked at load.
+  are checked at load; `split` (train, validation and test levels disjoint by content).
 """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -233,6 +245,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         generator: SokobanGenerator | LevelFile | None = None,
         format_penalty: float = -0.1,
         show_border: bool = True,
+        split: str | None = None,
         render_mode: str | None = None,
         **kwargs: Any,
     ):
@@ -270,8 +283,14 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
                 raise ValueError(f"generator= replaces {', '.join(clash)}: set them on the generator (SokobanGenerator or LevelFile), not here.")
         #: Where levels come from: a :class:`SokobanGenerator` or a :class:`LevelFile`.
         self.generator: SokobanGenerator | LevelFile = generator
-        #: The loaded levels (a :class:`LevelFile`'s), or None for generated levels.
+        #: Only levels of this split are drawn (None: every level).
+        self.split = check_split(split)
+        #: The loaded levels (a :class:`LevelFile`'s, those of ``split`` when one is set), or None for generated levels.
         self.levels: list[Level] | None = list(generator.levels) if isinstance(generator, LevelFile) else None
+        if self.levels is not None and self.split is not None:
+            self.levels = [level for level in self.levels if level_split(level) == self.split]
+            if not self.levels:
+                raise ValueError(f"split={self.split!r}: none of the {len(generator.levels)} levels of levels= is in that split.")
         self._sep = " " if prompt_style == "full" else ""
         # Episode state (set by reset).
         self.level: Level | None = None
@@ -299,8 +318,12 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         """The level to play, its best known plan (or None) and whether that plan is optimal."""
         choice = options.get("level")
         if choice is None and isinstance(self.generator, SokobanGenerator):
-            gen = self.generator.level(int(self.np_random.integers(0, 2**63 - 1)))
-            return gen.level, gen.solution, gen.certified
+            for _ in range(_SPLIT_DRAWS):
+                gen = self.generator.level(int(self.np_random.integers(0, 2**63 - 1)))
+                if self.split is None or level_split(gen.level) == self.split:
+                    return gen.level, gen.solution, gen.certified
+            raise RuntimeError(f"split={self.split!r}: {_SPLIT_DRAWS} generated levels in a row fell in other splits; "
+                               "this generator's settings leave too few distinct levels to split.")
         if choice is None:
             level = self.levels[int(self.np_random.integers(len(self.levels)))]
         elif isinstance(choice, Level):
