@@ -235,8 +235,10 @@ class Estimate(NamedTuple):
     value_mask: torch.Tensor
 
 
-def batch_rewards(batch: "RolloutBatch", reward: str = "env", scale: float = 1.0) -> Rewards:
-    """The env's per-turn rewards (``reward="env"``) or 1/0 success on the last turn (``"success"``).
+def batch_rewards(batch: "RolloutBatch", reward: str = "env", scale: float = 1.0, permutation: torch.Tensor | None = None) -> Rewards:
+    """The env's per-turn rewards (``reward="env"``), 1/0 success on the last turn (``"success"``), or
+    the negative control ``"shuffled"``: episode ``b`` is paid episode ``permutation[b]``'s score on
+    its last turn, so the reward no longer depends on what the policy did (``permutation``: ``[B]``).
 
     Turn and token rewards are multiplied by ``scale`` (the critic's target scale); the
     episode score is not (GRPO normalises it within each group).
@@ -246,8 +248,13 @@ def batch_rewards(batch: "RolloutBatch", reward: str = "env", scale: float = 1.0
         episode = batch.success.float()
     elif reward == "env":
         turn, token, episode = batch.turn_rewards, batch.token_rewards, batch.scores
+    elif reward == "shuffled":
+        if permutation is None:
+            raise ValueError("reward='shuffled' needs the permutation of the batch's episodes whose scores each one is paid.")
+        episode = batch.scores.float()[permutation]
+        turn, token = outcome_rewards(episode, batch.turn_mask, batch.action_mask)
     else:
-        raise ValueError(f"reward must be 'env' or 'success', got {reward!r}.")
+        raise ValueError(f"reward must be 'env', 'success' or 'shuffled', got {reward!r}.")
     return Rewards(turn * scale, token * scale, episode)
 
 

@@ -78,7 +78,9 @@ class AlgoConfig:
     ratio_level: str = _f("turn", "importance ratio granularity", choices=("token", "turn", "sequence"))
     clip_bias_correction: str = _f("none", "S-PPO/ST-PPO clipping-bias correction", choices=("none", "max1", "additive"))
     clip_bias_const: float = _f(1.0, "c in the 'additive' correction g / (||grad C|| + c)")
-    reward: str = _f("env", "what the advantages are computed from: the env's per-turn rewards, or 1/0 for success on the last turn", choices=("env", "success"))
+    reward: str = _f("env", "what the advantages are computed from: the env's per-turn rewards, 1/0 for success on the last "
+                     "turn, or (a negative control) another episode's score, drawn by a seeded permutation of the batch: "
+                     "a trainer that gains from that learns from something else than the reward", choices=("env", "success", "shuffled"))
     truncation_value: str = _f("bootstrap", "value after an episode the turn limit or the context cut short: the critic's value "
                                "of its final state (Gymnasium's time-limit convention), or 0 (the limit is part of the task: an "
                                "unfinished episode scores 0, as WebShop's evaluation scores it)", choices=("bootstrap", "zero"))

@@ -356,7 +356,9 @@ class Trainer:
         act = batch.action_mask
         if not a.recompute_old_logp:  # the behaviour policy's log-probs, as recorded while sampling
             old_logp = batch.sampled_logp * act
-        est = self.estimator.estimate(batch, values, batch_rewards(batch, a.reward, a.reward_scale), a)
+        # the negative control: a seeded permutation of the batch's episodes, drawn only when asked for
+        permutation = torch.randperm(len(batch.scores), generator=self.generator).to(act.device) if a.reward == "shuffled" else None
+        est = self.estimator.estimate(batch, values, batch_rewards(batch, a.reward, a.reward_scale, permutation), a)
         adv = est.advantages
         if a.normalize_advantages and self.estimator.uses_critic:
             adv = distributed.masked_whiten(adv, act, self.dist)  # global statistics over all ranks

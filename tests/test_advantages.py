@@ -225,6 +225,19 @@ def test_batch_rewards__scale_the_turn_and_token_rewards_not_the_episode_score()
         batch_rewards(batch, "score")
 
 
+def test_batch_rewards__shuffled_pays_each_episode_another_ones_score_on_its_last_turn():
+    batch = _one_episode(action_mask=T([[1, 1], [0, 1], [1, 0]], dtype=torch.bool), scores=T([1.0, 0.0, 2.0]),
+                         turn_mask=T([[1, 1], [1, 0], [1, 0]], dtype=torch.bool),
+                         turn_rewards=torch.ones(3, 2), token_rewards=torch.ones(3, 2))
+    shuffled = batch_rewards(batch, "shuffled", 0.5, permutation=torch.tensor([2, 0, 1]))
+    # episode 0 is paid episode 2's score (2.0), episode 1 episode 0's (1.0), episode 2 episode 1's (0.0)
+    assert shuffled.episode.tolist() == [2.0, 1.0, 0.0]
+    assert torch.allclose(shuffled.turn, T([[0.0, 1.0], [0.5, 0.0], [0.0, 0.0]]))
+    assert torch.allclose(shuffled.token, T([[0.0, 1.0], [0.0, 0.5], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match="needs the permutation"):
+        batch_rewards(batch, "shuffled")
+
+
 def test_paired_ci_matches_the_hand_computed_case_of_docs_algorithms():
     from reference_trainer.stats import paired_ci, required_tasks
 

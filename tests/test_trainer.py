@@ -450,6 +450,24 @@ def test_truncation_value_zero_prepares_truncated_episodes_as_if_their_final_val
     assert not torch.allclose(zero, bootstrapped)
 
 
+def test_shuffled_reward_prepares_advantages_from_another_episodes_score(tiny_dir, tmp_path):
+    """The negative control's wiring: each episode's outcome is a permuted score (GRPO: its group advantage)."""
+    tr = Trainer(_config(tiny_dir, tmp_path, "grpo", group_size=1, grpo_scale_by_std=False))
+    batch = _scripted_batch(tr, ["xyz"], [0, 1, 2, 3])  # never a door: every score is the same, so shuffle some in
+    from dataclasses import replace
+
+    batch = replace(batch, scores=torch.tensor([0.0, 1.0, 2.0, 3.0]), group_ids=torch.zeros(4, dtype=torch.long))
+    env = tr.prepare(batch).advantages
+    tr.cfg.algo.reward = "shuffled"
+    state = tr.generator.get_state()
+    shuffled = tr.prepare(batch).advantages
+    tr.generator.set_state(state)
+    permutation = torch.randperm(4, generator=tr.generator)
+    per_episode = (shuffled.sum(1) / batch.action_mask.sum(1)).tolist()
+    assert per_episode == pytest.approx([float(batch.scores[i]) - 1.5 for i in permutation.tolist()])
+    assert env.sum(1).tolist() != shuffled.sum(1).tolist() or permutation.tolist() == [0, 1, 2, 3]
+
+
 @pytest.mark.parametrize("argv,env,iterations", [(["demo"], "TurnSokoban-v0", None), (["demo", "--recipe", "webshop"], "TurnWebShop-v0", None),
                                                  (["demo", "--recipe", "webshop", "--iterations", "3", "--seed", "2"], "TurnWebShop-v0", 3)])
 def test_demo_runs_the_chosen_recipe_for_its_budget(argv, env, iterations):
