@@ -6,7 +6,9 @@ import math
 def assert_ran_exactly_the_budget(run: dict, iterations: int, metric: str = "success") -> None:
     """The budget is work, not time: exactly ``iterations`` RL iterations, never stopped early, evaluated
     before and after only; the run's start/end ``metric`` ("success" or "score") are those evaluations,
-    and every per-iteration diagnostic is finite."""
+    every per-iteration diagnostic is finite, and the saved per-task outcomes give back the reported interval."""
+    from reference_trainer.stats import paired_ci
+
     start, end = ("start", "end") if metric == "success" else (f"start_{metric}", f"end_{metric}")
     assert run["iterations"] == iterations
     per_iteration = ("clipfrac", "clipfrac_turn", "approx_kl", "grad_norm", f"rollout_{metric}", "invalid_turns")
@@ -14,3 +16,6 @@ def assert_ran_exactly_the_budget(run: dict, iterations: int, metric: str = "suc
     assert run["eval_iterations"] == [0, iterations]
     assert run[start] == run[f"eval_{metric}"][0] and run[end] == run[f"eval_{metric}"][-1]
     assert all(math.isfinite(x) for x in run["clipfrac"] + run["clipfrac_turn"] + run["approx_kl"] + run["grad_norm"])
+    per_task = run["per_task"]
+    assert len(per_task) == len(run["test_seeds"]) == run[f"ci_{metric}"]["n"]
+    assert paired_ci([b for b, _ in per_task], [a for _, a in per_task]).to_dict() == run[f"ci_{metric}"]

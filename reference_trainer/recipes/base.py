@@ -91,6 +91,10 @@ def rl_from(job: tuple[str, str, int, str, int, int, str], start: tuple[dict, di
         "start_invalid_turns": summary["start"]["invalid_turns"], "end_invalid_turns": summary["end"]["invalid_turns"],
         "ci_success": paired_ci(before["success"], after["success"]).to_dict(),
         "ci_score": paired_ci(before["score"], after["score"]).to_dict(),
+        # per held-out task, in the order of its reset seeds: the recipe's metric before and after RL,
+        # so anyone can recompute the interval (and pool runs over seeds)
+        "test_seeds": [int(x) for x in before["seeds"]],
+        "per_task": [[b, a] for b, a in zip(before[recipe.metric], after[recipe.metric])],
         "eval_iterations": [r["iteration"] for r in evals],
         "eval_success": [r["eval/success"] for r in evals],
         "eval_score": [r["eval/score"] for r in evals],
