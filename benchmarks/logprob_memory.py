@@ -1,4 +1,4 @@
-"""Peak memory of the log-prob loss with and without chunking, on CPU (issue 19).
+"""Peak memory of the log-prob loss with and without chunking, on CPU.
 
 For each case a fresh subprocess builds ``hidden [N, H]`` (requires grad) and an LM head
 ``[V, H]``, records its resident set size (RSS), runs the trainer's scoring of ``N`` sampled

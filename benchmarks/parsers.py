@@ -3,9 +3,9 @@
     .venv/bin/python benchmarks/parsers.py            # a minute or two
     .venv/bin/python benchmarks/parsers.py --only TurnSearchQA-MCQ-v0
 
-Every response parser must run in time linear in the response length (issue 13). This script
+Every response parser must run in time linear in the response length. This script
 sends each registered id, through ``gymnasium.make(id).step``, the inputs that make a naive
-parser backtrack or rescan (``agentgym_turn.testing.linearity.WORST_RESPONSES``): the issue's
+parser backtrack or rescan (``agentgym_turn.testing.linearity.WORST_RESPONSES``): the reported
 ``"<answer>option" + " " * 65506 + "!</answer>"``, long runs of ``<``, ``[``, ``search[``,
 ``click[``, nested and unclosed tags, and near-misses of each env's syntax, each at the
 action-length limit (65,536 characters, still parsed). ``tests/test_parsing.py`` counts the
@@ -44,8 +44,8 @@ LIMIT = 65_536  # the default action-length limit: longer responses are rejected
 
 def worst_inputs(length: int = LIMIT) -> dict[str, str]:
     """Every :data:`~agentgym_turn.testing.linearity.WORST_RESPONSES` family at ``length``
-    characters, plus the issue's exact string (30 characters shorter)."""
-    inputs = {"issue13_mcq_option_spaces": "<answer>option" + " " * 65506 + "!</answer>"}
+    characters, plus the reported exact string (30 characters shorter)."""
+    inputs = {"reported_mcq_option_spaces": "<answer>option" + " " * 65506 + "!</answer>"}
     inputs.update({name: worst_response(name, length) for name in WORST_RESPONSES})
     return inputs
 

@@ -1,4 +1,4 @@
-"""Rollout turns/s against the number of envs, per env and stepping mode (issue 19), and the trainer's step time.
+"""Rollout turns/s against the number of envs, per env and stepping mode, and the trainer's step time.
 
     .venv/bin/python benchmarks/scaling.py            # every env and count, then the trainer part
     .venv/bin/python benchmarks/scaling.py --quick    # counts 1, 8, 32 only
@@ -273,7 +273,7 @@ def measure_rollout(counts: tuple[int, ...], min_turns: int, only_envs: list[str
 
 
 def summarize(rollout: dict[str, Any]) -> dict[str, Any]:
-    """Per env and mode: the speed-ups at 8 envs (the issue's yardstick) and the best one with its env count."""
+    """Per env and mode: the speed-ups at 8 envs (the yardstick) and the best one with its env count."""
     out: dict[str, Any] = {}
     for name, entry in rollout.items():
         for mode in sorted({r["mode"] for r in entry["rows"] if r["mode"] != "list"}):

@@ -8,12 +8,12 @@ p95 latency and sequential queries per second; a 256-query batch gives batched t
 The same index is then served by ``agentgym-turn serve retriever`` in a separate process and
 queried over HTTP with one keep-alive connection. In the same run, the raw bm25s call
 (tokenise + retrieve, no wrapper) is timed on the same queries, so the wrapper's overhead is a
-ratio, and the issue's target (p50 under 20 ms at 1M passages) is reported as a ratio too.
+ratio, and the target (p50 under 20 ms at 1M passages) is reported as a ratio too.
 
 Two more measurements: the first search after building a larger world's retriever against the
 later ones, in fresh processes, with and without the warm-up that ``gym.make`` now does (numba
 compiles its kernels at first use); and one env step on each worst-case response for the
-parsers (65,536 characters: issue 13's ``"<answer>option" + " " * 65506 + "!</answer>"`` and
+parsers (65,536 characters: the reported ``"<answer>option" + " " * 65506 + "!</answer>"`` and
 the tag floods), in both protocols, plain and multiple choice.
 
     python benchmarks/searchqa.py                        # 10k, 100k, 1M (about 10 minutes)
@@ -47,7 +47,7 @@ from agentgym_turn.searchqa.retrieval import BM25Retriever, HTTPRetriever  # noq
 from agentgym_turn.searchqa.generator.world import WorldConfig, generate_world  # noqa: E402
 
 #: Passages of the default world (``WorldConfig()``), used to pick the scale for a target size.
-TARGET_P50_MS_AT_1M = 20.0  # the issue's bar
+TARGET_P50_MS_AT_1M = 20.0  # the bar
 MEASURED_BM25S_P50_MS_AT_1M = 1.2  # measured earlier for the project: bm25s numba backend, 1M passages
 
 

@@ -9,7 +9,7 @@ turn that cannot search (``run_llm_loop``), then score the decoded prompt + resp
 ``compute_score_em``. This script runs those functions, taken from a Search-R1 checkout (the
 methods are compiled out of ``generation.py`` with a stand-in tokenizer that returns text as is,
 so torch and verl are not needed), on generated multi-turn episodes covering every case kind
-of issue 12 (empty answers, answers and searches inside ``<think>``, drafts, tag case and
+of the protocol review (empty answers, answers and searches inside ``<think>``, drafts, tag case and
 spaces, nesting, searches inside answers, ...). Both sides search through the same
 deterministic :class:`FixtureRetriever`, whose passages hold no-break spaces, ZWJ/ZWNJ, soft
 hyphens, a BOM, U+2028 and CRLF.

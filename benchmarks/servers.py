@@ -5,7 +5,7 @@ Search-R1's ``requests.post`` client does), for ``D`` seconds against ``Retrieva
 generated TurnSearchQA corpus. Reported: requests/s, p50/p99 latency, HTTP errors, connection
 resets/refusals (must be zero), and the server's thread count before and after.
 
-    python benchmarks/servers.py                  # 200 clients, 30 s (the issue's bar)
+    python benchmarks/servers.py                  # 200 clients, 30 s (the bar)
     python benchmarks/servers.py --clients 50 --seconds 5
 
 WebShop site: ``S`` concurrent sessions (one client thread each, plain ``http.client``), each

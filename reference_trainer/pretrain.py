@@ -1,6 +1,6 @@
 """Copy pretraining of the tiny model: next-token loss on whole expert episodes of many worlds.
 
-Issue 15's search QA diagnosis: a tiny model fine-tuned only on the responses of one world's
+The search QA diagnosis: a tiny model fine-tuned only on the responses of one world's
 expert learns the tags but never copies an unseen coined name from the question into its
 query, or the answer out of the passage. Copying is what a 2-layer model learns through
 induction heads, and whole episodes are full of copies (the query repeats the question's name,

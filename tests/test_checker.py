@@ -75,7 +75,7 @@ def test_check_turn_env__reports_an_expert_that_fails():
     assert any(p.startswith("[expert]") and "without success" in p for p in problems)
 
 
-# ---------------------------------------------------------------- the blind spots of issue 13
+# ---------------------------------------------------------------- blind spots of earlier versions
 def _violations(env, **kwargs):
     options = dict(episodes=2, fuzz_actions=16, max_turns=12, raise_on_problem=False) | kwargs
     return check_turn_env(env, **options).violations

@@ -8,7 +8,7 @@ after. These tests read that result. What they pin: the held-out questions come 
 (new names, facts and questions), enough of them for a +-4-point paired interval, played greedily;
 the demonstrations (every question type; the recalled templates answered from memory, the rest
 searched); and that Turn-PPO raises held-out exact match by at least 10 points with a paired 95%
-interval above 0 and at most 4 points wide, from an SFT start between 20% and 60% (the issue's bar
+interval above 0 and at most 4 points wide, from an SFT start between 20% and 60% (the bar
 for each seed). Three seeds are ``benchmarks/learning.py``'s job; no test reads a clock.
 """
 
@@ -131,4 +131,4 @@ def test_turn_ppo_raises_held_out_exact_match_by_ten_points(run):
     assert math.isclose(ci["mean"], run["end"] - run["start"], abs_tol=1e-9), report
     assert run["end"] - run["start"] >= 0.10 - 1e-9, report
     assert ci["low"] > 0.0, report
-    assert ci["half_width"] <= 0.04, report  # the issue's bound on the interval
+    assert ci["half_width"] <= 0.04, report  # the bound on the interval

@@ -6,8 +6,8 @@ runs Turn-PPO from it for exactly the recipe's RL budget (seed 0, one thread), e
 weight average greedily on the recipe's held-out levels before and after. These tests read
 that result. What they pin: SFT reaches at least its floor (never a ceiling), Turn-PPO keeps the format,
 and it raises held-out success by at least 10 points with a paired 95% interval above +5
-(the issue's bar for each seed; seed 0 measured +18.0, interval +14.2 to +21.8).
-Three seeds (the issue's bar: +10 each with the interval above +5, mean +15) are
+(the bar for each seed; seed 0 measured +18.0, interval +14.2 to +21.8).
+Three seeds (the bar: +10 each with the interval above +5, mean +15) are
 ``benchmarks/learning.py``'s job; no test reads a clock (the benchmark records the times).
 """
 

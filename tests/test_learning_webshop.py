@@ -8,7 +8,7 @@ they pin: the held-out evaluation is WebShop's test split, every goal exactly on
 training never draws; the demonstrations a tiny model can imitate (a query copied from the
 instruction's start, the first listed product that earns R = 1); the model's tokenizer and copy
 circuit, built from catalogs the runs never play; and that Turn-PPO raises the held-out score by at
-least 5 points with a paired 95% interval above 0 and at most 4 points wide (the issue's bar for
+least 5 points with a paired 95% interval above 0 and at most 4 points wide (the bar for
 each seed; seed 0 measured +11.2 on the 500 goals after the recipe's 8 iterations, interval +8.7 to +13.7). Three seeds are
 ``benchmarks/learning.py``'s job; no test reads a clock (the benchmark records the times).
 """
@@ -121,4 +121,4 @@ def test_turn_ppo_raises_the_held_out_score_by_five_points(run):
     assert math.isclose(ci["mean"], run["end_score"] - run["start_score"], abs_tol=1e-9), report
     assert run["end_score"] - run["start_score"] >= 0.05 - 1e-9, report
     assert ci["low"] > 0.0, report
-    assert ci["half_width"] <= 0.04, report  # the issue's bound on the interval
+    assert ci["half_width"] <= 0.04, report  # the bound on the interval

@@ -145,7 +145,7 @@ def test_found_content_is_inside_the_text(text):
 
 
 # ---------------------------------------------------------------- linear work, counted (no clock)
-# Every parser must be linear in the response length (issue 13). Regex patterns run on a counting
+# Every parser must be linear in the response length. Regex patterns run on a counting
 # backtracking matcher (agentgym_turn.testing.linearity); Python loops are counted as line events.
 # Work at sizes n, 2n, 4n: the ratio of successive increments is about 2 when linear, 4 when quadratic.
 
@@ -160,7 +160,7 @@ def _regex_growth(pattern, mode, head, unit, tail):
 @pytest.mark.parametrize(
     "pattern, mode, family",
     [
-        (_OLD_MCQ_LETTER, "match", ("option", " ", "")),  # the search-QA MCQ pattern issue 13 found (76 s at 65k)
+        (_OLD_MCQ_LETTER, "match", ("option", " ", "")),  # the search-QA MCQ pattern an attack pass found (76 s at 65k)
         (re.compile(r"<answer>(.*?)</answer>", re.S), "finditer", ("", "<answer>", "")),  # a lazy tag pattern rescans
         (re.compile(r"\s*x"), "finditer", ("", " ", "!")),  # every start re-reads the run of spaces
         (re.compile(r",?\s*and price lower than [\d.,]+ dollars\s*$"), "finditer", ("x", " ", "!")),

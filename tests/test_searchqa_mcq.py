@@ -34,7 +34,7 @@ def test_options_only_strategies__none_beats_30_percent_on_1000_questions_of_3_w
 
 
 def test_options_only_strategies__catch_a_leaky_construction():
-    # distractors gold + 1..40 on one side only (issue 12's leak) are caught by the measurement
+    # distractors gold + 1..40 on one side only (a leak found in review) are caught by the measurement
     from agentgym_turn.searchqa.generator.questions import Question
 
     rng = __import__("numpy").random.default_rng(0)

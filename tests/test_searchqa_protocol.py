@@ -47,7 +47,7 @@ script = _load_script()
 
 
 # ------------------------------------------------------------------------- agreement with Search-R1
-def test_fixture__covers_every_case_kind_of_issue_12_in_a_few_hundred_episodes():
+def test_fixture__covers_every_case_kind_in_a_few_hundred_episodes():
     kinds = {k for ep in FIXTURE["episodes"] for k in ep["kinds"]}
     assert kinds == set(script.KINDS) and len(FIXTURE["episodes"]) >= 300
     turns = [t for ep in FIXTURE["episodes"] for t in ep["search_r1"]["turns"]]
@@ -264,9 +264,9 @@ def test_parsers__regular_expressions_have_no_backtracking_pairs_of_quantifiers(
         repeats, nested = _unbounded_repeats(p.parse(pattern.pattern, pattern.flags))
         assert repeats <= 1 and not nested, pattern.pattern
     old_letter_forms = r"^\W*(?:(?:option|answer|choice)\s*[:\-]?\s*)?\(?([A-Za-z])\)?(?=$|[\s.:),;\-])"
-    assert _unbounded_repeats(p.parse(old_letter_forms))[0] > 1  # the check catches the pattern issue 13 found
+    assert _unbounded_repeats(p.parse(old_letter_forms))[0] > 1  # the check catches the pattern an attack pass found
 
 
-def test_choice_index__the_issue_13_worst_case_reads_no_letter():
+def test_choice_index__the_worst_case_reads_no_letter():
     assert choice_index("option" + " " * 65506 + "!", ["a", "b", "c", "d"]) is None
     assert choice_index("option   B", ["a", "b", "c", "d"]) == 1

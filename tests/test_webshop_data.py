@@ -187,7 +187,7 @@ def test_fragment_templates__give_the_strings_of_parsing_the_filled_page(title, 
             assert format_strings(fragments_strings(fragments), mode, **kw) == html_to_text("".join(fragments), mode, **kw)
 
 
-# ---------------------------------------------------------------- data limits (issue 13)
+# ---------------------------------------------------------------- data limits
 
 
 def test_loader__8_groups_of_10_values_make_a_bounded_sample_of_goals(tmp_path):

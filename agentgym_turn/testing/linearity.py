@@ -418,7 +418,7 @@ def regex_growth(
 #: env's syntax. ``benchmarks/parsers.py`` times them at the action-length limit; the tests
 #: count their work at small sizes.
 WORST_RESPONSES: dict[str, tuple[str, str, str]] = {
-    "mcq_option_spaces": ("<answer>option", " ", "!</answer>"),  # issue 13's case
+    "mcq_option_spaces": ("<answer>option", " ", "!</answer>"),  # MCQ letter parsing: spaces between option and letter
     "plain_x": ("", "x", ""),
     "spaces": ("", " ", ""),
     "lt_run": ("", "<", ""),

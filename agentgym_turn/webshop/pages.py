@@ -79,7 +79,7 @@ class Fragment(str):
 
 
 def _u(text: object) -> str:
-    # surrogatepass: any agent string is a legal search, lone surrogates included (issue 13)
+    # surrogatepass: any agent string is a legal search, lone surrogates included
     return quote(str(text).encode("utf-8", errors="surrogatepass"), safe="")
 
 

@@ -48,7 +48,7 @@ it knows), and this recipe measures it.
   founding year 0 -> 81%, headquarters 0 -> 10% (a city's name, copied worse than a year),
   birthplace 36 -> 51%, the others within a few points.
 * Why 70%: with the habit a rule (``expert_recall_rate=1``, the same three relations, 1,200 SFT
-  steps) the start is 19.4%, below the 20-60% band issue 15 asks RL to start from (the habit spread
+  steps) the start is 19.4%, below the 20-60% band RL was asked to start from (the habit spread
   to birthplaces and countries, 0-1%). With two relations only (founding year, headquarters; rate 1)
   the start is 27.7%, but sampling never tries a search on them: Turn-PPO gave +2.3 (+0.5 to +4.2)
   and +3.7 (+1.7 to +5.8) points in 40 iterations on seeds 0 and 1, the episodes' length flat. At

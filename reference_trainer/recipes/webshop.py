@@ -20,7 +20,7 @@ copy and buy the first result (``search[...]``, ``click[1]``, ``click[buy now]``
 that does exactly this scores 0.615), and the 17 left are malformed searches and context overflows.
 At 24 iterations: 0.492, +38.8 (+34.5 to +43.2): the gain holds. The budget is 8 iterations (16 until the
 search QA recipe joined the suite's learning jobs: at 8 every seed of the benchmark gains +11 to +18 points
-on all 500 test goals, more than twice the issue's +5, and the suite saves about 3 minutes of one core).
+on all 500 test goals, more than twice the +5 bar, and the suite saves about 3 minutes of one core).
 ``benchmarks/learning.py`` runs three seeds on all 500 test goals (``docs/benchmarks.md``).
 
 This start is not the 0.408 one of the history below: that one was built with the tokenizer of the
