@@ -244,9 +244,11 @@ class Trainer:
         """Wrap DDP again when the losses start reaching other parameters (the end of a critic warm-up,
         or a resume past it), so it searches for unused parameters exactly when there are some; with
         ``fresh``, in any case (a new reducer, which has seen no backward pass yet)."""
-        find = getattr(self.parallel, "find_unused_parameters", None)  # None: FSDP or one process
+        find = getattr(self.parallel, "find_unused_parameters", None)
+        if find is None:  # FSDP or one process: nothing to match (and nothing to compute each update)
+            return
         want = bool(self._unreached_parameters(self.iteration))
-        if find is not None and (fresh or find != want):
+        if fresh or find != want:
             self.parallel = distributed.wrap(self._objective, self.dist, str(self.device), find_unused_parameters=want)
 
     def close(self) -> None:
