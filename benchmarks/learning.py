@@ -1,20 +1,29 @@
-"""The five presets side by side on each env's recipe, tiny model, CPU, with paired intervals.
+"""Does RL add anything over the best imitation? Each env's recipe, tiny model, CPU, on test tasks held out by content.
 
-Per env (a recipe of :mod:`reference_trainer.recipes`): one SFT warm start (seeded, fixed step
-count) is trained once and saved; every preset then runs the recipe's RL budget from it on the
-same seeds, one thread per process, ``--jobs`` processes at a time. Each run is evaluated greedily
-on the recipe's held-out tasks (a test goal split, a fresh world, unseen levels) before and after
-RL, so every gain comes with its paired 95% interval over the same tasks
-(:func:`reference_trainer.stats.paired_ci`); the token and turn clip fractions, approx KL and
-gradient norm of every update are kept (the Turn-PPO and ST-PPO papers' diagnostics).
+Per env (a recipe of :mod:`reference_trainer.recipes`), three experiments:
 
-    python benchmarks/learning.py                                   # every env, all presets, seeds 0 1 2
-    python benchmarks/learning.py --env searchqa --presets turn-ppo # one env, one preset
-    python benchmarks/learning.py --env sokoban --markdown          # print the docs table from the saved JSON
+* **validation** (default): for each SFT seed, SFT on the env's expert to its validation plateau
+  (the best SFT), then RL (``--algo``, default Turn-PPO) from it for each RL seed, and the same
+  SFT continued for the mean RL time of its runs ("more imitation for RL's compute"). Reported
+  on the recipe's test tasks: best SFT, SFT continued, RL, and the gains over the best SFT with
+  an interval over SFT seeds, RL seeds and test tasks (:func:`reference_trainer.stats.nested_bootstrap`).
+* ``--ablation``: from SFT seed 0, Turn-PPO's estimator, gamma, lambda and budget with only the
+  importance ratio's level changed (token, turn, sequence).
+* ``--stress``: the same ratio levels with and without ST-PPO's clipping-bias correction, in a
+  setting where clipping binds (more epochs, smaller minibatches, a larger learning rate).
+* ``--control``: the negative control, each episode paid another episode's score (``--reward shuffled``).
 
-Writes ``benchmarks/results/learning_<env>.json`` and ``learning_<env>.png`` per env. Finished runs
-are kept in ``--work`` (one JSON per run, keyed by the recipe's settings), so an interrupted
-benchmark resumes where it stopped; ``--fresh`` ignores them.
+    python benchmarks/learning.py --env sokoban                 # validation: 3 SFT seeds x 3 RL seeds
+    python benchmarks/learning.py --env sokoban --ablation      # ratio level only
+    python benchmarks/learning.py --env sokoban --stress        # clipping binds
+    python benchmarks/learning.py --env sokoban --control       # shuffled rewards: must gain nothing
+    python benchmarks/learning.py --env sokoban --markdown      # print the docs tables from the saved JSONs
+
+Writes ``benchmarks/results/learning_<env>[_ablation|_stress|_control].json`` and a PNG each. The JSON holds
+``tasks`` (``{"test": [GROUP], "train": [GROUP...]}``, every reset that played a test task or a
+training input: :mod:`reference_trainer.tasks`) and, per run, ``per_task`` (``[before, after]`` of the
+recipe's metric, aligned with the test resets), so the overlap and every interval can be recomputed
+(``python benchmarks/learning.py --check FILE``). Finished jobs are kept in ``--work`` and reused.
 """
 
 from __future__ import annotations
@@ -34,202 +43,329 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from reference_trainer.plots import plot_learning  # noqa: E402,F401  (matplotlib only when called)
 from reference_trainer.recipes import RECIPES  # noqa: E402  (no torch import)
 
 PRESETS = ["ppo", "turn-ppo", "s-ppo", "st-ppo", "grpo"]
+#: Only the ratio's level changes (Turn-PPO's turn GAE, gamma 0.99, lambda 0.9, budget and everything else kept).
+ABLATION = {"token ratio": {"ratio_level": "token"}, "turn ratio (Turn-PPO)": {"ratio_level": "turn"},
+            "sequence ratio": {"ratio_level": "sequence"}}
+#: Where clipping binds: 4 epochs over each batch in minibatches of 16 (16 optimizer steps per batch, the last ones far
+#: off-policy) at 3x the recipe's learning rate; token and turn ratios without and with the clipping-bias correction.
+STRESS_SETTINGS = {"epochs": 4, "minibatch_size": 16, "lr": 1e-3, "kl_coef": 0.0}
+#: The negative control: the same trainer, start and budget, each episode paid another episode's score.
+CONTROL = {"shuffled reward": {"reward": "shuffled"}}
+STRESS = {"token ratio": {"ratio_level": "token", "clip_bias_correction": "none"},
+          "token ratio + correction (S-PPO's)": {"ratio_level": "token", "clip_bias_correction": "max1"},
+          "turn ratio (Turn-PPO)": {"ratio_level": "turn", "clip_bias_correction": "none"},
+          "turn ratio + correction (ST-PPO)": {"ratio_level": "turn", "clip_bias_correction": "max1"}}
 
 
-def _run_key(name: str, algo: str, seed: int, iterations: int, eval_every: int, sft: dict[str, Any]) -> str:
-    """What a run's result depends on: the recipe's config for this algo, the SFT start, the budget."""
-    cfg = RECIPES[name].build(algo, seed=seed, iterations=iterations, eval_every=eval_every, progress=False)
-    c = json.loads(json.dumps(cfg.to_dict(), default=str))
-    c["train"].pop("out", None)
-    c["model"].pop("tiny_dir", None)
-    blob = json.dumps({"config": c, "sft": sft.get("recipe"), "sft_after": sft.get("after")}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+def _key(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _job(job: tuple[str, str, int, str, int, int, str, str, Any]) -> dict[str, Any]:
-    """One RL run (``rl_from``, from the SFT's evaluation of its start), saved to ``cache`` as soon as it ends."""
-    from reference_trainer.recipes import rl_from
+def _job(job: tuple[str, tuple, str]) -> dict[str, Any]:
+    """One job in a fresh process (``sft``, ``more`` or ``rl``), saved to ``cache`` as soon as it ends."""
+    kind, args, cache = job
+    from reference_trainer.recipes import rl_from, sft_policy
 
-    name, algo, seed, policy_dir, iterations, eval_every, work, cache, start = job
-    result = rl_from((name, algo, seed, policy_dir, iterations, eval_every, work), start=start)
+    if kind == "sft":
+        name, work, seed = args
+        policy_dir, meta = sft_policy(name, work, seed=seed)
+        result = {"policy_dir": policy_dir, **meta}
+    elif kind == "more":
+        name, work, seed, model, seconds = args
+        policy_dir, meta = sft_policy(name, work, seed=seed, model=model, seconds=seconds)
+        result = {"policy_dir": policy_dir, **meta}
+    else:
+        rl_job, start, sft_seed = args
+        result = {"sft_seed": sft_seed, **rl_from(rl_job, start=start)}
     Path(cache).write_text(json.dumps(result))
     return result
 
 
-def summarise(runs: list[dict[str, Any]], metric: str) -> dict[str, Any]:
-    """Per preset: mean start/end of success and score, gains (mean, worst), per-seed intervals, diagnostics, times."""
-    key = "" if metric == "success" else "_score"
-    ci_key = "ci_success" if metric == "success" else "ci_score"
-    out: dict[str, Any] = {}
-    for algo in PRESETS:
-        rs = [r for r in runs if r["algo"] == algo]
-        if not rs:
-            continue
+#: With ``--cached-only``: report the finished jobs found in ``--work``, run none.
+CACHED_ONLY = False
 
-        def mean(xs: list[float]) -> float:
-            return sum(xs) / len(xs) if xs else float("nan")
 
-        gains = [r[f"end{key}"] - r[f"start{key}"] for r in rs]
-        out[algo] = {
-            "seeds": [r["seed"] for r in rs],
-            "metric": metric,
-            "mean_start": mean([r[f"start{key}"] for r in rs]),
-            "mean_end": mean([r[f"end{key}"] for r in rs]),
-            "mean_gain_points": 100 * mean(gains),
-            "min_gain_points": 100 * min(gains),
-            "per_seed_ci_points": [{"seed": r["seed"], "gain": 100 * r[ci_key]["mean"], "half_width": 100 * r[ci_key]["half_width"],
-                                    "low": 100 * r[ci_key]["low"], "high": 100 * r[ci_key]["high"], "n": r[ci_key]["n"]} for r in rs],
-            "mean_start_success": mean([r["start"] for r in rs]),
-            "mean_end_success": mean([r["end"] for r in rs]),
-            "mean_start_score": mean([r["start_score"] for r in rs]),
-            "mean_end_score": mean([r["end_score"] for r in rs]),
-            "mean_end_invalid_turns": mean([r["end_invalid_turns"] for r in rs]),
-            "mean_clipfrac_tokens": mean([mean(r["clipfrac"]) for r in rs]),
-            "mean_clipfrac_turns": mean([mean(r["clipfrac_turn"]) for r in rs]),
-            "mean_approx_kl": mean([mean(r["approx_kl"]) for r in rs]),
-            "mean_grad_norm": mean([mean(r["grad_norm"]) for r in rs]),
-            "mean_rl_seconds": mean([r["rl_seconds"] for r in rs]),
-            "rl_seconds": [r["rl_seconds"] for r in rs],
-        }
+def _run_all(jobs: list[tuple[str, tuple, str]], n: int, label: str) -> list[dict[str, Any]]:
+    """Run ``jobs`` (reusing cached results) ``n`` processes at a time, one thread each; results in job order
+    (with :data:`CACHED_ONLY`, only the finished ones)."""
+    out: list[Any] = [None] * len(jobs)
+    todo = []
+    for i, job in enumerate(jobs):
+        if Path(job[2]).exists():
+            out[i] = json.loads(Path(job[2]).read_text())
+        else:
+            todo.append(i)
+    print(f"[{label}] {len(jobs) - len(todo)} reused, {len(todo)} to run", flush=True)
+    if CACHED_ONLY:
+        return [r for r in out if r is not None]
+    if todo:
+        with mp.get_context("spawn").Pool(min(n, len(todo)), maxtasksperchild=1) as pool:
+            for i, r in zip(todo, pool.imap(_job, [jobs[i] for i in todo])):
+                out[i] = r
+                print(f"[{label}] done: {jobs[i][0]} {r.get('algo', '')} sft seed {r.get('sft_seed', r.get('seed'))}", flush=True)
     return out
 
 
+def _start(meta: dict[str, Any]) -> tuple[dict, dict]:
+    return meta["after_metrics"], meta["after_outcomes"]
+
+
+def _metric_of(meta: dict[str, Any], metric: str) -> list[float]:
+    return [float(x) for x in meta["after_outcomes"][metric]]
+
+
+def _rl_jobs(name: str, args: argparse.Namespace, sfts: list[dict[str, Any]], variants: dict[str, dict[str, Any]], seeds: list[int],
+             iterations: int, cache: Path) -> list[tuple[str, tuple, str]]:
+    jobs = []
+    for sft in sfts:
+        for label, over in variants.items():
+            for seed in seeds:
+                rl_job = (name, args.algo, seed, sft["policy_dir"], iterations, 0, str(Path(args.work)), over)
+                # the config, not the overrides' spelling: a variant equal to the recipe reuses the recipe's runs
+                key = _key(rl_job[:3], rl_job[4:6], sft["recipe"], sft["after"], RECIPES[name].build(args.algo, **over).to_dict())
+                jobs.append(("rl", (rl_job, _start(sft), sft["seed"]), str(cache / f"rl_{key}.json")))
+    return jobs
+
+
+def _test_group_and_keys(name: str) -> tuple[dict[str, Any], list[str]]:
+    from reference_trainer.tasks import eval_group, task_keys
+
+    group = eval_group(RECIPES[name].build(out="unused"))
+    return group, [str(k) for k in task_keys(group)]
+
+
+def _tasks(test: dict[str, Any], trained: list[dict[str, Any]]) -> dict[str, Any]:
+    from reference_trainer.tasks import merge_groups
+
+    groups = []
+    for r in trained:
+        groups += r["train_tasks"]
+    return {"test": [test], "train": merge_groups(groups)}
+
+
+def _strip(r: dict[str, Any]) -> dict[str, Any]:
+    """A job's result without what the file keeps once (its training resets) or cannot use (the saved evaluation whole)."""
+    return {k: v for k, v in r.items() if k not in ("train_tasks", "after_metrics", "after_outcomes")}
+
+
+def _machine(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(), "torch": torch.__version__,
+            "threads_per_run": 1, "jobs": args.jobs}
+
+
+def validation(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Best SFT x RL seeds, SFT continued, and the gains over the best SFT."""
+    from reference_trainer.stats import nested_bootstrap
+
+    recipe, metric = RECIPES[name], RECIPES[name].metric
+    work, cache = Path(args.work), Path(args.work) / f"{name}_jobs"
+    cache.mkdir(parents=True, exist_ok=True)
+    iterations = args.iterations or recipe.rl_iterations
+    sft_jobs = [("sft", (name, str(work), s), str(cache / f"sft_{_key(name, s, recipe.build(out='x').to_dict())}.json"))
+                for s in args.sft_seeds]
+    sfts = _run_all(sft_jobs, args.jobs, f"{name} best SFT")
+    runs = _run_all(_rl_jobs(name, args, sfts, {"": {}}, args.seeds, iterations, cache), args.jobs, f"{name} RL")
+    sfts_run = [s for s in sfts if any(r["sft_seed"] == s["seed"] for r in runs)]  # all of them unless --cached-only
+    more_jobs = []
+    for sft in sfts_run:
+        mine = [r for r in runs if r["sft_seed"] == sft["seed"]]
+        seconds = round(sum(r["rl_seconds"] for r in mine) / len(mine))
+        more_jobs.append(("more", (name, str(work), sft["seed"], sft["policy_dir"], seconds),
+                          str(cache / f"more_{_key(name, sft['seed'], sft['recipe'], seconds)}.json")))
+    more = _run_all(more_jobs, args.jobs, f"{name} SFT continued")
+    test, keys = _test_group_and_keys(name)
+    best = [_metric_of(s, metric) for s in sfts]
+    diffs_rl = [[[a - b for b, a in r["per_task"]] for r in runs if r["sft_seed"] == s["seed"]] for s in sfts_run]
+    by_seed = {s["seed"]: s for s in sfts}
+    diffs_more = [[[a - b for b, a in zip(_metric_of(by_seed[m["seed"]], metric), _metric_of(m, metric))]] for m in more]
+    summary = {
+        "best_sft": nested_bootstrap([[v] for v in best], keys) | {"per_seed": [sum(v) / len(v) for v in best]},
+        "sft_continued_gain": nested_bootstrap(diffs_more, keys) if more else None,
+        "rl_gain": nested_bootstrap(diffs_rl, keys) if runs else None,
+        "rl_end_per_run": [r["end" if metric == "success" else "end_score"] for r in runs],
+        "sft_continued_per_seed": [m["after" if metric == "success" else "after_score"] for m in more],
+        "complete": len(runs) == len(args.sft_seeds) * len(args.seeds) and len(more) == len(args.sft_seeds),
+    }
+    result = {
+        "env": recipe.env_id, "recipe": f"reference_trainer.recipes.{name}", "what": recipe.what, "metric": metric,
+        "machine": _machine(args), "algo": args.algo,
+        "settings": {"iterations": iterations, "sft_seeds": args.sft_seeds, "rl_seeds": args.seeds,
+                     "bootstrap": "nested: SFT seeds, RL seeds within each, test-task clusters (same task key) shared; 2000 "
+                                  "resamples, percentile 95% interval, numpy seed 0"},
+        "summary": summary, "test_task_keys": keys, "sft": [_strip(s) for s in sfts], "sft_continued": [_strip(m) for m in more],
+        "runs": [_strip(r) for r in runs], "tasks": _tasks(test, sfts + more + runs),
+    }
+    return result
+
+
+def variants(name: str, args: argparse.Namespace, kind: str) -> dict[str, Any]:
+    """The ablation, the stress test or the negative control, from SFT seed 0's best SFT."""
+    recipe = RECIPES[name]
+    work, cache = Path(args.work), Path(args.work) / f"{name}_jobs"
+    cache.mkdir(parents=True, exist_ok=True)
+    table = {"ablation": ABLATION, "control": CONTROL}.get(kind) or {k: {**STRESS_SETTINGS, **v} for k, v in STRESS.items()}
+    iterations = args.iterations or (max(1, recipe.rl_iterations // 2) if kind == "stress" else recipe.rl_iterations)
+    sft = _run_all([("sft", (name, str(work), 0), str(cache / f"sft_{_key(name, 0, recipe.build(out='x').to_dict())}.json"))],
+                   1, f"{name} best SFT")[0]
+    runs = _run_all(_rl_jobs(name, args, [sft], table, args.seeds, iterations, cache), args.jobs, f"{name} {kind}")
+    from reference_trainer.stats import nested_bootstrap
+
+    test, keys = _test_group_and_keys(name)
+    summary = {}
+    for label, over in table.items():
+        rs = [r for r in runs if r["overrides"] == over]
+        summary[label] = {
+            "overrides": over, "gain": nested_bootstrap([[[a - b for b, a in r["per_task"]] for r in rs]], keys),
+            "end": [r["end" if recipe.metric == "success" else "end_score"] for r in rs],
+            "mean_clipfrac_tokens": _mean([_mean(r["clipfrac"]) for r in rs]),
+            "mean_clipfrac_turns": _mean([_mean(r["clipfrac_turn"]) for r in rs]),
+            "max_clipfrac_tokens": max(max(r["clipfrac"]) for r in rs),
+            "mean_approx_kl": _mean([_mean(r["approx_kl"]) for r in rs]), "rl_seconds": [r["rl_seconds"] for r in rs]}
+    return {"env": recipe.env_id, "recipe": f"reference_trainer.recipes.{name}", "metric": recipe.metric, "kind": kind,
+            "machine": _machine(args), "settings": {"iterations": iterations, "rl_seeds": args.seeds, "sft_seed": 0,
+                                                    "base": args.algo, "variants": table},
+            "start": sft["after" if recipe.metric == "success" else "after_score"], "summary": summary, "test_task_keys": keys,
+            "runs": [_strip(r) for r in runs], "tasks": _tasks(test, [sft] + runs)}
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def _pct(ci: dict[str, float]) -> str:
+    return f"{100 * ci['mean']:+.1f} ({100 * ci['low']:+.1f} to {100 * ci['high']:+.1f})"
+
+
 def markdown(result: dict[str, Any]) -> str:
-    """The docs table of one env's result."""
-    metric = result["metric"]
-    unit = "success" if metric == "success" else "score"
-    lines = [
-        f"| preset | held-out {unit}: start -> end (mean of seeds) | gain per seed, points (paired 95% CI) | success start -> end "
-        "| clip fraction tokens / turns | approx KL | grad norm | RL time per run |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for algo, s in result["summary"].items():
-        seeds = ", ".join(f"{c['gain']:+.1f} ± {c['half_width']:.1f}" for c in s["per_seed_ci_points"])
-        lines.append(
-            f"| {algo} | {100 * s['mean_start']:.1f} -> {100 * s['mean_end']:.1f} ({s['mean_gain_points']:+.1f}) | {seeds} "
-            f"| {100 * s['mean_start_success']:.1f}% -> {100 * s['mean_end_success']:.1f}% "
-            f"| {s['mean_clipfrac_tokens']:.3f} / {s['mean_clipfrac_turns']:.3f} | {s['mean_approx_kl']:.4f} "
-            f"| {s['mean_grad_norm']:.2f} | {s['mean_rl_seconds']:.0f} s |"
-        )
+    """The docs table of one saved result."""
+    unit = "success, %" if result["metric"] == "success" else "score x 100"
+    if "kind" not in result:
+        s = result["summary"]
+        n_sft, n_rl = len(result["settings"]["sft_seeds"]), len(result["settings"]["rl_seeds"])
+        rl_end = _mean(s["rl_end_per_run"])
+        n_rl = f"{len(s['rl_end_per_run'])} runs ({n_sft} x {n_rl} planned)" if not s.get("complete", True) else f"{n_sft} x {n_rl} runs"
+        more_row = (f"| SFT continued for RL's compute | {100 * _mean(s['sft_continued_per_seed']):.1f} | gain over best SFT "
+                    f"{_pct(s['sft_continued_gain'])} |" if s["sft_continued_gain"] else "| SFT continued for RL's compute | not run yet | |")
+        return "\n".join([
+            f"| test {unit} | mean | interval (95%, over seeds and tasks) |",
+            "|---|---|---|",
+            f"| best SFT (validation plateau, {n_sft} SFT seeds) | {100 * s['best_sft']['mean']:.1f} "
+            f"| {100 * s['best_sft']['low']:.1f} to {100 * s['best_sft']['high']:.1f} |",
+            more_row,
+            f"| RL ({result['algo']}) from the best SFT, {n_rl} | {100 * rl_end:.1f} | gain over best SFT "
+            f"{_pct(s['rl_gain'])} |",
+        ])
+    lines = [f"| variant | test {unit}: gain over the start (95% interval) | clip fraction tokens / turns (max tokens) "
+             "| approx KL | RL time per run |", "|---|---|---|---|---|"]
+    for label, v in result["summary"].items():
+        lines.append(f"| {label} | {_pct(v['gain'])} | {v['mean_clipfrac_tokens']:.3f} / {v['mean_clipfrac_turns']:.3f} "
+                     f"({v['max_clipfrac_tokens']:.3f}) | {v['mean_approx_kl']:.4f} | {_mean(v['rl_seconds']):.0f} s |")
     return "\n".join(lines)
 
 
-def _curves(runs: list[dict[str, Any]], metric: str) -> dict[str, dict[str, list[float]]]:
-    curves = {}
-    for algo in PRESETS:
-        rs = [r for r in runs if r["algo"] == algo]
-        if not rs:
-            continue
-        ev = "eval_success" if metric == "success" else "eval_score"
-        n = min(len(r[ev]) for r in rs)
-        m = min(len(r["clipfrac"]) for r in rs)
+def plot(result: dict[str, Any], path: Path) -> Path:
+    """Validation: the test metric of each start and run. Variants: per-iteration sampled metric and clip fraction."""
+    from reference_trainer.plots import _pyplot
 
-        def avg(k: str, i: int) -> float:
-            return sum(r[k][i] for r in rs) / len(rs)
+    plt = _pyplot()
+    metric = result["metric"]
+    if "kind" not in result:
+        fig, ax = plt.subplots(figsize=(7, 3.8))
+        s = result["summary"]
+        for i, sft in enumerate(result["sft"]):
+            seed = sft["seed"]
+            best = sft["after" if metric == "success" else "after_score"]
+            more = [m["after" if metric == "success" else "after_score"] for m in result["sft_continued"] if m["seed"] == seed]
+            ends = [r["end" if metric == "success" else "end_score"] for r in result["runs"] if r["sft_seed"] == seed]
+            ax.plot([i - 0.2], [best], "ks", label="best SFT" if i == 0 else None)
+            ax.plot([i] * len(more), more, "b^", label="SFT continued (RL's compute)" if i == 0 else None)
+            ax.plot([i + 0.2] * len(ends), ends, "ro", label=f"RL ({result['algo']}), per RL seed" if i == 0 else None)
+        ax.set_xticks(range(len(result["sft"])), [f"SFT seed {sft['seed']}" for sft in result["sft"]])
+        ax.set_ylabel(f"test {metric}")
+        ax.set_title(f"{result['env']}: RL gain over best SFT {_pct(s['rl_gain'])} points"
+                     + ("" if s.get("complete", True) else " (partial)"))
+        ax.legend(fontsize=8)
+    else:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 3.8))
+        key = "rollout_success" if metric == "success" else "rollout_score"
+        for label in result["summary"]:
+            rs = [r for r in result["runs"] if r["overrides"] == result["summary"][label]["overrides"]]
+            n = min(len(r[key]) for r in rs)
+            it = list(range(1, n + 1))
+            line, = a1.plot(it, [_mean([r[key][i] for r in rs]) for i in range(n)], label=label)
+            a2.plot(it, [_mean([r["clipfrac"][i] for r in rs]) for i in range(n)], color=line.get_color(), label=f"{label} tokens")
+            a2.plot(it, [_mean([r["clipfrac_turn"][i] for r in rs]) for i in range(n)], color=line.get_color(), linestyle="--")
+        a1.set_ylabel(f"sampled {metric} (training rollouts)")
+        a2.set_ylabel("clip fraction (solid: tokens, dashed: turns)")
+        for ax in (a1, a2):
+            ax.set_xlabel("RL iteration")
+        a1.legend(fontsize=8)
+        fig.suptitle(f"{result['env']}: {result['kind']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
-        curves[algo] = {
-            "x": rs[0]["eval_iterations"][:n], "metric": [avg(ev, i) for i in range(n)], "it": list(range(1, m + 1)),
-            **{k: [avg(k, i) for i in range(m)] for k in ("clipfrac", "clipfrac_turn", "approx_kl", "grad_norm")},
-        }
-    return curves
 
+def check(path: Path) -> dict[str, Any]:
+    """Recompute a saved result's intervals from its ``per_task`` records and its test/train overlap from its ``tasks``."""
+    from reference_trainer.stats import nested_bootstrap
+    from reference_trainer.tasks import overlap
 
-def run_env(name: str, args: argparse.Namespace) -> dict[str, Any]:
-    import torch
-
-    from reference_trainer.plots import plot_learning
-    from reference_trainer.recipes import sft_policy, sft_start
-
-    recipe = RECIPES[name]
-    work = Path(args.work)
-    iterations = args.iterations or recipe.rl_iterations
-    eval_every = args.eval_every if args.eval_every is not None else max(1, iterations // 4)
-    print(f"[{name}] SFT warm start ...", flush=True)
-    policy_dir, meta = sft_policy(name, str(work))
-    start, sft = sft_start(meta)  # every run starts from the same saved policy: its evaluation is played once
-    untrained = f" on {sft['before_tasks']} tasks" if "before_tasks" in sft else ""
-    print(f"[{name}] SFT: held-out success {sft['before']:.1%} (untrained{untrained}) -> {sft['after']:.1%}, score "
-          f"{sft['before_score']:.3f} -> {sft['after_score']:.3f} ({sft['seconds']:.0f} s)", flush=True)
-    cache_dir = work / f"{name}_runs"
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    runs, jobs = [], []
-    for algo in args.presets:
-        for seed in args.seeds:
-            cache = cache_dir / f"{algo}_seed{seed}_{_run_key(name, algo, seed, iterations, eval_every, sft)}.json"
-            if cache.exists() and not args.fresh:
-                runs.append(json.loads(cache.read_text()))
-            else:
-                jobs.append((name, algo, seed, policy_dir, iterations, eval_every, str(work), str(cache), start))
-    print(f"[{name}] {len(runs)} runs reused from {cache_dir}, {len(jobs)} to run", flush=True)
-    ci = "ci_success" if recipe.metric == "success" else "ci_score"
-    if jobs:
-        with mp.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
-            for r in pool.imap_unordered(_job, jobs):
-                runs.append(r)
-                c = r[ci]
-                print(f"[{name}] {r['algo']:>9s} seed {r['seed']}: {recipe.metric} "
-                      f"{r['start' if recipe.metric == 'success' else 'start_score']:.3f} -> "
-                      f"{r['end' if recipe.metric == 'success' else 'end_score']:.3f} "
-                      f"({100 * c['mean']:+.1f} ± {100 * c['half_width']:.1f} points), {r['rl_seconds']:.0f} s of RL", flush=True)
-    if args.include_cached:  # finished runs of other presets/seeds with the same settings (e.g. more seeds of one preset)
-        have = {(r["algo"], r["seed"]) for r in runs}
-        for path in sorted(cache_dir.glob("*_seed*_*.json")):
-            algo, rest = path.stem.split("_seed", 1)
-            seed_text, key = rest.split("_", 1)
-            if algo in PRESETS and (algo, int(seed_text)) not in have and \
-                    key == _run_key(name, algo, int(seed_text), iterations, eval_every, sft):
-                runs.append(json.loads(path.read_text()))
-                have.add((algo, int(seed_text)))
-    runs.sort(key=lambda r: (PRESETS.index(r["algo"]), r["seed"]))
-    result = {
-        "env": recipe.env_id, "recipe": f"reference_trainer.recipes.{name}", "what": recipe.what, "metric": recipe.metric,
-        "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
-                    "torch": torch.__version__, "threads_per_run": 1, "jobs": args.jobs},
-        "settings": {"iterations": iterations, "eval_every": eval_every, "seeds": sorted({r["seed"] for r in runs}),
-                     "presets": [p for p in PRESETS if any(r["algo"] == p for r in runs)]},
-        "sft": sft, "summary": summarise(runs, recipe.metric), "runs": runs,
-    }
-    out = Path(args.out_dir) / f"learning_{name}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    label = "held-out success" if recipe.metric == "success" else "held-out score (0-1)"
-    png = plot_learning(_curves(runs, recipe.metric), out.with_suffix(".png"), metric=label,
-                        title=f"{recipe.env_id}, tiny model, SFT start " + (f"{sft['after']:.0%} success" if recipe.metric == "success" else
-                                                                          f"score {sft['after_score']:.2f}") + ", mean over each preset's seeds")
-    print(markdown(result))
-    print(f"wrote {out} and {png}", flush=True)
-    return result
+    result = json.loads(path.read_text())
+    keys = result["test_task_keys"]
+    if "kind" not in result:
+        seeds = [s["seed"] for s in result["sft"] if any(r["sft_seed"] == s["seed"] for r in result["runs"])]
+        again = nested_bootstrap([[[a - b for b, a in r["per_task"]] for r in result["runs"] if r["sft_seed"] == s] for s in seeds], keys)
+        assert again == result["summary"]["rl_gain"], (again, result["summary"]["rl_gain"])
+    shared = overlap(result["tasks"]["test"], result["tasks"]["train"])
+    assert not shared["shared"], f"{len(shared['shared'])} test tasks are among the training inputs"
+    return shared
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env", nargs="+", default=sorted(RECIPES), choices=sorted(RECIPES), help="recipes to run (default: all)")
-    ap.add_argument("--presets", nargs="+", default=PRESETS, choices=PRESETS)
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--iterations", type=int, default=0, help="RL iterations per run (default: the recipe's budget)")
-    ap.add_argument("--eval-every", type=int, default=None, help="evaluate every N iterations (default: a quarter of the budget)")
+    ap.add_argument("--algo", default="turn-ppo", choices=PRESETS, help="the RL preset of the validation (and the base of the variants)")
+    ap.add_argument("--sft-seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="RL seeds from each SFT start")
+    ap.add_argument("--ablation", action="store_true", help="only the ratio level changes")
+    ap.add_argument("--stress", action="store_true", help="a setting where clipping binds, with and without the correction")
+    ap.add_argument("--control", action="store_true", help="the negative control: shuffled rewards, the same start and budget")
+    ap.add_argument("--iterations", type=int, default=0, help="RL iterations per run (default: the recipe's budget; stress: half)")
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="processes at a time (one thread each)")
-    ap.add_argument("--work", default="runs/learning", help="where SFT policies, run folders and finished runs go")
+    ap.add_argument("--work", default="runs/learning", help="where policies, run folders and finished jobs go")
     ap.add_argument("--out-dir", default=str(HERE / "results"))
-    ap.add_argument("--fresh", action="store_true", help="rerun runs that finished before")
-    ap.add_argument("--include-cached", action="store_true",
-                    help="also report finished runs of other presets/seeds with the same settings found in --work")
     ap.add_argument("--markdown", action="store_true", help="only print the docs tables of the saved results")
+    ap.add_argument("--check", type=Path, help="recompute the intervals and the test/train overlap of a saved result")
+    ap.add_argument("--cached-only", action="store_true", help="report the finished jobs in --work, run none (summary says if complete)")
     args = ap.parse_args(argv)
-    if args.markdown:
-        for name in args.env:
-            path = Path(args.out_dir) / f"learning_{name}.json"
-            if not path.exists():
-                print(f"{path} does not exist: run `python benchmarks/learning.py --env {name}` first.", file=sys.stderr)
-                return 2
-            print(f"### {name}\n\n{markdown(json.loads(path.read_text()))}\n")
+    global CACHED_ONLY
+    CACHED_ONLY = args.cached_only
+    if args.check:
+        print(json.dumps(check(args.check)))
         return 0
+    kind = "ablation" if args.ablation else "stress" if args.stress else "control" if args.control else ""
+    suffix = f"_{kind}" if kind else ""
     for name in args.env:
-        run_env(name, args)
+        out = Path(args.out_dir) / f"learning_{name}{suffix}.json"
+        if args.markdown:
+            if not out.exists():
+                print(f"{out} does not exist: run `python benchmarks/learning.py --env {name}` first.", file=sys.stderr)
+                return 2
+            print(f"### {name}{suffix}\n\n{markdown(json.loads(out.read_text()))}\n")
+            continue
+        result = variants(name, args, kind) if kind else validation(name, args)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, separators=(",", ":")))
+        png = plot(result, out.with_suffix(".png"))
+        print(markdown(result))
+        print(f"wrote {out} and {png}", flush=True)
     return 0
 
 

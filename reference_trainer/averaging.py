@@ -1,6 +1,6 @@
 """Polyak (exponential moving) averaging of weights, as a pure function.
 
-RL's per-iteration update on a small model is mostly noise (``docs/trainer.md``): each
+RL's per-iteration update on a small model is mostly noise (``docs/experiments.md``): each
 iteration moves the weights by signal plus a random step. An exponential moving average keeps
 the signal, which accumulates, and averages the random steps out; the trainer evaluates and
 saves the average when ``--ema-decay`` is set (formula: ``docs/algorithms.md``, "Weight averaging").

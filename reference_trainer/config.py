@@ -134,11 +134,18 @@ class TrainConfig:
     eval_env_kwargs: dict = _f({}, "keyword arguments for gymnasium.make that override --env-kwargs in evaluations, "
                                "for a held-out split or world (e.g. goal_split=test, world_seed=7); merged over --env-kwargs, "
                                "so reset a training-only option here (e.g. question_types=null)")
+    val_env_kwargs: dict = _f({}, "keyword arguments for gymnasium.make over --env-kwargs for the validation split, where every "
+                              "choice is made (SFT's plateau); evaluations on it play seeds eval_seed .. like the test's")
+    val_episodes: int = _f(0, "validation episodes per validation evaluation (0: no validation)")
+    val_metric: str = _f("success", "what a validation evaluation maximises (the env's success, or its score)", choices=("success", "score"))
     target_success: float | None = _f(None, "stop early once held-out success reaches this (checked at each evaluation)")
     sft_episodes: int = _f(0, "expert demonstration episodes for an SFT warm start (0: none)")
     sft_steps: int = _f(200, "SFT optimizer steps")
     sft_batch_size: int = _f(64, "SFT episodes per step")
     sft_lr: float = _f(3e-3, "SFT learning rate")
+    sft_validate_every: int = _f(0, "evaluate on the validation split every N SFT steps, keep the best weights and stop once "
+                                 "--sft-patience evaluations in a row did not improve on the best (0: exactly --sft-steps)")
+    sft_patience: int = _f(3, "validation evaluations without improvement that end SFT (with --sft-validate-every)")
     sft_env_kwargs: dict = _f({}, "keyword arguments for gymnasium.make that override --env-kwargs in expert play: the SFT "
                               "demonstrations and the tiny model's tokenizer corpus and pretraining, e.g. a broader question mix "
                               "than RL's (question_types=null) or an expert style; merged over --env-kwargs")

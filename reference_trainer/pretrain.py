@@ -24,7 +24,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["PretrainSpec", "build_pretrained_tiny", "lm_pretrain", "pretrain_weights", "weighted_next_token_loss", "world_corpus",
+from .tasks import pretrain_world_seeds
+
+__all__ = ["PretrainSpec", "build_pretrained_tiny", "lm_pretrain", "pretrain_weights", "weighted_next_token_loss", "world_corpus", "world_kwargs",
            "world_episodes"]
 
 _BUILD_VERSION = 1  # bump when the construction changes, to invalidate caches
@@ -72,7 +74,7 @@ class PretrainSpec:
         return cls(**fields)
 
 
-def _world_kwargs(env_kwargs: dict[str, Any] | None, world: int, spec: PretrainSpec) -> dict[str, Any]:
+def world_kwargs(env_kwargs: dict[str, Any] | None, world: int, spec: PretrainSpec) -> dict[str, Any]:
     """``env_kwargs`` with world ``world`` of ``spec`` (its seed and, where the env has one, its scale)."""
     scale = {spec.scale_option: float(spec.world_scale)} if spec.scale_option else {}
     return {**(env_kwargs or {}), **spec.env_kwargs, spec.world_option: int(world), **scale}
@@ -84,22 +86,18 @@ def world_corpus(env_id: str, env_kwargs: dict[str, Any] | None, spec: PretrainS
 
     texts: list[str] = []
     for w in spec.worlds:
-        texts += env_corpus(env_id, spec.corpus_episodes_per_world, seed=spec.seed, env_kwargs=_world_kwargs(env_kwargs, w, spec))
+        texts += env_corpus(env_id, spec.corpus_episodes_per_world, seed=spec.seed, env_kwargs=world_kwargs(env_kwargs, w, spec))
     return texts
 
 
 def world_episodes(env_id: str, env_kwargs: dict[str, Any] | None, spec: PretrainSpec, fmt: Any) -> list[Any]:
     """Expert episodes (:func:`~reference_trainer.rollout.expert_episodes`), ``spec.episodes_per_world`` per world,
     assembled with chat format ``fmt``; task seeds drawn from ``spec.seed``."""
-    import numpy as np
-
     from .rollout import expert_episodes
 
-    rng = np.random.default_rng([spec.seed, 2])
     episodes: list[Any] = []
-    for w in spec.worlds:
-        seeds = rng.integers(0, 2**31 - 1, size=spec.episodes_per_world).tolist()
-        episodes += expert_episodes(env_id, fmt, seeds, _world_kwargs(env_kwargs, w, spec))
+    for w, seeds in zip(spec.worlds, pretrain_world_seeds(spec.seed, spec.worlds, spec.episodes_per_world)):
+        episodes += expert_episodes(env_id, fmt, seeds, world_kwargs(env_kwargs, w, spec))
     return episodes
 
 

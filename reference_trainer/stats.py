@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
-from typing import Sequence
+from typing import Any, Sequence
 
-__all__ = ["PairedCI", "paired_ci", "required_tasks"]
+__all__ = ["PairedCI", "nested_bootstrap", "paired_ci", "required_tasks"]
 
 
 @dataclass(frozen=True)
@@ -73,3 +73,47 @@ def required_tasks(discordant: float, half_width: float, confidence: float = 0.9
     ``discordant`` of tasks changes outcome (worst case: the changes cancel, so ``var = discordant``)."""
     z = NormalDist().inv_cdf((1 + confidence) / 2)
     return math.ceil((z / half_width) ** 2 * discordant)
+
+
+def nested_bootstrap(diffs: Sequence[Sequence[Sequence[float]]], clusters: Sequence[str] | None = None, *, resamples: int = 2000,
+                     confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+    """The mean paired difference over runs and tasks, with a bootstrap interval covering both.
+
+    ``diffs[i][j][t]`` is ``after - before`` of task ``t`` in RL run ``j`` from SFT start ``i``
+    (every run on the same tasks, in the same order; starts may have different numbers of runs).
+    One resample draws SFT starts with replacement, then runs with replacement within each drawn
+    start, then task clusters with replacement (shared by all runs of the resample, since they
+    played the same tasks); a cluster is every task with the same key in ``clusters`` (e.g. a
+    level drawn twice), each task its own cluster without it. The interval is the percentile
+    interval of the resampled means (``docs/algorithms.md``, "Intervals over seeds and tasks");
+    ``seed`` fixes the draws, so the same inputs give the same numbers anywhere.
+    """
+    import numpy as np
+
+    starts = [np.asarray(runs, dtype=np.float64) for runs in diffs]
+    if not starts or any(d.ndim != 2 or 0 in d.shape for d in starts) or len({d.shape[1] for d in starts}) != 1:
+        raise ValueError("diffs must be [starts][runs][tasks], none empty, every run on the same number of tasks.")
+    n_task = starts[0].shape[1]
+    keys = list(range(n_task)) if clusters is None else list(clusters)
+    if len(keys) != n_task:
+        raise ValueError(f"clusters needs one key per task ({n_task}), got {len(keys)}.")
+    ids: dict[object, int] = {}
+    member = np.array([ids.setdefault(k, len(ids)) for k in keys])
+    sums = []  # per start: [runs, clusters], the sum of each run's differences over each cluster's tasks
+    for d in starts:
+        m = np.zeros((d.shape[0], len(ids)))
+        np.add.at(m, (slice(None), member), d)
+        sums.append(m)
+    counts = np.bincount(member, minlength=len(ids)).astype(np.float64)
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    for b in range(resamples):
+        drawn = rng.integers(0, len(starts), len(starts))
+        picked = np.concatenate([sums[i][rng.integers(0, len(sums[i]), len(sums[i]))].mean(0, keepdims=True) for i in drawn])
+        weight = np.bincount(rng.integers(0, len(ids), len(ids)), minlength=len(ids)).astype(np.float64)
+        means[b] = float((picked @ weight).mean() / (counts @ weight))
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    mean = float(np.mean([d.mean() for d in starts]))  # each start weighs the same, as in every resample
+    return {"mean": mean, "low": float(low), "high": float(high), "starts": len(starts), "runs": [int(d.shape[0]) for d in starts],
+            "tasks": n_task, "clusters": len(ids), "resamples": resamples, "confidence": confidence, "seed": seed}

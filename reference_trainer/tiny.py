@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from .tasks import corpus_seeds
+
 __all__ = [
     "CHAT_TEMPLATE",
     "PRETOKENIZER_PATTERN",
@@ -90,8 +92,8 @@ def env_corpus(
     texts: list[str] = ["system", "user", "assistant"]
     malformed = ("I am not sure.", "<answer></answer>", "move up")
     try:
-        for i in range(episodes):
-            observation, _ = env.reset(seed=seed + i)
+        for i, reset_seed in enumerate(corpus_seeds(seed, episodes)):
+            observation, _ = env.reset(seed=reset_seed)
             texts.append(observation)
             for turn in range(env.spec.max_episode_steps or 16):
                 if turn % 3 == 2:

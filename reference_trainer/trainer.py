@@ -58,6 +58,7 @@ from .config import Config
 from .losses import LOSSES, LossInputs, Metric, clip_bias_surrogate, clipped_tokens, combine_parts, combine_steps, explained_variance, log_ratios
 from .metrics import MetricsLogger
 from .policy import Policy, load_policy, needs_grad_scaler, save_policy
+from .tasks import demo_env_kwargs, sft_seeds
 from .rollout import Episode, RolloutBatch, collect, episode_metrics, expert_episodes, make_batch, make_envs
 from .tokenization import ChatFormat
 
@@ -164,6 +165,9 @@ class Trainer:
         #: The envs evaluations play: the training envs, or others when ``eval_env_kwargs`` names a held-out split/world.
         self.eval_envs = (make_envs(cfg.train.env, r.num_envs, r.env_mode, **stepping, **{**r.env_kwargs, **cfg.train.eval_env_kwargs})
                           if cfg.train.eval_env_kwargs else self.envs)
+        self._val_envs: Any = None  # the validation split's envs, made at the first validation evaluation
+        #: The task seeds of every RL iteration's rollouts, in order (what :mod:`reference_trainer.tasks` records).
+        self.played_tasks: list[int] = []
         #: Per-episode outcomes of the latest :meth:`evaluate` (``seeds``, ``success``, ``score``, ``return``),
         #: for paired statistics between two evaluations of the same tasks.
         self.last_eval_outcomes: dict[str, list[float]] = {}
@@ -203,7 +207,7 @@ class Trainer:
     def demo_env_kwargs(self) -> dict[str, Any]:
         """The env options of expert play (SFT demonstrations, the tiny model's tokenizer corpus and
         pretraining): ``env_kwargs`` with ``sft_env_kwargs`` over them."""
-        return {**self.cfg.rollout.env_kwargs, **self.cfg.train.sft_env_kwargs}
+        return demo_env_kwargs(self.cfg)
 
     def _build_tiny(self) -> Path:
         from .tiny import TinySpec, build_tiny
@@ -255,6 +259,8 @@ class Trainer:
         self.envs.close()
         if self.eval_envs is not self.envs:
             self.eval_envs.close()
+        if self._val_envs is not None:
+            self._val_envs.close()
         self.logger.close()
         distributed.shutdown()
 
@@ -320,6 +326,7 @@ class Trainer:
         r = self.cfg.rollout
         t0 = time.perf_counter()
         tasks = self.np_rng.integers(0, self.cfg.train.eval_seed, size=r.tasks_per_iteration).tolist()
+        self.played_tasks += tasks
         mine = distributed.shard(range(len(tasks)), self.dist)  # every rank draws all tasks and plays its share
         seeds = [tasks[i] for i in mine for _ in range(r.group_size)]
         groups = [i for i in mine for _ in range(r.group_size)]
@@ -465,17 +472,35 @@ class Trainer:
         n = self.cfg.train.eval_episodes if n is None else n
         return list(range(self.cfg.train.eval_seed, self.cfg.train.eval_seed + n))
 
+    @property
+    def val_envs(self) -> Any:
+        """The validation split's envs (``val_env_kwargs`` over the training options), made when first used."""
+        t, r = self.cfg.train, self.cfg.rollout
+        if not t.val_env_kwargs or t.val_episodes <= 0:
+            raise ValueError("no validation split: set --val-env-kwargs (e.g. split=validation) and --val-episodes N")
+        if self._val_envs is None:
+            self._val_envs = make_envs(t.env, r.num_envs, r.env_mode, env_workers=r.env_workers, step_timeout_s=r.step_timeout_s,
+                                       **{**r.env_kwargs, **t.val_env_kwargs})
+        return self._val_envs
+
     @torch.no_grad()
-    def evaluate(self, n: int | None = None) -> dict[str, float]:
+    def evaluate(self, n: int | None = None, *, split: str = "test", current: bool = False) -> dict[str, float]:
         """Success and return on the fixed held-out seeds, in the eval envs (does not touch the training RNGs).
 
-        With ``ema_decay > 0`` the weight average plays. The per-episode outcomes are kept in
-        :attr:`last_eval_outcomes` (same seeds in the same order every time, so two evaluations pair up)."""
+        ``split="validation"`` plays the validation envs instead (``val_episodes`` by default). With
+        ``ema_decay > 0`` the weight average plays, unless ``current`` (the actor as it is, e.g. during
+        SFT). The per-episode outcomes are kept in :attr:`last_eval_outcomes` (same seeds in the same
+        order every time, so two evaluations pair up)."""
+        if split not in ("test", "validation"):
+            raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
+        envs = self.eval_envs if split == "test" else self.val_envs
+        if split == "validation" and n is None:
+            n = self.cfg.train.val_episodes
         gen = torch.Generator().manual_seed(distributed.rank_seed(self.cfg.train.eval_seed, self.dist.rank))
         seeds = self.eval_seeds(n)
-        with self._playing(self.averaged_lm):  # each rank plays its share of the seeds
+        with self._playing(None if current else self.averaged_lm):  # each rank plays its share of the seeds
             episodes = self.rollout(distributed.shard(seeds, self.dist), temperature=self.cfg.train.eval_temperature,
-                                    generator=gen, envs=self.eval_envs)
+                                    generator=gen, envs=envs)
         episodes = distributed.gather_episodes(episodes, self.dist)
         self.last_eval_outcomes = {
             "seeds": [float(s) for s in seeds],
@@ -486,13 +511,19 @@ class Trainer:
         return episode_metrics(episodes)
 
     # ------------------------------------------------------------------ SFT
-    def sft(self, episodes: int | None = None, steps: int | None = None) -> dict[str, float]:
-        """Supervised warm start on expert episodes (cross-entropy on the response tokens)."""
+    def sft(self, episodes: int | None = None, steps: int | None = None, *, max_seconds: float | None = None) -> dict[str, Any]:
+        """Supervised warm start on expert episodes (cross-entropy on the response tokens).
+
+        With ``sft_validate_every > 0``, ``steps`` is a ceiling: every that many steps the actor is
+        evaluated greedily on the validation split, the best weights so far are kept, and SFT stops
+        once ``sft_patience`` evaluations in a row did not beat the best; the best weights are the
+        result (the imitation's validation plateau, chosen on no test task). The stats then hold
+        the validation curve (``sft/validation``: ``[step, success, score]`` rows) and ``sft/best_step``.
+        ``max_seconds`` ends SFT once its optimizer steps have taken that long (a compute budget)."""
         t, a = self.cfg.train, self.cfg.algo
         episodes = t.sft_episodes if episodes is None else episodes
         steps = t.sft_steps if steps is None else steps
-        rng = np.random.default_rng([t.seed, 1])
-        seeds = rng.integers(0, t.eval_seed, size=episodes).tolist()
+        seeds = sft_seeds(t.seed, t.eval_seed, episodes)
         demos = expert_episodes(t.env, self.fmt, seeds, self.demo_env_kwargs, self.cfg.rollout.split_system_prompt)
         demos, too_long = fitting_demos(demos, self.cfg.rollout.max_context_tokens)
         if too_long and self.dist.is_main:  # every rank leaves out the same ones
@@ -503,8 +534,16 @@ class Trainer:
         opt = torch.optim.AdamW(params, lr=t.sft_lr, weight_decay=0.0)
         gen = torch.Generator().manual_seed(t.seed + 1)
         losses = []
+        every = t.sft_validate_every
+        validation: list[list[float]] = []
+        best: tuple[float, int, dict[str, torch.Tensor] | None] = (-math.inf, 0, None)
+        if every > 0:
+            best = (self._validation_value(self.evaluate(split="validation", current=True)), 0, _state_copy(self.policy.lm))
+            validation.append([0, *self._validation_pair()])
         bar = _progress(range(steps), "SFT", t.progress and self.dist.is_main)  # rank 0 draws the bars
-        for _ in bar:
+        step_seconds = 0.0  # in optimizer steps only (not validation): what "the same compute" counts
+        for step in bar:
+            t_step = time.perf_counter()
             idx = torch.randint(len(batch), (min(t.sft_batch_size, len(batch)),), generator=gen).to(self.device)
             b = batch.select(idx)
             n_tok = b.action_mask.sum().clamp(min=1)
@@ -525,8 +564,20 @@ class Trainer:
                 self.scaler.step(opt)
                 self.scaler.update()
             losses.append(loss)
+            step_seconds += time.perf_counter() - t_step
+            if max_seconds is not None and step_seconds >= max_seconds:
+                break
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
+            if every > 0 and (step + 1) % every == 0:
+                value = self._validation_value(self.evaluate(split="validation", current=True))
+                validation.append([step + 1, *self._validation_pair()])
+                if value > best[0]:
+                    best = (value, step + 1, _state_copy(self.policy.lm))
+                elif (step + 1) - best[1] >= every * t.sft_patience:
+                    break
+        if every > 0 and best[2] is not None:  # the validation plateau's weights
+            self.policy.lm.load_state_dict(best[2])
         distributed.broadcast_module(self.policy, self.dist)  # every rank ran the same SFT; rank 0's weights are the truth
         # SFT's backward passes ran outside DDP, yet a reducer searching for unused parameters counts every parameter
         # they reached as used in its next update: with no gradient there (a critic warm-up), it would stop the run
@@ -535,11 +586,24 @@ class Trainer:
             self.policy.critic_from_actor()
         self._start_rl_from_current()
         self.sft_done = True
-        stats = {"sft/loss": float(np.mean(losses[-10:])) if losses else float("nan"),
-                 "sft/episodes": float(len(demos)), "sft/steps": float(steps)}
+        stats: dict[str, Any] = {"sft/loss": float(np.mean(losses[-10:])) if losses else float("nan"),
+                                 "sft/episodes": float(len(demos)), "sft/steps": float(len(losses)), "sft/step_seconds": step_seconds}
+        if every > 0:
+            stats["sft/best_step"] = float(best[1])
+            stats["sft/validation"] = validation
         if too_long:
             stats["sft/episodes_too_long"] = float(too_long)
         return stats
+
+    def _validation_pair(self) -> tuple[float, float]:
+        """Mean success and score of the latest evaluation's episodes."""
+        o = self.last_eval_outcomes
+        return float(np.mean(o["success"])), float(np.mean(o["score"]))
+
+    def _validation_value(self, metrics: dict[str, float]) -> float:
+        """What SFT's validation plateau maximises: ``val_metric`` (success or score), the other breaking ties."""
+        main, other = ("success", "score") if self.cfg.train.val_metric == "success" else ("score", "success")
+        return float(metrics[main]) + 1e-3 * float(metrics[other])
 
     # ------------------------------------------------------------------ the whole run
     def fit(self, start: tuple[dict[str, float], dict[str, list[float]]] | None = None) -> dict[str, Any]:
@@ -622,6 +686,11 @@ def fitting_demos(demos: list[Episode], max_context_tokens: int) -> tuple[list[E
                          f"has {longest} tokens): raise --max-context-tokens (within the model's positions) or use a "
                          "more compact observation style of the env (--env-kwargs).")
     return keep, len(demos) - len(keep)
+
+
+def _state_copy(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A detached copy of ``module``'s weights (to restore later with ``load_state_dict``)."""
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
 def _frozen_copy(lm: torch.nn.Module) -> torch.nn.Module:

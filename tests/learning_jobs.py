@@ -1,4 +1,5 @@
-"""The suite's learning jobs: every recipe's SFT start, then its Turn-PPO run, on two single-thread processes.
+"""The suite's learning jobs: every recipe's SFT start, then its Turn-PPO run (and, for the recipes in
+``controls``, a negative control from the same start: Turn-PPO paid shuffled rewards), on two single-thread processes.
 
 Each recipe is two tasks, ``sft_policy`` and then ``learn`` (which reuses the saved SFT policy), so
 that two workers can share three recipes evenly: run whole, one worker would get two recipes and
@@ -18,13 +19,18 @@ from typing import Any
 class LearningJobs:
     """Start with :meth:`start`; :meth:`results` waits for ``{recipe name: learn(...) result}``; :meth:`stop` kills what runs."""
 
-    def __init__(self, names: list[str], work: str, workers: int = 2, *, recipes: dict | None = None, tasks: tuple | None = None):
+    #: The negative control's overrides: each episode paid another episode's score (``--reward shuffled``).
+    CONTROL = {"reward": "shuffled"}
+
+    def __init__(self, names: list[str], work: str, workers: int = 2, *, recipes: dict | None = None, tasks: tuple | None = None,
+                 controls: tuple[str, ...] = ()):
         from reference_trainer.recipes import RECIPES, learn, sft_policy
 
         self.recipes = {name: (recipes or RECIPES)[name] for name in names}
         #: What the two tasks of a recipe run: ``sft(name, work)``, then ``rl((name, algo, seed, iterations, eval_every, work))``.
         self.sft, self.rl = tasks or (sft_policy, learn)
         self.work = work
+        self.controls = set(controls)
         self.workers = workers
         self.ready: list[tuple[str, str]] = [("sft", name) for name in names]
         self.order: list[tuple[str, str]] = []  # the tasks in the order they were handed out
@@ -43,7 +49,9 @@ class LearningJobs:
     def priority(self, task: tuple[str, str]) -> float:
         kind, name = task
         recipe = self.recipes[name]
-        return recipe.rl_minutes + (recipe.sft_minutes if kind == "sft" else 0.0)
+        if kind == "sft":  # what waits behind it: its RL run and its control
+            return recipe.sft_minutes + recipe.rl_minutes * (2 if name in self.controls else 1)
+        return recipe.rl_minutes
 
     def _dispatch(self) -> None:
         with self.lock:
@@ -53,7 +61,12 @@ class LearningJobs:
                 self.order.append(task)
                 self.running += 1
                 kind, name = task
-                fn, args = (self.sft, (name, self.work)) if kind == "sft" else (self.rl, ((name, "turn-ppo", 0, 0, 0, self.work),))
+                if kind == "sft":
+                    fn, args = self.sft, (name, self.work)
+                elif kind == "rl":
+                    fn, args = self.rl, ((name, "turn-ppo", 0, 0, 0, self.work),)
+                else:
+                    fn, args = self.rl, ((name, "turn-ppo", 0, 0, 0, self.work, dict(self.CONTROL)),)
                 self.pool.apply_async(fn, args, callback=lambda result, t=task: self._finish(t, result),
                                       error_callback=lambda exc, t=task: self._finish(t, None, exc))
             if self.error is not None or (not self.ready and self.running == 0):
@@ -67,8 +80,12 @@ class LearningJobs:
                 self.error = self.error or (task, exc)
             elif kind == "sft":
                 self.ready.append(("rl", name))
-            else:
+                if name in self.controls:
+                    self.ready.append(("control", name))
+            elif kind == "rl":
                 self.done[name] = result
+            else:
+                self.done[f"{name}/shuffled"] = result
         self._dispatch()
 
     def results(self) -> dict[str, Any]:

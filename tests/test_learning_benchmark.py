@@ -1,55 +1,72 @@
-"""benchmarks/learning.py's summary, table and figure, on made-up runs (the runs themselves are the
-learning tests' job: tests/test_learning_*.py)."""
+"""benchmarks/learning.py's tables, figures and recomputation check, on made-up runs (the runs
+themselves are the learning tests' job: tests/test_learning_*.py)."""
 
 import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import learning  # noqa: E402
-from reference_trainer.stats import paired_ci  # noqa: E402
+from reference_trainer.recipes import RECIPES  # noqa: E402
+from reference_trainer.stats import nested_bootstrap  # noqa: E402
+from reference_trainer.tasks import eval_group, group  # noqa: E402
 
 
-def _run(algo, seed, before, after, n_it=3):
-    return {
-        "algo": algo, "seed": seed, "start": sum(before) / len(before), "end": sum(after) / len(after),
-        "start_score": 0.5, "end_score": 0.6, "end_invalid_turns": 0.01, "rl_seconds": 10.0 + seed,
-        "ci_success": paired_ci(before, after).to_dict(), "ci_score": paired_ci([0.5] * 4, [0.6] * 4).to_dict(),
-        "eval_iterations": [0, n_it], "eval_success": [sum(before) / len(before), sum(after) / len(after)],
-        "eval_score": [0.5, 0.6], "clipfrac": [0.1] * n_it, "clipfrac_turn": [0.2] * n_it,
-        "approx_kl": [0.001] * n_it, "grad_norm": [1.0] * n_it,
-    }
+def _made_up(tmp_path, leak=False):
+    """A validation result of 2 SFT seeds x 2 RL seeds on 6 test tasks (Sokoban's first test draws)."""
+    cfg = RECIPES["sokoban"].build(out="unused")
+    test = eval_group(cfg, n=6)
+    keys = [f"k{i}" for i in (0, 1, 2, 3, 4, 4)]  # the last two draws are one level
+    sft = [{"seed": s, "after": 0.5, "after_score": 0.5} for s in (0, 1)]
+    runs = [{"sft_seed": s, "seed": r, "end": 0.5 + 0.1 * r, "end_score": 0.5, "overrides": {},
+             "per_task": [[b, min(1, b + (i + r) % 2)] for i, b in enumerate([0, 1, 0, 1, 0, 0])]} for s in (0, 1) for r in (0, 1)]
+    diffs = [[[a - b for b, a in r["per_task"]] for r in runs if r["sft_seed"] == s] for s in (0, 1)]
+    train = group(cfg.train.env, cfg.rollout.env_kwargs, range(40))
+    if leak:
+        train = group(test["env_id"], test["env_kwargs"], [test["resets"][2]["seed"]])
+    result = {"env": "TurnSokoban-v0", "metric": "success", "algo": "turn-ppo",
+              "settings": {"sft_seeds": [0, 1], "rl_seeds": [0, 1]}, "test_task_keys": keys, "sft": sft,
+              "sft_continued": [{"seed": s, "after": 0.55, "after_score": 0.5} for s in (0, 1)], "runs": runs,
+              "summary": {"best_sft": nested_bootstrap([[[0.5] * 6]] * 2, keys), "sft_continued_gain": nested_bootstrap([[[0.05] * 6]] * 2, keys),
+                          "rl_gain": nested_bootstrap(diffs, keys), "rl_end_per_run": [r["end"] for r in runs],
+                          "sft_continued_per_seed": [0.55, 0.55]},
+              "tasks": {"test": [test], "train": [train]}}
+    path = tmp_path / "learning_sokoban.json"
+    path.write_text(json.dumps(result))
+    return path, result
 
 
-def test_summary_table_and_figure_of_made_up_runs(tmp_path):
-    runs = [_run("turn-ppo", 0, [1, 0, 0, 1], [1, 1, 1, 0]), _run("turn-ppo", 1, [0, 0, 0, 0], [1, 1, 0, 0]),
-            _run("st-ppo", 0, [1, 1, 0, 0], [1, 1, 0, 0])]
-    summary = learning.summarise(runs, "success")
-    assert list(summary) == ["turn-ppo", "st-ppo"]  # preset order, only those run
-    s = summary["turn-ppo"]
-    assert s["mean_start"] == 0.25 and s["mean_end"] == 0.625
-    assert abs(s["mean_gain_points"] - 37.5) < 1e-9 and abs(s["min_gain_points"] - 25.0) < 1e-9
-    first = s["per_seed_ci_points"][0]
-    assert abs(first["gain"] - 25.0) < 1e-9 and abs(first["half_width"] - 93.82) < 0.01  # docs/algorithms.md's hand case
-    assert summary["st-ppo"]["per_seed_ci_points"][0]["half_width"] == 0.0
-    result = {"metric": "success", "summary": summary}
+def test_the_table_the_figure_and_the_check_of_a_made_up_result(tmp_path):
+    path, result = _made_up(tmp_path)
     table = learning.markdown(result)
-    assert table.count("\n") == 3 and "| turn-ppo | 25.0 -> 62.5 (+37.5) | +25.0 ± 93.8, +50.0 ± " in table
-    png = learning.plot_learning(learning._curves(runs, "success"), tmp_path / "x.png")
-    assert png.stat().st_size > 10_000
-    score = learning.summarise(runs, "score")["turn-ppo"]
-    assert abs(score["mean_gain_points"] - 10.0) < 1e-9
+    assert table.count("\n") == 4 and "| best SFT (validation plateau, 2 SFT seeds) | 50.0 |" in table
+    assert "| SFT continued for RL's compute | 55.0 | gain over best SFT +5.0 (+5.0 to +5.0) |" in table
+    assert learning.plot(result, tmp_path / "x.png").stat().st_size > 10_000
+    found = learning.check(path)
+    assert found["shared"] == [] and found["test_tasks"] >= 2
+
+
+def test_the_check_fails_on_a_leaked_test_task_and_on_an_interval_that_does_not_recompute(tmp_path):
+    path, _ = _made_up(tmp_path, leak=True)
+    with pytest.raises(AssertionError, match="1 test tasks are among the training inputs"):
+        learning.check(path)
+    path, result = _made_up(tmp_path)
+    result["summary"]["rl_gain"]["high"] += 0.01
+    path.write_text(json.dumps(result))
+    with pytest.raises(AssertionError):
+        learning.check(path)
 
 
 def test_markdown_mode_says_what_to_run_when_a_result_is_missing(tmp_path, capsys):
     assert learning.main(["--env", "sokoban", "--markdown", "--out-dir", str(tmp_path)]) == 2
     assert "benchmarks/learning.py --env sokoban" in capsys.readouterr().err
-    (tmp_path / "learning_sokoban.json").write_text(json.dumps({"metric": "success", "summary": learning.summarise(
-        [_run("ppo", 0, [0, 1], [1, 1])], "success")}))
+    _made_up(tmp_path)
     assert learning.main(["--env", "sokoban", "--markdown", "--out-dir", str(tmp_path)]) == 0
-    assert "| ppo |" in capsys.readouterr().out
+    assert "| RL (turn-ppo) from the best SFT, 2 x 2 runs |" in capsys.readouterr().out
 
 
 def test_sft_start_splits_the_saved_evaluation_from_the_reported_summary():
@@ -57,6 +74,6 @@ def test_sft_start_splits_the_saved_evaluation_from_the_reported_summary():
 
     summary = {"before": 0.0, "after": 0.5, "after_score": 0.5, "recipe": {"env": "x"}}
     metrics, outcomes = {"success": 0.5, "score": 0.5}, {"seeds": [1.0, 2.0], "success": [1.0, 0.0], "score": [1.0, 0.0]}
-    start, reported = sft_start({**summary, "after_metrics": metrics, "after_outcomes": outcomes})
+    start, reported = sft_start({**summary, "after_metrics": metrics, "after_outcomes": outcomes, "train_tasks": []})
     assert start == (metrics, outcomes) and reported == summary
     assert sft_start(summary) == (None, summary)  # a meta saved before the evaluation was kept: RL plays its start again

@@ -41,3 +41,21 @@ def test_a_failed_task_fails_the_results_with_its_recipe_and_stops_handing_out_w
     finally:
         jobs.stop()
     assert jobs.order[:2] == [("sft", "broken"), ("rl", "broken")] and len(jobs.order) == 2
+
+
+def fake_rl_with_overrides(job):
+    name, algo, seed, iterations, eval_every, work, *over = job
+    return {"recipe": name, "overrides": over[0] if over else {}}
+
+
+def test_a_recipe_with_a_control_runs_it_from_the_same_sft_with_shuffled_rewards(tmp_path):
+    jobs = LearningJobs(sorted(MINUTES), str(tmp_path), workers=1, recipes=MINUTES, tasks=(fake_sft, fake_rl_with_overrides),
+                        controls=("c",)).start()
+    try:
+        results = jobs.results()
+    finally:
+        jobs.stop()
+    assert results["c/shuffled"] == {"recipe": "c", "overrides": {"reward": "shuffled"}}
+    assert {k: v["overrides"] for k, v in results.items() if "/" not in k} == {n: {} for n in MINUTES}
+    # c's SFT now has two RL budgets behind it (3 + 2 x 6.5 = 16): it goes first
+    assert jobs.order[0] == ("sft", "c") and jobs.order.index(("control", "c")) > 0

@@ -132,3 +132,9 @@ def test_turn_ppo_raises_held_out_exact_match_by_ten_points(run):
     assert run["end"] - run["start"] >= 0.10 - 1e-9, report
     assert ci["low"] > 0.0, report
     assert ci["half_width"] <= 0.04, report  # the bound on the interval
+
+
+def test_the_run_trained_on_exactly_the_resets_the_held_out_check_compared(run):
+    from test_heldout import suite_training_groups
+
+    assert run["train_tasks"] == suite_training_groups("searchqa")

@@ -122,3 +122,9 @@ def test_turn_ppo_raises_the_held_out_score_by_five_points(run):
     assert run["end_score"] - run["start_score"] >= 0.05 - 1e-9, report
     assert ci["low"] > 0.0, report
     assert ci["half_width"] <= 0.04, report  # the bound on the interval
+
+
+def test_the_run_trained_on_exactly_the_resets_the_held_out_check_compared(run):
+    from test_heldout import suite_training_groups
+
+    assert run["train_tasks"] == suite_training_groups("webshop")

@@ -101,11 +101,11 @@ def test_zero_steps__builds_the_tokenizer_of_many_worlds_and_the_seeded_circuit_
 
 def test_world_option__each_world_is_a_webshop_catalog():
     """``world_option``/``scale_option`` name the env's own world options: WebShop's ``catalog_seed``, no scale."""
-    from reference_trainer.pretrain import _world_kwargs
+    from reference_trainer.pretrain import world_kwargs
 
     spec = PretrainSpec(worlds=(1000, 1001), world_option="catalog_seed", scale_option=None, episodes_per_world=2)
-    assert _world_kwargs({"results_per_page": 3}, 1000, spec) == {"results_per_page": 3, "catalog_seed": 1000}
-    assert _world_kwargs(None, 7, PretrainSpec(world_scale=0.5)) == {"world_seed": 7, "world_scale": 0.5}
+    assert world_kwargs({"results_per_page": 3}, 1000, spec) == {"results_per_page": 3, "catalog_seed": 1000}
+    assert world_kwargs(None, 7, PretrainSpec(world_scale=0.5)) == {"world_seed": 7, "world_scale": 0.5}
     from reference_trainer.tiny import train_tokenizer
     from reference_trainer.tokenization import ChatFormat
 

@@ -523,3 +523,44 @@ def test_dict_options_take_a_json_object_on_the_command_line_and_refuse_anything
         with pytest.raises(SystemExit):
             build_parser().parse_args(["train", flag, bad])
         assert "JSON object" in capsys.readouterr().err
+
+
+def test_the_trainer_records_the_tasks_it_played_as_the_tasks_module_draws_them(tiny_dir, tmp_path):
+    from reference_trainer.tasks import rl_task_seeds, sft_seeds
+
+    cfg = _config(tiny_dir, tmp_path, "turn-ppo")
+    tr = Trainer(cfg)
+    tr.train_iteration()
+    tr.train_iteration()
+    t = cfg.train
+    assert tr.played_tasks == rl_task_seeds(t.seed, t.eval_seed, cfg.rollout.tasks_per_iteration, 2)
+    assert all(s < t.eval_seed for s in tr.played_tasks + sft_seeds(t.seed, t.eval_seed, 50))
+    tr.close()
+
+
+def test_sft_to_the_validation_plateau_keeps_the_best_weights_and_stops_after_the_patience(tiny_dir, tmp_path):
+    cfg = _config(tiny_dir, tmp_path, "turn-ppo")
+    cfg.train.sft_episodes, cfg.train.sft_steps, cfg.train.sft_batch_size, cfg.train.sft_lr = 16, 40, 8, 3e-2
+    cfg.train.val_env_kwargs, cfg.train.val_episodes = {"rooms": 4}, 8
+    cfg.train.sft_validate_every, cfg.train.sft_patience = 2, 2
+    tr = Trainer(cfg)
+    stats = tr.sft()
+    curve = stats["sft/validation"]
+    assert [row[0] for row in curve] == list(range(0, 2 * len(curve), 2))
+    values = [s + 1e-3 * sc for _, s, sc in curve]
+    best = max(range(len(values)), key=lambda i: (values[i], -i))  # the first of the best
+    assert stats["sft/best_step"] == curve[best][0]
+    # it stopped after `patience` evaluations without a new best, or at the ceiling
+    assert stats["sft/steps"] == min(cfg.train.sft_steps, curve[best][0] + 2 * 2) or curve[-1][0] == cfg.train.sft_steps
+    again = tr.evaluate(split="validation", current=True)  # the kept weights are the best evaluation's
+    assert math.isclose(again["success"], curve[best][1], abs_tol=1e-9)
+    with pytest.raises(ValueError, match="split must be"):
+        tr.evaluate(split="train")
+    tr.close()
+
+
+def test_validation_without_a_split_says_what_to_set(tiny_dir, tmp_path):
+    tr = Trainer(_config(tiny_dir, tmp_path, "turn-ppo"))
+    with pytest.raises(ValueError, match="--val-env-kwargs"):
+        tr.evaluate(split="validation")
+    tr.close()

@@ -138,6 +138,12 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
     def _state_text(self) -> str:
         """The current state as text (used by ``render("ansi")`` and invalid-turn messages)."""
 
+    def task_key(self) -> str | None:
+        """The content that defines the current task, as text (a level, a goal, a question): two
+        resets pose the same task exactly when their keys are equal, whatever seeds produced them,
+        so splits and contamination checks compare these. ``None``: unknown (the default)."""
+        return None
+
     @abc.abstractmethod
     def expert_action(self) -> str:
         """A response an expert would give now (optimal where the env can compute it)."""

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import InvalidAction, TagMatch, TurnEnv, TurnOutcome, find_tagged, snippet
+from ..core.splits import check_content_split, content_key, content_split
 from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH, DEFAULT_MAX_OBSERVATION_LENGTH
 from .reward import LETTERS, choice_index, exact_match, token_f1
 from .protocol import INVALID_MESSAGE, cut_response, extract_answer, first_action, information_block
@@ -168,6 +169,10 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
 * ``question_types`` (``None``: every type): draw only questions of these types, e.g.
   ``["single_hop"]``, a curriculum for training (``question_index`` then counts within them);
   the split is chosen first, so a question keeps its split.
+* ``content_split`` (``None``): ``"train"``, ``"validation"`` or ``"test"``: keep only the
+  questions of ``split`` whose text falls in that split by content (80/10/10,
+  :mod:`agentgym_turn.core.splits`), the same in every world and file: a question phrased the
+  same way in two worlds is never in training for one and in test for the other.
 * ``dataset_path``, ``corpus_path``: FlashRAG question jsonl and corpus jsonl (``.gz``
   allowed) instead of the generated world (``split`` is then ignored).
 * ``retriever``: ``"bm25"`` (default), ``"dense"`` (with ``encoder``: a local
@@ -214,6 +219,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         world_seed: int = 0,
         world_scale: float = 1.0,
         question_types: Sequence[str] | None = None,
+        content_split: str | None = None,
         dataset_path: str | None = None,
         corpus_path: str | None = None,
         retriever: str | Retriever = "bm25",
@@ -281,7 +287,8 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         self.prompt_template = prompt_template
         self.protocol = protocol
         self._config = dict(
-            split=split, world_seed=int(world_seed), world_scale=float(world_scale), question_types=types, dataset_path=dataset_path,
+            split=split, world_seed=int(world_seed), world_scale=float(world_scale), question_types=types,
+            content_split=check_content_split(content_split, "content_split"), dataset_path=dataset_path,
             corpus_path=corpus_path, retriever=retriever, encoder=encoder, index_dir=index_dir,
             retriever_url=retriever_url,
         )
@@ -310,9 +317,12 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             questions = split_questions(source.questions, c["split"])
         if c["question_types"] is not None:  # a curriculum of some types; question_index counts within them
             questions = [q for q in questions if q.type in c["question_types"]]
+        if c["content_split"] is not None:  # held out by the question's text, across worlds and files
+            questions = [q for q in questions if content_split(q.question) == c["content_split"]]
         if not questions:
             raise ValueError("the chosen split holds no questions" + ("" if c["question_types"] is None else
-                             f" of question_types={list(c['question_types'])}"))
+                             f" of question_types={list(c['question_types'])}")
+                             + ("" if c["content_split"] is None else f" with content_split={c['content_split']!r}"))
         if self.multiple_choice and not all(q.choices for q in questions):
             raise ValueError("the multiple-choice env needs questions with 'choices'")
         self._source = source
@@ -354,6 +364,11 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
     def question(self) -> Question | None:
         """The current episode's question."""
         return self._question
+
+    def task_key(self) -> str | None:
+        """The current question's text (:func:`~agentgym_turn.core.splits.content_key`): equal for two
+        resets that ask the same question, whatever their seeds or worlds; ``None`` before a reset."""
+        return None if self._question is None else content_key(self._question.question)
 
     # ------------------------------------------------------------------ TurnEnv API
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -621,6 +621,11 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
             return "solvable"
         return "unknown" if self._hopeless.get((self._boxes, self._player)) == "unknown" else "unsolvable"
 
+    def task_key(self) -> str | None:
+        """The current level's Boxoban text (walls, targets, boxes, player at the start): equal for two
+        resets that play the same level, whatever their seeds; ``None`` before a reset."""
+        return None if self.level is None else self.level.to_text()
+
     def expert_action(self) -> str:
         """The next moves of a shortest plan from the current state (re-planned after deviations).
 

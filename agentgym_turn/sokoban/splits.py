@@ -10,26 +10,22 @@ Levels that are rotations or mirror images of each other are different levels he
 
 from __future__ import annotations
 
-import zlib
-
+from ..core.splits import CONTENT_SPLIT_SHARES, CONTENT_SPLITS, check_content_split, key_split
 from .loader import Level
 
 __all__ = ["SPLITS", "SPLIT_SHARES", "level_split", "check_split"]
 
-#: The splits, in the order of their buckets.
-SPLITS = ("test", "validation", "train")
-#: Share of levels in each split (10 buckets of the CRC-32: 0 test, 1 validation, 2-9 train).
-SPLIT_SHARES = {"test": 0.1, "validation": 0.1, "train": 0.8}
+#: The splits, in the order of their buckets (:mod:`agentgym_turn.core.splits`).
+SPLITS = CONTENT_SPLITS
+#: Share of levels in each split.
+SPLIT_SHARES = CONTENT_SPLIT_SHARES
 
 
 def level_split(level: Level) -> str:
-    """``"train"``, ``"validation"`` or ``"test"``: the split ``level`` belongs to, by its content."""
-    bucket = zlib.crc32(level.to_text().encode("utf-8")) % 10
-    return "test" if bucket == 0 else "validation" if bucket == 1 else "train"
+    """``"train"``, ``"validation"`` or ``"test"``: the split ``level`` belongs to, by its content (its Boxoban text)."""
+    return key_split(level.to_text())  # exact: spaces are floor cells
 
 
 def check_split(split: str | None) -> str | None:
     """``split`` if it names a split (or is None, meaning every level); else a ValueError naming them."""
-    if split is not None and split not in SPLITS:
-        raise ValueError(f"split={split!r} is not a split; choose one of {', '.join(map(repr, SPLITS))} (or None for every level).")
-    return split
+    return check_content_split(split)

@@ -8,6 +8,7 @@ from typing import Any, Collection, Mapping, Sequence
 
 from ..core import BracketAction, InvalidAction, TurnEnv, TurnOutcome, find_tagged, parse_bracket_action, snippet
 from ..core.cache import ProcessCache
+from ..core.splits import content_key
 from . import expert as _expert
 from . import pages
 from .generator import ShopSource, shop_source
@@ -223,6 +224,9 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
 * ``num_products``: catalog size (generated: 10 to millions, default 1,000; with ``data_path``:
   keep the first N products, default all).
 * ``goal_split``: ``"train"`` (goals 1500+), ``"eval"`` (500-1499), ``"test"`` (0-499) or ``"all"``.
+* ``content_split``: ``None`` (default), ``"train"``, ``"validation"`` or ``"test"``: keep only the
+  goals of ``goal_split`` whose instruction falls in that split by its text (80/10/10,
+  :mod:`agentgym_turn.core.splits`), the same in every catalog: held out by content, not position.
 * ``data_path``: WebShop's ``data/`` folder (or an ``items_shuffle*.json``) to load instead of generating.
 * ``human_goals``: with ``data_path``, human (``True``) or synthetic (``False``) goals; default human when present.
 * ``catalog_seed``: seed of the generated catalog (and of the price draws of loaded files).
@@ -285,6 +289,7 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         filter_goals: Any = None,
         limit_goals: int = -1,
         goal_weighting: str = "uniform",
+        content_split: str | None = None,
         observation_style: str = "webshop",
         results_per_page: int = 10,
         goal_from_seed: bool = False,
@@ -323,7 +328,8 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}.")
         self.reward_mode = reward_mode
         self._attach()
-        self._goals = GoalPool(self.shop, goal_split, filter_goals=filter_goals, limit_goals=limit_goals, weighting=goal_weighting)
+        self._goals = GoalPool(self.shop, goal_split, filter_goals=filter_goals, limit_goals=limit_goals, weighting=goal_weighting,
+                               content_split=content_split)
         self.goal: Goal | None = None
         self.state = _State()
         self._plan: tuple | None = None
@@ -561,6 +567,11 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         return list(self._clickables()) if self.has_started else []
 
     # ------------------------------------------------------------ expert
+    def task_key(self) -> str | None:
+        """The current goal's instruction (:func:`~agentgym_turn.core.splits.content_key`): equal for two
+        resets that pose the same goal, whatever their seeds or catalogs; ``None`` before a reset."""
+        return None if self.goal is None else content_key(self.goal.instruction_text)
+
     def expert_action(self) -> str:
         """The oracle shopper's next action (see :mod:`agentgym_turn.webshop.expert`)."""
         s, goal, shop = self.state, self.goal, self.shop

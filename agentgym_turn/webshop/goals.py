@@ -37,6 +37,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..core.cache import ProcessCache
+from ..core.splits import check_content_split
+from ..core.splits import content_split as content_split_of
 from .product import Goal, split_range
 
 __all__ = ["GoalPool", "draw_limited", "goal_record", "goal_weights", "rarity_weights", "select_goals", "GOAL_WEIGHTINGS"]
@@ -155,6 +157,9 @@ class GoalPool:
         filter_goals, limit_goals: WebShop's options (:func:`select_goals`).
         weighting: ``"uniform"`` (default, as WebShop's baselines draw) or ``"weighted"`` (by
             :func:`goal_weights`, as WebShop's server draws a session's goal).
+        content_split: ``None``, or ``"train"``, ``"validation"`` or ``"test"``: keep only the goals
+            whose instruction falls in that split by content (:mod:`agentgym_turn.core.splits`), so
+            the same instruction lands in the same split in every catalog.
     """
 
     def __init__(
@@ -165,15 +170,20 @@ class GoalPool:
         filter_goals: Callable[[int, dict[str, Any]], bool] | None = None,
         limit_goals: int = -1,
         weighting: str = "uniform",
+        content_split: str | None = None,
     ):
+        check_content_split(content_split, "content_split")
         if weighting not in GOAL_WEIGHTINGS:
             raise ValueError(f"goal_weighting must be one of {GOAL_WEIGHTINGS}, got {weighting!r}.")
         selected = select_goals(shop, filter_goals=filter_goals, limit_goals=limit_goals)
         positions = split_range(split, len(selected))
         self.indices: Sequence[int] = selected[positions.start : positions.stop]
+        if content_split is not None:
+            self.indices = [i for i in self.indices if content_split_of(shop.goal(i).instruction_text) == content_split]
         if len(self.indices) == 0:
             raise ValueError(
-                f"goal_split={split!r} is empty: {len(selected)} goals are selected (test is 0-499, eval 500-1499, train 1500+)."
+                f"goal_split={split!r}" + ("" if content_split is None else f" with content_split={content_split!r}")
+                + f" is empty: {len(selected)} goals are selected (test is 0-499, eval 500-1499, train 1500+)."
             )
         self.weighting = weighting
         self._cumulative: np.ndarray | None = None

@@ -28,7 +28,7 @@ ROOT = HERE.parent.parent
 
 
 #: The learning benchmark's figures the docs show (``benchmarks/results/<name>`` -> ``docs/img/<name>``).
-LEARNING_FIGURES = ("learning.png", "learning_sokoban.png", "learning_sokoban_2layers.png", "learning_webshop.png", "learning_searchqa.png")
+LEARNING_FIGURES = ("learning.png", "learning_sokoban.png", "learning_sokoban_presets_seedsplit.png", "learning_sokoban_2layers.png", "learning_webshop.png", "learning_searchqa.png")
 
 
 def copy_learning_curves() -> list[Path]:

@@ -3,7 +3,7 @@ episodes, then RL, evaluated on held-out tasks.
 
 ``RECIPES[name]`` is a :class:`~reference_trainer.recipes.base.Recipe`; ``make demo``,
 ``benchmarks/learning.py`` and the learning tests all read their settings from here, and
-``docs/trainer.md`` says what each choice does and the measurements behind it. Each module of
+``docs/experiments.md`` holds the measurements behind each choice. Each module of
 this package beside ``base`` defines one recipe as its module-level ``RECIPE``.
 """
 
