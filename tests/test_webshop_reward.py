@@ -196,6 +196,17 @@ def test_title_nouns__drops_numbers_function_words_and_listed_adjectives():
     assert title_nouns("organic green tea for women") == ["green", "tea", "women"]  # lower case: "organic" is an adjective
 
 
+def test_the_title_nouns_fixture_starts_with_the_benchmarks_hand_picked_titles():
+    from pathlib import Path
+
+    import json
+
+    root = Path(__file__).resolve().parent.parent
+    data = json.loads((root / "tests" / "data" / "webshop_title_nouns.json").read_text())
+    hand = (root / "benchmarks" / "data" / "webshop_hand_titles.txt").read_text(encoding="utf-8").splitlines()
+    assert data["titles"][: data["hand_written"]] == hand
+
+
 def test_title_nouns__agree_with_spacys_type_decision_on_the_test_set():
     """Fixture: benchmarks/webshop_title_nouns.py (spaCy en_core_web_sm, the model goal.py loads)."""
     import json
