@@ -197,7 +197,10 @@ def validation(name: str, args: argparse.Namespace) -> dict[str, Any]:
         "settings": {"iterations": iterations, "sft_seeds": args.sft_seeds, "rl_seeds": args.seeds,
                      "bootstrap": "nested: SFT seeds, RL seeds within each, test-task clusters (same task key) shared; 2000 "
                                   "resamples, percentile 95% interval, numpy seed 0"},
-        "summary": summary, "test_task_keys": keys, "sft": [_strip(s) for s in sfts], "sft_continued": [_strip(m) for m in more],
+        "summary": summary, "test_task_keys": keys,
+        # per test task, the recipe's metric of each best SFT and of each continued SFT, so every interval recomputes
+        "sft": [{**_strip(s), "per_task": _metric_of(s, metric)} for s in sfts],
+        "sft_continued": [{**_strip(m), "per_task": _metric_of(m, metric)} for m in more],
         "runs": [_strip(r) for r in runs], "tasks": _tasks(test, sfts + more + runs),
     }
     return result
@@ -312,17 +315,32 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
+def recompute_intervals(result: dict[str, Any]) -> dict[str, Any]:
+    """Every interval of a saved result, recomputed from its ``per_task`` records alone."""
+    from reference_trainer.stats import nested_bootstrap
+
+    keys, s = result["test_task_keys"], result["summary"]
+    if "kind" in result:
+        return {label: nested_bootstrap([[[a - b for b, a in r["per_task"]] for r in result["runs"] if r["overrides"] == v["overrides"]]], keys)
+                for label, v in s.items()}
+    start = {x["seed"]: x["per_task"] for x in result["sft"]}
+    seeds = [x for x in start if any(r["sft_seed"] == x for r in result["runs"])]
+    again = {"best_sft": nested_bootstrap([[start[x]] for x in start], keys) | {"per_seed": [sum(v) / len(v) for v in start.values()]},
+             "rl_gain": nested_bootstrap([[[a - b for b, a in r["per_task"]] for r in result["runs"] if r["sft_seed"] == x] for x in seeds], keys)}
+    if result["sft_continued"]:
+        again["sft_continued_gain"] = nested_bootstrap([[[a - b for b, a in zip(start[m["seed"]], m["per_task"])]] for m in result["sft_continued"]], keys)
+    return again
+
+
 def check(path: Path) -> dict[str, Any]:
     """Recompute a saved result's intervals from its ``per_task`` records and its test/train overlap from its ``tasks``."""
-    from reference_trainer.stats import nested_bootstrap
     from reference_trainer.tasks import overlap
 
     result = json.loads(path.read_text())
-    keys = result["test_task_keys"]
-    if "kind" not in result:
-        seeds = [s["seed"] for s in result["sft"] if any(r["sft_seed"] == s["seed"] for r in result["runs"])]
-        again = nested_bootstrap([[[a - b for b, a in r["per_task"]] for r in result["runs"] if r["sft_seed"] == s] for s in seeds], keys)
-        assert again == result["summary"]["rl_gain"], (again, result["summary"]["rl_gain"])
+    saved = result["summary"]
+    for name, again in recompute_intervals(result).items():
+        got = saved[name]["gain"] if "kind" in result else saved[name]
+        assert again == got, (name, again, got)
     shared = overlap(result["tasks"]["test"], result["tasks"]["train"])
     assert not shared["shared"], f"{len(shared['shared'])} test tasks are among the training inputs"
     return shared

@@ -21,7 +21,7 @@ def _made_up(tmp_path, leak=False):
     cfg = RECIPES["sokoban"].build(out="unused")
     test = eval_group(cfg, n=6)
     keys = [f"k{i}" for i in (0, 1, 2, 3, 4, 4)]  # the last two draws are one level
-    sft = [{"seed": s, "after": 0.5, "after_score": 0.5} for s in (0, 1)]
+    sft = [{"seed": s, "after": 0.5, "after_score": 0.5, "per_task": [0.5] * 6} for s in (0, 1)]
     runs = [{"sft_seed": s, "seed": r, "end": 0.5 + 0.1 * r, "end_score": 0.5, "overrides": {},
              "per_task": [[b, min(1, b + (i + r) % 2)] for i, b in enumerate([0, 1, 0, 1, 0, 0])]} for s in (0, 1) for r in (0, 1)]
     diffs = [[[a - b for b, a in r["per_task"]] for r in runs if r["sft_seed"] == s] for s in (0, 1)]
@@ -30,8 +30,9 @@ def _made_up(tmp_path, leak=False):
         train = group(test["env_id"], test["env_kwargs"], [test["resets"][2]["seed"]])
     result = {"env": "TurnSokoban-v0", "metric": "success", "algo": "turn-ppo",
               "settings": {"sft_seeds": [0, 1], "rl_seeds": [0, 1]}, "test_task_keys": keys, "sft": sft,
-              "sft_continued": [{"seed": s, "after": 0.55, "after_score": 0.5} for s in (0, 1)], "runs": runs,
-              "summary": {"best_sft": nested_bootstrap([[[0.5] * 6]] * 2, keys), "sft_continued_gain": nested_bootstrap([[[0.05] * 6]] * 2, keys),
+              "sft_continued": [{"seed": s, "after": 0.55, "after_score": 0.5, "per_task": [0.55] * 6} for s in (0, 1)], "runs": runs,
+              "summary": {"best_sft": nested_bootstrap([[[0.5] * 6]] * 2, keys) | {"per_seed": [0.5, 0.5]},
+                          "sft_continued_gain": nested_bootstrap([[[0.55 - 0.5] * 6]] * 2, keys),
                           "rl_gain": nested_bootstrap(diffs, keys), "rl_end_per_run": [r["end"] for r in runs],
                           "sft_continued_per_seed": [0.55, 0.55]},
               "tasks": {"test": [test], "train": [train]}}
@@ -77,3 +78,14 @@ def test_sft_start_splits_the_saved_evaluation_from_the_reported_summary():
     start, reported = sft_start({**summary, "after_metrics": metrics, "after_outcomes": outcomes, "train_tasks": []})
     assert start == (metrics, outcomes) and reported == summary
     assert sft_start(summary) == (None, summary)  # a meta saved before the evaluation was kept: RL plays its start again
+
+
+def test_every_interval_of_the_committed_results_recomputes_from_their_per_task_records():
+    """Only the bootstrap (the replay of every reset, ``--check``, is the benchmark's job: minutes)."""
+    for path in sorted((ROOT / "benchmarks" / "results").glob("learning_*.json")):
+        result = json.loads(path.read_text())
+        if "test_task_keys" not in result:  # a result of the earlier protocol (no per-task records)
+            continue
+        saved = result["summary"]
+        for name, again in learning.recompute_intervals(result).items():
+            assert again == (saved[name]["gain"] if "kind" in result else saved[name]), (path.name, name)
