@@ -137,6 +137,36 @@ def _test_group_and_keys(name: str) -> tuple[dict[str, Any], list[str]]:
     return group, [str(k) for k in task_keys(group)]
 
 
+def scripted_references(name: str) -> dict[str, float]:
+    """The recipe's metric of scripted policies on its test tasks, greedy and model-free: the env's expert
+    (the demonstrator) and, for WebShop, its first turn then ``click[1]`` and ``click[buy now]`` (buy the first result)."""
+    import gymnasium as gym
+
+    import agentgym_turn  # noqa: F401  (registers the ids)
+
+    test, _ = _test_group_and_keys(name)
+    metric = RECIPES[name].metric
+    env = gym.make(test["env_id"], **test["env_kwargs"])
+    policies = {"expert": lambda turn, shop: shop.expert_action()}
+    if name == "webshop":
+        policies["expert's search, then buy the first result"] = lambda turn, shop: (
+            shop.expert_action() if turn == 0 else "click[1]" if turn == 1 else "click[buy now]")
+    out = {}
+    for label, act in policies.items():
+        total = 0.0
+        for reset in test["resets"]:
+            env.reset(seed=reset["seed"], options=reset.get("options"))
+            info: dict[str, Any] = {}
+            for turn in range(64):
+                _, _, terminated, truncated, info = env.step(act(turn, env.unwrapped))
+                if terminated or truncated:
+                    break
+            total += float(info.get(metric, 0.0))
+        out[label] = total / len(test["resets"])
+    env.close()
+    return out
+
+
 def _tasks(test: dict[str, Any], trained: list[dict[str, Any]]) -> dict[str, Any]:
     from reference_trainer.tasks import merge_groups
 
@@ -197,7 +227,7 @@ def validation(name: str, args: argparse.Namespace) -> dict[str, Any]:
         "settings": {"iterations": iterations, "sft_seeds": args.sft_seeds, "rl_seeds": args.seeds,
                      "bootstrap": "nested: SFT seeds, RL seeds within each, test-task clusters (same task key) shared; 2000 "
                                   "resamples, percentile 95% interval, numpy seed 0"},
-        "summary": summary, "test_task_keys": keys,
+        "summary": summary, "scripted": scripted_references(name), "test_task_keys": keys,
         # per test task, the recipe's metric of each best SFT and of each continued SFT, so every interval recomputes
         "sft": [{**_strip(s), "per_task": _metric_of(s, metric)} for s in sfts],
         "sft_continued": [{**_strip(m), "per_task": _metric_of(m, metric)} for m in more],
@@ -220,8 +250,12 @@ def variants(name: str, args: argparse.Namespace, kind: str) -> dict[str, Any]:
 
     test, keys = _test_group_and_keys(name)
     summary = {}
-    for label, over in table.items():
-        rs = [r for r in runs if r["overrides"] == over]
+    n = len(args.seeds)
+    for i, (label, over) in enumerate(table.items()):
+        # by job order, not by each result's overrides: a variant equal to the recipe reuses runs saved without them
+        rs = runs[i * n:(i + 1) * n]
+        for r in rs:
+            r["variant"] = label
         summary[label] = {
             "overrides": over, "gain": nested_bootstrap([[[a - b for b, a in r["per_task"]] for r in rs]], keys),
             "end": [r["end" if recipe.metric == "success" else "end_score"] for r in rs],
@@ -262,12 +296,29 @@ def markdown(result: dict[str, Any]) -> str:
             more_row,
             f"| RL ({result['algo']}) from the best SFT, {n_rl} | {100 * rl_end:.1f} | gain over best SFT "
             f"{_pct(s['rl_gain'])} |",
+            *[f"| scripted: {label} | {100 * v:.1f} | |" for label, v in result.get("scripted", {}).items()],
+            "", _per_seed_table(result),
         ])
     lines = [f"| variant | test {unit}: gain over the start (95% interval) | clip fraction tokens / turns (max tokens) "
              "| approx KL | RL time per run |", "|---|---|---|---|---|"]
     for label, v in result["summary"].items():
         lines.append(f"| {label} | {_pct(v['gain'])} | {v['mean_clipfrac_tokens']:.3f} / {v['mean_clipfrac_turns']:.3f} "
                      f"({v['max_clipfrac_tokens']:.3f}) | {v['mean_approx_kl']:.4f} | {_mean(v['rl_seconds']):.0f} s |")
+    return "\n".join(lines)
+
+
+def _per_seed_table(result: dict[str, Any]) -> str:
+    """Per SFT seed: the best SFT (and the step it was best at), the SFT continued, and each RL run's paired gain."""
+    end, after = ("end", "after") if result["metric"] == "success" else ("end_score", "after_score")
+    ci = f"ci_{result['metric']}"
+    lines = ["| SFT seed | best SFT (best step of steps) | SFT continued (steps) | RL per seed: end, gain in points (paired 95% interval) |",
+             "|---|---|---|---|"]
+    for sft in result["sft"]:
+        more = [m for m in result["sft_continued"] if m["seed"] == sft["seed"]]
+        runs = sorted((r for r in result["runs"] if r["sft_seed"] == sft["seed"]), key=lambda r: r["seed"])
+        more_cell = ", ".join(f"{100 * m[after]:.1f} ({m['steps']})" for m in more) or "not run"
+        rl_cell = "; ".join(f"{100 * r[end]:.1f}, {_pct(r[ci])}" for r in runs) or "not run"
+        lines.append(f"| {sft['seed']} | {100 * sft[after]:.1f} ({sft['best_step']} of {sft['steps']}) | {more_cell} | {rl_cell} |")
     return "\n".join(lines)
 
 
@@ -297,7 +348,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 3.8))
         key = "rollout_success" if metric == "success" else "rollout_score"
         for label in result["summary"]:
-            rs = [r for r in result["runs"] if r["overrides"] == result["summary"][label]["overrides"]]
+            rs = [r for r in result["runs"] if r["variant"] == label]
             n = min(len(r[key]) for r in rs)
             it = list(range(1, n + 1))
             line, = a1.plot(it, [_mean([r[key][i] for r in rs]) for i in range(n)], label=label)
@@ -321,8 +372,8 @@ def recompute_intervals(result: dict[str, Any]) -> dict[str, Any]:
 
     keys, s = result["test_task_keys"], result["summary"]
     if "kind" in result:
-        return {label: nested_bootstrap([[[a - b for b, a in r["per_task"]] for r in result["runs"] if r["overrides"] == v["overrides"]]], keys)
-                for label, v in s.items()}
+        return {label: nested_bootstrap([[[a - b for b, a in r["per_task"]] for r in result["runs"] if r["variant"] == label]], keys)
+                for label in s}
     start = {x["seed"]: x["per_task"] for x in result["sft"]}
     seeds = [x for x in start if any(r["sft_seed"] == x for r in result["runs"])]
     again = {"best_sft": nested_bootstrap([[start[x]] for x in start], keys) | {"per_seed": [sum(v) / len(v) for v in start.values()]},

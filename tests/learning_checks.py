@@ -19,3 +19,15 @@ def assert_ran_exactly_the_budget(run: dict, iterations: int, metric: str = "suc
     per_task = run["per_task"]
     assert len(per_task) == len(run["test_seeds"]) == run[f"ci_{metric}"]["n"]
     assert paired_ci([b for b, _ in per_task], [a for _, a in per_task]).to_dict() == run[f"ci_{metric}"]
+
+
+def assert_control_gains_nothing(run: dict, control: dict, iterations: int, bar: float, metric: str = "success") -> None:
+    """The negative control (the same trainer, start and budget, each episode paid another episode's
+    score) ran the whole budget, gains less than ``bar`` with its interval below ``bar``, and ends at
+    least ``bar`` below the real reward's run: a trainer that does not learn fails the learning test."""
+    start, end = ("start", "end") if metric == "success" else (f"start_{metric}", f"end_{metric}")
+    assert_ran_exactly_the_budget(control, iterations, metric=metric)
+    assert control[start] == run[start]
+    assert control[f"ci_{metric}"]["high"] < bar, control[f"ci_{metric}"]
+    assert control[end] - control[start] < bar, (control[start], control[end])
+    assert run[end] - control[end] >= bar - 1e-9, (run[end], control[end])

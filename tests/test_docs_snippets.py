@@ -232,8 +232,9 @@ def test_the_docs_show_the_learning_curves_and_an_env():
         assert "img/learning_sokoban.png" in text and "img/sokoban_episode.png" in text
 
 
-@pytest.mark.parametrize("name", ["learning.png", "learning_sokoban.png", "learning_sokoban_presets_seedsplit.png", "learning_sokoban_2layers.png", "learning_webshop.png",
-                                  "learning_searchqa.png"])
+@pytest.mark.parametrize("name", ["learning.png", "learning_sokoban.png", "learning_sokoban_presets_seedsplit.png", "learning_sokoban_2layers.png",
+                                  "learning_sokoban_ablation.png", "learning_sokoban_control.png", "learning_webshop.png",
+                                  "learning_webshop_presets_earlier.png", "learning_searchqa.png", "learning_searchqa_presets_earlier.png"])
 def test_the_learning_curves_in_the_docs_are_the_benchmarks_latest(name):
     shown = ROOT / "docs" / "img" / name
     measured = ROOT / "benchmarks" / "results" / name

@@ -12,7 +12,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import learning  # noqa: E402
 from reference_trainer.recipes import RECIPES  # noqa: E402
-from reference_trainer.stats import nested_bootstrap  # noqa: E402
+from reference_trainer.stats import nested_bootstrap, paired_ci  # noqa: E402
 from reference_trainer.tasks import eval_group, group  # noqa: E402
 
 
@@ -21,16 +21,19 @@ def _made_up(tmp_path, leak=False):
     cfg = RECIPES["sokoban"].build(out="unused")
     test = eval_group(cfg, n=6)
     keys = [f"k{i}" for i in (0, 1, 2, 3, 4, 4)]  # the last two draws are one level
-    sft = [{"seed": s, "after": 0.5, "after_score": 0.5, "per_task": [0.5] * 6} for s in (0, 1)]
+    sft = [{"seed": s, "after": 0.5, "after_score": 0.5, "per_task": [0.5] * 6, "best_step": 300, "steps": 600} for s in (0, 1)]
     runs = [{"sft_seed": s, "seed": r, "end": 0.5 + 0.1 * r, "end_score": 0.5, "overrides": {},
              "per_task": [[b, min(1, b + (i + r) % 2)] for i, b in enumerate([0, 1, 0, 1, 0, 0])]} for s in (0, 1) for r in (0, 1)]
+    for r in runs:
+        r["ci_success"] = paired_ci([b for b, _ in r["per_task"]], [a for _, a in r["per_task"]]).to_dict()
     diffs = [[[a - b for b, a in r["per_task"]] for r in runs if r["sft_seed"] == s] for s in (0, 1)]
     train = group(cfg.train.env, cfg.rollout.env_kwargs, range(40))
     if leak:
         train = group(test["env_id"], test["env_kwargs"], [test["resets"][2]["seed"]])
     result = {"env": "TurnSokoban-v0", "metric": "success", "algo": "turn-ppo",
               "settings": {"sft_seeds": [0, 1], "rl_seeds": [0, 1]}, "test_task_keys": keys, "sft": sft,
-              "sft_continued": [{"seed": s, "after": 0.55, "after_score": 0.5, "per_task": [0.55] * 6} for s in (0, 1)], "runs": runs,
+              "sft_continued": [{"seed": s, "after": 0.55, "after_score": 0.5, "per_task": [0.55] * 6, "steps": 250} for s in (0, 1)],
+              "runs": runs, "scripted": {"expert": 1.0},
               "summary": {"best_sft": nested_bootstrap([[[0.5] * 6]] * 2, keys) | {"per_seed": [0.5, 0.5]},
                           "sft_continued_gain": nested_bootstrap([[[0.55 - 0.5] * 6]] * 2, keys),
                           "rl_gain": nested_bootstrap(diffs, keys), "rl_end_per_run": [r["end"] for r in runs],
@@ -44,7 +47,8 @@ def _made_up(tmp_path, leak=False):
 def test_the_table_the_figure_and_the_check_of_a_made_up_result(tmp_path):
     path, result = _made_up(tmp_path)
     table = learning.markdown(result)
-    assert table.count("\n") == 4 and "| best SFT (validation plateau, 2 SFT seeds) | 50.0 |" in table
+    assert "| best SFT (validation plateau, 2 SFT seeds) | 50.0 |" in table and "| scripted: expert | 100.0 | |" in table
+    assert "| 1 | 50.0 (300 of 600) | 55.0 (250) | 50.0, " in table  # the per-seed table: best step, continued steps, each run
     assert "| SFT continued for RL's compute | 55.0 | gain over best SFT +5.0 (+5.0 to +5.0) |" in table
     assert learning.plot(result, tmp_path / "x.png").stat().st_size > 10_000
     found = learning.check(path)

@@ -15,7 +15,7 @@ import math
 
 import pytest
 
-from learning_checks import assert_ran_exactly_the_budget
+from learning_checks import assert_control_gains_nothing, assert_ran_exactly_the_budget
 from reference_trainer.recipes import RECIPES, SOKOBAN_RL_ITERATIONS
 
 pytestmark = [pytest.mark.slow,
@@ -84,11 +84,7 @@ def test_turn_ppo_raises_test_success_over_the_best_sft(run):
 def test_the_shuffled_reward_control_gains_nothing_in_the_same_budget(run, control):
     """The same trainer, start and budget, each episode paid another episode's score: no gain, and
     clearly less than the real reward's."""
-    assert_ran_exactly_the_budget(control, SOKOBAN_RL_ITERATIONS)
-    assert control["start"] == run["start"]
-    assert control["ci_success"]["high"] < GAIN_BAR, control["ci_success"]
-    assert control["end"] - control["start"] < 0.01, (control["start"], control["end"])
-    assert run["end"] - control["end"] >= GAIN_BAR - 1e-9, (run["end"], control["end"])
+    assert_control_gains_nothing(run, control, SOKOBAN_RL_ITERATIONS, GAIN_BAR)
 
 
 def test_the_run_trained_on_exactly_the_resets_the_held_out_check_compared(run):

@@ -1,6 +1,6 @@
 """Make the pictures the docs show; run from anywhere: ``python docs/img/make_figures.py``.
 
-* ``learning.png``, ``learning_sokoban.png``, ``learning_sokoban_2layers.png``, ``learning_webshop.png``, ``learning_searchqa.png``: copies of the figures of ``benchmarks/results/``
+* ``learning*.png``: copies of the figures of ``benchmarks/results/`` named in :data:`LEARNING_FIGURES`
   (written by ``benchmarks/learning.py``), so the docs show the latest measured curves. A test
   fails when a copy differs.
 * ``sokoban_episode.png``: ``TurnSokoban-v0`` with seed 0 played by the expert: for the reset
@@ -28,7 +28,9 @@ ROOT = HERE.parent.parent
 
 
 #: The learning benchmark's figures the docs show (``benchmarks/results/<name>`` -> ``docs/img/<name>``).
-LEARNING_FIGURES = ("learning.png", "learning_sokoban.png", "learning_sokoban_presets_seedsplit.png", "learning_sokoban_2layers.png", "learning_webshop.png", "learning_searchqa.png")
+LEARNING_FIGURES = ("learning.png", "learning_sokoban.png", "learning_sokoban_presets_seedsplit.png", "learning_sokoban_2layers.png",
+                    "learning_sokoban_ablation.png", "learning_sokoban_control.png", "learning_webshop.png", "learning_webshop_presets_earlier.png",
+                    "learning_searchqa.png", "learning_searchqa_presets_earlier.png")
 
 
 def copy_learning_curves() -> list[Path]:
