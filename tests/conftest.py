@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 
 
 #: The recipes whose learning test also runs a negative control (Turn-PPO paid shuffled rewards, from the same start).
-LEARNING_CONTROLS = ("sokoban",)
+LEARNING_CONTROLS = ("sokoban", "webshop")
 #: The background learning jobs of this session (``tests/learning_jobs.py``) and their work dir.
 _LEARNING: dict = {}
 
@@ -46,7 +46,8 @@ def pytest_collection_modifyitems(session, config, items):
     # cost more CPU time than two workers (32.2 min of tests against 28.6); with two workers and whole jobs the
     # third ran alone at the end, hence each recipe in two tasks (with the shorter WebShop and search-QA budgets:
     # 16.6 min of tests, 31 CPU minutes).
-    # the negative controls the suite runs (each one RL budget more of one core)
+    # the recipes whose learning test also asserts a negative control (Turn-PPO paid shuffled rewards, from the same
+    # start): one RL budget more of one core each
     _LEARNING.update(jobs=LearningJobs(sorted(RECIPES), work, workers=2, controls=LEARNING_CONTROLS).start(), work=work)
 
 

@@ -92,8 +92,8 @@ READERS: dict[str, tuple[str, ...]] = {
 #: Numbers recorded inside learning tests (a measured start or gain) are bands, never points: the
 #: trajectory of a sampled run is another draw on another CPU, so each band leaves room for it.
 BANDS: dict[str, str] = {
-    "test_learning_sokoban.py": "SFT start >= 60% (measured 75.3%, SFT seed 0); RL gain >= 1 point, interval low above -2; the shuffled control gains < 1 point",
-    "test_learning_webshop.py": "SFT score >= 0.03 (measured 0.113); RL gain >= 5 points with its interval above 0",
+    "test_learning_sokoban.py": "SFT start >= 60% (measured 75.3%, SFT seed 0); RL gain >= 1 point, interval low above -2; the shuffled control shows no gain and ends >= 1 point below",
+    "test_learning_webshop.py": "SFT score >= 0.25 (measured 0.30-0.47, SFT seeds 0-2); RL gain >= 3 points, interval above 0; the shuffled control shows no gain and ends >= 3 points below",
     "test_learning_searchqa.py": "SFT start >= 20% (measured 24.7%); RL gain >= 10 points with its interval above 0",
 }
 

@@ -1,16 +1,16 @@
 """The tiny model learns TurnWebShop-v0 with its recipe (``reference_trainer/recipes/webshop.py``).
 
 One run, shared with the other recipes' learning tests: the session fixture ``learning_runs``
-(``tests/conftest.py``) builds the tiny model, SFTs it with the recipe, saves the policy and runs
-Turn-PPO from it for exactly the recipe's RL budget (seed 0, one thread), evaluating the weight
-average greedily on WebShop's 500 test goals before and after. These tests read that result. What
-they pin: the held-out evaluation is WebShop's test split, every goal exactly once, greedy, on seeds
-training never draws; the demonstrations a tiny model can imitate (a query copied from the
-instruction's start, the first listed product that earns R = 1); the model's tokenizer and copy
-circuit, built from catalogs the runs never play; and that Turn-PPO raises the held-out score by at
-least 5 points with a paired 95% interval above 0 and at most 4 points wide (the bar for
-each seed; seed 0 measured +11.2 on the 500 goals after the recipe's 8 iterations, interval +8.7 to +13.7). Three seeds are
-``benchmarks/learning.py``'s job; no test reads a clock (the benchmark records the times).
+(``tests/conftest.py``) builds the tiny model, SFTs it to its validation plateau, saves the policy
+and runs Turn-PPO from it for exactly the recipe's RL budget (seed 0, one thread), evaluating the
+weight average greedily on the recipe's test goals before and after; and a negative control from
+the same start, Turn-PPO paid shuffled rewards for the same budget. What the tests pin: the test
+goals are split from training by instruction and each is played once, greedily; the demonstrations
+a tiny model can imitate (a query copied from the instruction's start, the first listed product
+that earns R = 1); the model's tokenizer and copy circuit, built from catalogs the runs never play;
+SFT reaches at least its floor (never a ceiling); Turn-PPO raises the test score over the best SFT
+and the control does not. Three SFT seeds x three RL seeds are ``benchmarks/learning.py``'s job;
+no test reads a clock.
 """
 
 import math
@@ -19,21 +19,28 @@ import pytest
 import gymnasium as gym
 
 import agentgym_turn  # noqa: F401
-from learning_checks import assert_ran_exactly_the_budget
+from learning_checks import assert_control_gains_nothing, assert_ran_exactly_the_budget
 from reference_trainer.recipes import RECIPES
 from agentgym_turn.webshop.expert import best_reward
 from reference_trainer.pretrain import PretrainSpec
-from reference_trainer.recipes.webshop import WEBSHOP_EVAL_EPISODES, WEBSHOP_RL_ITERATIONS
+from reference_trainer.recipes.webshop import WEBSHOP_EVAL_EPISODES, WEBSHOP_RL_ITERATIONS, WEBSHOP_VAL_EPISODES
 
 
-#: The least held-out score the recipe's SFT start reaches (measured: 0.113 on the 500 test goals, 54% invalid
-#: turns); a better start is never a failure.
-SFT_SCORE_FLOOR = 0.03
+#: The least test score the recipe's best SFT reaches (SFT seeds 0/1/2: ``docs/benchmarks.md``); a better start never fails.
+SFT_SCORE_FLOOR = 0.25
+#: The least gain of test score the suite's run (SFT seed 0, RL seed 0) shows over its best-SFT start, and by which it beats
+#: the shuffled-reward control: WebShop's target gain over the best SFT, +3 points (the benchmark reports every seed's).
+GAIN_BAR = 0.03
 
 
 @pytest.fixture(scope="module")
 def run(learning_runs):
     return learning_runs["webshop"]
+
+
+@pytest.fixture(scope="module")
+def control(learning_runs):
+    return learning_runs["webshop/shuffled"]
 
 
 def test_the_recipe_is_registered_with_its_budget_and_metric():
@@ -44,16 +51,20 @@ def test_the_recipe_is_registered_with_its_budget_and_metric():
     assert cfg.algo.truncation_value == "zero"  # an episode cut short scores 0 in WebShop's evaluation, and in training
 
 
-def test_the_held_out_evaluation_plays_each_test_goal_once_greedily():
+def test_the_test_goals_are_split_by_instruction_and_each_played_once_greedily():
     cfg = RECIPES["webshop"].build("turn-ppo", seed=0, out="unused")
-    assert cfg.rollout.env_kwargs["goal_split"] == "train"
-    assert cfg.train.eval_episodes == WEBSHOP_EVAL_EPISODES == 500  # WebShop's test split is goals 0-499
-    assert cfg.train.eval_temperature == 0.0 and cfg.train.eval_seed >= 10 ** 9
-    env = gym.make(cfg.train.env, **{**cfg.rollout.env_kwargs, **cfg.train.eval_env_kwargs})
-    seeds = range(cfg.train.eval_seed, cfg.train.eval_seed + cfg.train.eval_episodes)
-    assert sorted(env.reset(seed=s)[1]["goal_index"] for s in seeds) == list(range(500))
-    train = gym.make(cfg.train.env, **cfg.rollout.env_kwargs)
-    assert all(train.reset(seed=s)[1]["goal_index"] >= 1500 for s in range(50))  # training never sees a test goal
+    t = cfg.train
+    assert cfg.rollout.env_kwargs["goal_split"] == "all" and cfg.rollout.env_kwargs["content_split"] == "train"
+    assert t.eval_env_kwargs["content_split"] == "test" and t.val_env_kwargs["content_split"] == "validation"
+    assert t.eval_temperature == 0.0 and t.eval_seed >= 10 ** 9 and t.sft_validate_every > 0 and t.val_metric == "score"
+    for kwargs, n in ((t.eval_env_kwargs, t.eval_episodes), (t.val_env_kwargs, t.val_episodes)):
+        env = gym.make(cfg.train.env, **{**cfg.rollout.env_kwargs, **kwargs})
+        keys = set()
+        for s in range(t.eval_seed, t.eval_seed + n):
+            env.reset(seed=s)
+            keys.add(env.unwrapped.task_key())
+        assert len(keys) == n == len(env.unwrapped._goals), (kwargs, n)  # every goal of the split, each once
+    assert (t.eval_episodes, t.val_episodes) == (WEBSHOP_EVAL_EPISODES, WEBSHOP_VAL_EPISODES)
 
 
 def test_the_demonstrations_copy_the_instruction_start_and_open_the_first_match():
@@ -91,6 +102,7 @@ def test_the_model_is_the_many_catalog_tokenizer_and_copy_circuit_without_pretra
 def test_sft_warm_start_reaches_at_least_its_floor(run):
     sft = run["sft"]
     assert sft["before_score"] < 0.05, sft  # the untrained model buys nothing worth a score
+    assert sft["best_step"] < sft["steps"] <= RECIPES["webshop"].build(out="unused").train.sft_steps, sft  # it reached a plateau
     assert sft["after_score"] >= SFT_SCORE_FLOOR, sft
     assert run["start_score"] == sft["after_score"], (run["start_score"], sft["after_score"])  # RL starts from the saved policy SFT evaluated
 
@@ -104,24 +116,20 @@ def test_turn_ppo_runs_exactly_the_recipe_budget(run):
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_turn_ppo_plays_fewer_invalid_turns(run):
-    diagnostics = run["clipfrac"] + run["clipfrac_turn"] + run["approx_kl"] + run["grad_norm"]
-    assert all(math.isfinite(x) for x in diagnostics)
-    # measured on seed 0: 51.6% of the start's held-out turns are invalid, 41.7% after the recipe's 8 iterations
-    # (18% after 16): the fall has begun, and 5 points leave it room on another machine's floating point
-    assert run["end_invalid_turns"] < run["start_invalid_turns"] - 0.05, (run["start_invalid_turns"], run["end_invalid_turns"])
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(3600)
-def test_turn_ppo_raises_the_held_out_score_by_five_points(run):
+def test_turn_ppo_raises_the_test_score_over_the_best_sft(run):
     ci = run["ci_score"]
     report = (run["start_score"], run["end_score"], ci, "success", run["start"], run["end"])
     assert ci["n"] == WEBSHOP_EVAL_EPISODES, report  # every test goal, each once
     assert math.isclose(ci["mean"], run["end_score"] - run["start_score"], abs_tol=1e-9), report
-    assert run["end_score"] - run["start_score"] >= 0.05 - 1e-9, report
+    assert run["end_score"] - run["start_score"] >= GAIN_BAR - 1e-9, report
     assert ci["low"] > 0.0, report
-    assert ci["half_width"] <= 0.04, report  # the bound on the interval
+    assert run["end_invalid_turns"] < run["start_invalid_turns"], report
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_the_shuffled_reward_control_gains_nothing_in_the_same_budget(run, control):
+    assert_control_gains_nothing(run, control, WEBSHOP_RL_ITERATIONS, GAIN_BAR, metric="score")
 
 
 def test_the_run_trained_on_exactly_the_resets_the_held_out_check_compared(run):
