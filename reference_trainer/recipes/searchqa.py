@@ -145,7 +145,7 @@ What each choice does, and what it gave (seed 0, CPU seconds of one thread on a 
   reward: exact match only), invalid turns rose from 8% to 67% within 14 iterations (stopped)
   and success did not rise. Exact match gives the tiny model too rare a signal for its copying;
   the penalty's signal is dense, so RL follows the penalty.
-* **A smaller penalty and more steps** (this session; same start, seed 0, 640 held-out questions, a
+* **A smaller penalty and more steps** (same start, seed 0, 640 held-out questions, a
   2-core machine at load 3-4.5). ``format_penalty=-0.1`` (the strict parser's default) with
   ``minibatch_size=16`` (8 optimizer steps an iteration instead of 2), lr 3e-4, 20 iterations:
   held-out EM 18.1% -> 18.3% (iteration 10) -> 18.4% (+0.3, interval -1.4 to +2.0; invalid turns
