@@ -137,14 +137,13 @@ def _test_group_and_keys(name: str) -> tuple[dict[str, Any], list[str]]:
     return group, [str(k) for k in task_keys(group)]
 
 
-def scripted_references(name: str) -> dict[str, float]:
-    """The recipe's metric of scripted policies on its test tasks, greedy and model-free: the env's expert
-    (the demonstrator) and, for WebShop, its first turn then ``click[1]`` and ``click[buy now]`` (buy the first result)."""
+def scripted_references(name: str, test: dict[str, Any]) -> dict[str, float]:
+    """The recipe's metric of scripted policies on its test tasks (the group ``test``), greedy and model-free: the
+    env's expert (the demonstrator) and, for WebShop, its first turn then ``click[1]`` and ``click[buy now]``."""
     import gymnasium as gym
 
     import agentgym_turn  # noqa: F401  (registers the ids)
 
-    test, _ = _test_group_and_keys(name)
     metric = RECIPES[name].metric
     env = gym.make(test["env_id"], **test["env_kwargs"])
     policies = {"expert": lambda turn, shop: shop.expert_action()}
@@ -227,7 +226,7 @@ def validation(name: str, args: argparse.Namespace) -> dict[str, Any]:
         "settings": {"iterations": iterations, "sft_seeds": args.sft_seeds, "rl_seeds": args.seeds,
                      "bootstrap": "nested: SFT seeds, RL seeds within each, test-task clusters (same task key) shared; 2000 "
                                   "resamples, percentile 95% interval, numpy seed 0"},
-        "summary": summary, "scripted": scripted_references(name), "test_task_keys": keys,
+        "summary": summary, "scripted": scripted_references(name, test), "test_task_keys": keys,
         # per test task, the recipe's metric of each best SFT and of each continued SFT, so every interval recomputes
         "sft": [{**_strip(s), "per_task": _metric_of(s, metric)} for s in sfts],
         "sft_continued": [{**_strip(m), "per_task": _metric_of(m, metric)} for m in more],
