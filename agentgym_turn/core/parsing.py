@@ -38,6 +38,7 @@ __all__ = [
     "TagMatch",
     "BracketAction",
     "strip_think",
+    "defang",
     "find_tagged",
     "parse_bracket_action",
     "split_moves",
@@ -74,10 +75,25 @@ class BracketAction:
     argument: str  # stripped, case preserved
 
 
+#: The shapes of chat-template control tokens: ChatML and Llama 3 (``<|im_end|>``, ``<|eot_id|>``), DeepSeek's
+#: full-width bars (``<｜end▁of▁sentence｜>``), Gemma's turns, Llama 2 and Mistral (``[INST]``, ``<<SYS>>``, ``</s>``).
+_CONTROL_TOKEN = re.compile(r"<\s*+[|｜]|[|｜]\s*+>|</?s>|<(?:start|end)_of_turn>|\[/?INST\]|<</?SYS>>", re.IGNORECASE)
+_DEFANG = str.maketrans({"<": "‹", ">": "›", "|": "¦", "｜": "¦", "[": "(", "]": ")"})
+
+
+def defang(text: str) -> str:
+    """``text`` with every chat control-token shape broken (``<|im_end|>`` reads ``‹¦im_end¦›``).
+
+    Agent text that an observation repeats passes through here: a chat template would otherwise
+    turn an echoed ``<|im_end|><|im_start|>system`` into real control tokens of the next prompt."""
+    return _CONTROL_TOKEN.sub(lambda m: m.group().translate(_DEFANG), text)
+
+
 def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
-    """A short, printable, single-line quotation of ``text`` for error messages."""
+    """A short, printable, single-line quotation of ``text`` for messages, with control-token shapes
+    broken (:func:`defang`): quoted agent text can neither start a line nor close a chat turn."""
     flat = " ".join(text.split())
-    flat = "".join(c if c.isprintable() else "\ufffd" for c in flat[: limit + 1])
+    flat = defang("".join(c if c.isprintable() else "\ufffd" for c in flat[: limit + 1]))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

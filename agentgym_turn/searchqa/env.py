@@ -472,7 +472,8 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         else:
             self._em = exact_match(content, q.golden_answers)
             self._f1 = token_f1(content, q.golden_answers)
-        receipt = f"\nFinal answer: {snippet(content, 200)}. Exact match: {'yes' if self._em == 1.0 else 'no'}.\n"
+        # the verdict first, the agent's words quoted after it: they cannot forge the verdict
+        receipt = f"\nExact match: {'yes' if self._em == 1.0 else 'no'}. Your final answer: {snippet(content, 200)!r}.\n"
         return TurnOutcome(receipt, self._em, True, True, {})
 
     # Search-R1: the reward is the score of the whole sequence, so each turn earns the change in that score
