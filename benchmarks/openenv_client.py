@@ -6,7 +6,8 @@ project's Python::
 
     OPENENV_VENV/bin/python benchmarks/openenv_client.py --agentgym-python .venv/bin/python
 
-It starts ``agentgym-turn serve env ID --port 0`` with the project's Python, plays episodes with
+It starts ``agentgym-turn serve env ID --port 0 --expert`` (the oracles on: ``info`` is compared whole)
+with the project's Python, plays episodes with
 OpenEnv's ``GenericEnvClient`` (the expert's actions and a few invalid ones, over ``/ws``), and
 compares every observation, reward, ``done`` and ``info`` with the same episodes played in process
 by the project's Python. It also runs OpenEnv's runtime validator
@@ -52,7 +53,7 @@ print(json.dumps(episodes))
 def start_server(python: str, env_id: str, max_sessions: int) -> tuple[subprocess.Popen, str]:
     """Start ``agentgym-turn serve env`` and return the process and its base URL."""
     proc = subprocess.Popen(
-        [python, "-m", "agentgym_turn", "serve", "env", env_id, "--port", "0", "--max-sessions", str(max_sessions)],
+        [python, "-m", "agentgym_turn", "serve", "env", env_id, "--port", "0", "--max-sessions", str(max_sessions), "--expert"],
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.request
 from typing import Any
 
 import gymnasium as gym
@@ -65,6 +66,9 @@ def servers():
 
 
 def _server(servers: dict[str, EnvServer], env_id: str, **kwargs: Any) -> EnvServer:
+    """A shared server of ``env_id``; with the oracles served (``expert=True``) unless told otherwise, so that the
+    remote env compares with the local one key for key."""
+    kwargs.setdefault("expert", True)
     key = env_id + repr(sorted(kwargs.items()))
     if key not in servers:
         servers[key] = EnvServer(env_id, **kwargs).start()
@@ -523,3 +527,31 @@ def test_cli_serves_an_env_that_the_client_plays(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+@pytest.mark.parametrize("env_id", ["TurnSokoban-v0", "TurnSearchQA-v0"])
+def test_a_default_server_serves_no_oracle_and_says_how_to_turn_it_on(env_id):
+    """Without --expert the expert message is refused and search QA's gold answers never reach the client,
+    over WebSocket and over the stateless HTTP reset."""
+    with EnvServer(env_id, port=0) as server:
+        remote = _remote(server)
+        _, info = remote.reset(seed=0)
+        assert "golden_answers" not in info
+        _, _, _, _, info = remote.step("<search> who </search>")
+        assert "golden_answers" not in info
+        with pytest.raises(RuntimeError, match="--expert"):
+            remote.unwrapped.expert_action()
+        remote.close()
+        body = json.loads(urllib.request.urlopen(urllib.request.Request(
+            server.base_url + "/reset", data=b'{"seed": 0}', headers={"Content-Type": "application/json"})).read())
+        assert "golden_answers" not in json.dumps(body)
+    local = gym.make(env_id)
+    assert ("golden_answers" in local.reset(seed=0)[1]) == (env_id == "TurnSearchQA-v0")
+
+
+def test_a_server_started_with_expert_serves_the_oracles():
+    with EnvServer("TurnSearchQA-v0", port=0, expert=True) as server:
+        remote, local = _remote(server), gym.make("TurnSearchQA-v0")
+        assert remote.reset(seed=3) == local.reset(seed=3)
+        assert remote.unwrapped.expert_action() == local.unwrapped.expert_action()
+        remote.close()

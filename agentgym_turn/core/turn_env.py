@@ -85,6 +85,9 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     #: The option names ``reset(options=...)`` accepts; any other name is a ValueError.
     reset_options: ClassVar[frozenset[str]] = frozenset()
+    #: ``info`` keys that reveal the task's solution (an oracle): a served env hands them to clients
+    #: only when its server opts in (``agentgym-turn serve env ID --expert``).
+    oracle_info_keys: ClassVar[tuple[str, ...]] = ()
 
     def __new__(cls, *args: Any, **kwargs: Any):
         # An __init__ without **kwargs would reject a misspelt keyword with Python's bare message;

@@ -271,7 +271,8 @@ class RemoteTurnEnv(gym.Env[str, str]):
         return dict(self._request({"type": "state"}).get("data") or {})
 
     def expert_action(self) -> str:
-        """The served env's ``expert_action()`` for the current state."""
+        """The served env's ``expert_action()`` for the current state (:class:`RemoteEnvError` unless the server
+        serves the oracles: ``agentgym-turn serve env ID --expert``)."""
         frame = self._request({"type": "expert"})
         return str((frame.get("data") or {}).get(ACTION_FIELD, ""))
 

@@ -4,7 +4,7 @@ Endpoints (OpenEnv's, with its semantics; message shapes in :mod:`agentgym_turn.
 
 * ``WS /ws``: a stateful session. Each connection gets its own env, made by ``gymnasium.make``
   (so the registered ``TimeLimit`` applies), and sends ``reset`` / ``step`` / ``state`` / ``close``
-  (and ``expert``, this project's extension). Errors come back as OpenEnv error frames
+  (and ``expert``, this project's extension, served only with ``--expert``). Errors come back as OpenEnv error frames
   (``INVALID_JSON``, ``UNKNOWN_TYPE``, ``VALIDATION_ERROR``, ``EXECUTION_ERROR``,
   ``CAPACITY_REACHED``, ``FACTORY_ERROR``, ``SESSION_ERROR``) and the session stays open, except
   for ``CAPACITY_REACHED``/``FACTORY_ERROR`` (sent, then the connection closes) and an idle
@@ -156,15 +156,20 @@ class EnvSessions:
         spec: The served env (see :func:`describe_env`).
         max_sessions: Most sessions at once.
         workers: Threads running env calls (``gymnasium.make``, ``reset``, ``step``, ``render``, ``close``).
+        expert: Serve the oracles: the ``expert`` message (the env's ``expert_action()``) and the info
+            keys the env names in ``oracle_info_keys`` (search QA's gold answers). Off by default: a
+            client that can read them solves every task by copying.
     """
 
-    def __init__(self, spec: ServedEnvSpec, *, max_sessions: int = DEFAULT_MAX_SESSIONS, workers: int = DEFAULT_WORKERS):
+    def __init__(self, spec: ServedEnvSpec, *, max_sessions: int = DEFAULT_MAX_SESSIONS, workers: int = DEFAULT_WORKERS,
+                 expert: bool = False):
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ValueError(f"max_sessions must be a positive integer, got {max_sessions!r}.")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}.")
         self.spec = spec
         self.max_sessions = max_sessions
+        self.expert = bool(expert)
         self._kwargs = _make_kwargs(spec.env_kwargs, spec.render_modes)
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentgym-env")
         self._sessions: dict[str, Session] = {}
@@ -180,6 +185,11 @@ class EnvSessions:
         import gymnasium as gym
 
         return gym.make(self.spec.env_id, **self._kwargs)
+
+    def client_info(self, env: Any, info: dict[str, Any]) -> dict[str, Any]:
+        """``info`` as a client may see it: without the env's oracle keys unless the server serves the expert."""
+        hidden = () if self.expert else getattr(env.unwrapped, "oracle_info_keys", ())
+        return {k: v for k, v in info.items() if k not in hidden} if hidden else info
 
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` in the env thread pool."""
@@ -225,14 +235,17 @@ class EnvSessions:
                 text, info = await self.call(env.reset, seed=data.get("seed"), options=data.get("options"))
                 session.was_reset, session.step_count = True, 0
                 session.episode_id = data.get("episode_id") or uuid.uuid4().hex
-                return {"type": "observation", "data": observation_payload(text, None, False, False, info)}
+                return {"type": "observation", "data": observation_payload(text, None, False, False, self.client_info(env, info))}
             if kind == "step":
                 text, reward, terminated, truncated, info = await self.call(env.step, data[ACTION_FIELD])
                 session.step_count += 1
-                return {"type": "observation", "data": observation_payload(text, reward, terminated, truncated, info)}
+                return {"type": "observation", "data": observation_payload(text, reward, terminated, truncated, self.client_info(env, info))}
             if kind == "state":
                 return {"type": "state", "data": await self.state(session)}
             if kind == "expert":
+                if not self.expert:
+                    raise PermissionError("This server does not serve the expert's action (an oracle that solves the task): "
+                                          "start it with --expert (EnvServer(..., expert=True)) where clients may see it.")
                 if not session.was_reset:
                     raise RuntimeError("Call reset before asking for the expert's action.")
                 return {"type": "expert", "data": {ACTION_FIELD: await self.call(env.unwrapped.expert_action)}}
@@ -349,7 +362,8 @@ def build_app(
         def fresh_reset() -> tuple[str, dict]:
             env = sessions.make_env()
             try:
-                return env.reset(seed=data.get("seed"), options=data.get("options"))
+                text, info = env.reset(seed=data.get("seed"), options=data.get("options"))
+                return text, sessions.client_info(env, info)
             finally:
                 env.close()
 
@@ -463,6 +477,7 @@ class EnvServer(AppServer):
         idle_timeout: Seconds without a message after which a session is closed (``None``: never).
         max_message_bytes: Largest message (default: room for the longest legal action, >= 1 MiB).
         workers: Threads running env calls.
+        expert: Serve the oracles (the ``expert`` message, search QA's gold answers in ``info``); off by default.
         verbose: Log every request.
 
     Example::
@@ -482,6 +497,7 @@ class EnvServer(AppServer):
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         max_message_bytes: int | None = None,
         workers: int = DEFAULT_WORKERS,
+        expert: bool = False,
         verbose: bool = False,
     ):
         if idle_timeout is not None and not idle_timeout > 0:
@@ -489,7 +505,7 @@ class EnvServer(AppServer):
         if max_message_bytes is not None and (isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes < 1024):
             raise ValueError(f"max_message_bytes must be an integer of at least 1024, got {max_message_bytes!r}.")
         self.spec = describe_env(env_id, env_kwargs)
-        self.sessions = EnvSessions(self.spec, max_sessions=max_sessions, workers=workers)
+        self.sessions = EnvSessions(self.spec, max_sessions=max_sessions, workers=workers, expert=expert)
         self.max_message_bytes = max_message_bytes or self.spec.default_max_message_bytes()
         limits = ServerLimits(max_body_bytes=self.max_message_bytes)
         app = build_app(self.sessions, idle_timeout=idle_timeout, max_message_bytes=self.max_message_bytes, limits=limits)
@@ -532,6 +548,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-message-bytes", type=int, default=None, help="largest message (default: room for the env's longest action, at least 1 MiB)")
     p.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help=f"threads running env calls (default {DEFAULT_WORKERS})")
     p.add_argument("--kwarg", action="append", default=[], metavar="NAME=VALUE", help="env argument, repeatable (e.g. --kwarg num_products=1000)")
+    p.add_argument("--expert", action="store_true",
+                   help="serve the oracles: the expert's action and search QA's gold answers (off: a client could copy them)")
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 
@@ -560,6 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             idle_timeout=args.idle_timeout or None,
             max_message_bytes=args.max_message_bytes,
             workers=args.workers,
+            expert=args.expert,
             verbose=args.verbose,
         )
     except (CliError, OSError, ValueError, TypeError) as err:

@@ -151,7 +151,8 @@ under ``"search_r1"``). Extra keys:
 * `em` (float) and `f1` (float): exact match and SQuAD token F1 of the answer (0.0 before it).
 * `prediction` (str): the answer scored (``"search_r1"``: the one Search-R1 reads from the
   sequence so far; ``""`` when there is none).
-* `golden_answers` (list[str]): the gold answers (aliases included).
+* `golden_answers` (list[str]): the gold answers (aliases included). An oracle: a served env
+  (``agentgym-turn serve env``) leaves it out unless started with ``--expert``.
 * `retrieved_ids` (list[str]): ids of the passages shown this turn (``[]`` otherwise).
 
 ## Arguments
@@ -211,6 +212,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
 
     multiple_choice = False
     reset_options = frozenset({"question_id", "question_index"})
+    oracle_info_keys = ("golden_answers",)
 
     def __init__(
         self,
