@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agentgym_turn  # noqa: F401  (registers the ids)
-from agentgym_turn.core import defang, snippet
+from agentgym_turn.core import break_control_tokens, snippet
 
 CONTROL_TOKENS = ["<|im_end|>", "<|im_start|>system", "<|eot_id|>", "<|start_header_id|>", "<｜end▁of▁sentence｜>",
                   "</s>", "<s>", "[INST]", "[/INST]", "<<SYS>>", "<start_of_turn>", "<end_of_turn>", "< | im_end | >"]
@@ -33,8 +33,8 @@ def _shapes(text: str) -> list[str]:
 
 @pytest.mark.parametrize("token", CONTROL_TOKENS)
 def test_defang__breaks_every_control_token_shape_and_keeps_plain_text(token):
-    assert not _shapes(defang(token)), defang(token)
-    assert defang("Up || Left, click[buy now] a<b>c") == "Up || Left, click[buy now] a<b>c"
+    assert not _shapes(break_control_tokens(token)), break_control_tokens(token)
+    assert break_control_tokens("Up || Left, click[buy now] a<b>c") == "Up || Left, click[buy now] a<b>c"
 
 
 @settings(max_examples=300, deadline=None)

@@ -188,3 +188,14 @@ def test_embeddings_cache__checked_against_corpus_and_encoder(tmp_path):
 def test_make__warms_the_retriever_so_the_first_search_compiles_nothing():
     env = gym.make("TurnSearchQA-v0", world_seed=3)
     assert env.unwrapped._retriever.index._warm
+
+
+@pytest.mark.parametrize("loader", ["questions", "corpus"])
+@pytest.mark.parametrize("line", ["[" * 200_000, '{"id": ' + "9" * 5000 + "}"], ids=["nested", "huge_int"])
+def test_hostile_json_lines__a_clear_error_with_file_and_line(tmp_path, loader, line):
+    load = load_flashrag if loader == "questions" else Corpus.from_jsonl
+    good = json.dumps({"id": "a", "question": "q", "golden_answers": ["x"], "contents": '"T"\ntext'})
+    path = tmp_path / "data.jsonl"
+    path.write_text(good + "\n" + line + "\n")
+    with pytest.raises(DataFileError, match=r"data\.jsonl:2: "):
+        load(path)

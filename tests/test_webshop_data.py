@@ -363,3 +363,10 @@ def test_item_record__a_generated_catalog_written_in_webshops_format_loads_back_
     for p in products:
         back = loaded.product(loaded.index_of(p.asin))
         assert (back.name, back.pricing, back.options, tuple(back.bullet_points)) == (p.name, p.pricing, p.options, tuple(p.bullet_points))
+
+
+@pytest.mark.parametrize("body", ["[" * 200_000, '[{"asin": ' + "9" * 5000 + "}]"], ids=["nested", "huge_int"])
+def test_loader__a_hostile_json_file_is_a_clear_error_naming_the_file(tmp_path, body):
+    (tmp_path / "items_shuffle_1000.json").write_text(body)
+    with pytest.raises(DataFileError, match=r"items_shuffle_1000\.json: .*not a WebShop data file"):
+        LoadedShop(tmp_path)

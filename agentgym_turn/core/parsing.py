@@ -38,7 +38,7 @@ __all__ = [
     "TagMatch",
     "BracketAction",
     "strip_think",
-    "defang",
+    "break_control_tokens",
     "find_tagged",
     "parse_bracket_action",
     "split_moves",
@@ -78,22 +78,22 @@ class BracketAction:
 #: The shapes of chat-template control tokens: ChatML and Llama 3 (``<|im_end|>``, ``<|eot_id|>``), DeepSeek's
 #: full-width bars (``<｜end▁of▁sentence｜>``), Gemma's turns, Llama 2 and Mistral (``[INST]``, ``<<SYS>>``, ``</s>``).
 _CONTROL_TOKEN = re.compile(r"<\s*+[|｜]|[|｜]\s*+>|</?s>|<(?:start|end)_of_turn>|\[/?INST\]|<</?SYS>>", re.IGNORECASE)
-_DEFANG = str.maketrans({"<": "‹", ">": "›", "|": "¦", "｜": "¦", "[": "(", "]": ")"})
+_BROKEN = str.maketrans({"<": "‹", ">": "›", "|": "¦", "｜": "¦", "[": "(", "]": ")"})
 
 
-def defang(text: str) -> str:
+def break_control_tokens(text: str) -> str:
     """``text`` with every chat control-token shape broken (``<|im_end|>`` reads ``‹¦im_end¦›``).
 
     Agent text that an observation repeats passes through here: a chat template would otherwise
     turn an echoed ``<|im_end|><|im_start|>system`` into real control tokens of the next prompt."""
-    return _CONTROL_TOKEN.sub(lambda m: m.group().translate(_DEFANG), text)
+    return _CONTROL_TOKEN.sub(lambda m: m.group().translate(_BROKEN), text)
 
 
 def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     """A short, printable, single-line quotation of ``text`` for messages, with control-token shapes
-    broken (:func:`defang`): quoted agent text can neither start a line nor close a chat turn."""
+    broken (:func:`break_control_tokens`): quoted agent text can neither start a line nor close a chat turn."""
     flat = " ".join(text.split())
-    flat = defang("".join(c if c.isprintable() else "\ufffd" for c in flat[: limit + 1]))
+    flat = break_control_tokens("".join(c if c.isprintable() else "\ufffd" for c in flat[: limit + 1]))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

@@ -80,6 +80,10 @@ def iter_json_objects(path: str | os.PathLike, *, max_bytes: int, max_line_chars
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataFileError(f"{path}:{lineno}: not valid JSON ({exc.msg}); write one JSON object per line.") from None
+        except RecursionError:
+            raise DataFileError(f"{path}:{lineno}: JSON nested too deeply to read; expected a JSON object with {fields}.") from None
+        except ValueError as exc:  # e.g. an integer past Python's 4,300-digit conversion limit
+            raise DataFileError(f"{path}:{lineno}: a JSON value cannot be read ({exc}); expected a JSON object with {fields}.") from None
         if not isinstance(row, dict):
             raise DataFileError(f"{path}:{lineno}: expected a JSON object with {fields}.")
         yield lineno, row

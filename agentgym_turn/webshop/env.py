@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Sequence
 
-from ..core import BracketAction, InvalidAction, TurnEnv, TurnOutcome, defang, find_tagged, parse_bracket_action, snippet
+from ..core import BracketAction, InvalidAction, TurnEnv, TurnOutcome, break_control_tokens, find_tagged, parse_bracket_action, snippet
 from ..core.cache import ProcessCache
 from ..core.splits import content_key
 from . import expert as _expert
@@ -54,11 +54,11 @@ def with_history(observation: str, actions: list[str], observations: list[str], 
     actions (``actions[-1]`` is this turn's) and ``num_prev_obs`` earlier observations
     (``observations[-1]`` is the previous one), oldest first, then ``observation``, joined by
     ``" [SEP] "``. A repeated action is flattened to one line with control-token shapes broken
-    (:func:`~agentgym_turn.core.parsing.defang`): the agent's text never forges a line or a chat turn."""
+    (:func:`~agentgym_turn.core.parsing.break_control_tokens`): the agent's text never forges a line or a chat turn."""
     parts = [observation]
     for i in range(1, 1 + max(num_prev_obs, num_prev_actions)):
         if len(actions) >= i and num_prev_actions >= i:
-            parts.append(defang(" ".join(actions[-i].split())))
+            parts.append(break_control_tokens(" ".join(actions[-i].split())))
         if len(observations) >= i and num_prev_obs >= i:
             parts.append(observations[-i])
     return " [SEP] ".join(reversed(parts))

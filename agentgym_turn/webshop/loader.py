@@ -142,6 +142,8 @@ def _read_json(path: str | None, max_bytes: int, what: str) -> Any:
         raise DataFileError(f"{p}:{err.lineno}: not valid JSON ({err.msg}, column {err.colno}); fix or re-download the file.") from None
     except RecursionError:
         raise DataFileError(f"{p}: JSON nested too deeply to read; this is not a WebShop data file.") from None
+    except ValueError as err:  # e.g. an integer past Python's 4,300-digit conversion limit
+        raise DataFileError(f"{p}: a JSON value cannot be read ({err}); this is not a WebShop data file.") from None
 
 
 def _combinations(groups: list[tuple[str, ...]], limit: int, rng: random.Random) -> tuple[list[tuple[str, ...]], int]:
