@@ -151,6 +151,8 @@ def test_site__home_opens_a_session_and_the_stylesheet_is_local(server):
     status, headers, css = request(server, "GET", "/static/style.css")
     assert status == 200 and headers["content-type"].startswith("text/css") and ".btn" in css
     assert request(server, "GET", "/?goal=99999999")[0] == 400
+    for digits in ("%C2%B2", "%D9%A3", "%EF%BC%91"):  # superscript two, Arabic-Indic three, full-width one: digits, not ASCII
+        assert request(server, "GET", f"/?goal={digits}")[0] == 400
 
 
 def test_site__unknown_sessions_and_malformed_paths_get_4xx_pages(server):

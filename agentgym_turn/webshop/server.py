@@ -339,7 +339,7 @@ def build_app(site: WebShopSite, *, limits: ServerLimits | None = None):
         goal = request.query_params.get("goal")
         index = None
         if goal is not None:
-            if not goal.isdigit() or len(goal) > 9 or int(goal) >= site.num_goals:
+            if not (goal.isascii() and goal.isdigit()) or len(goal) > 9 or int(goal) >= site.num_goals:
                 return error_page(400, "Bad goal", f"goal must be a whole number from 0 to {site.num_goals - 1}.")
             index = int(goal)
         sid = new_session_or_page(index, None)
