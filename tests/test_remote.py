@@ -555,3 +555,20 @@ def test_a_server_started_with_expert_serves_the_oracles():
         assert remote.reset(seed=3) == local.reset(seed=3)
         assert remote.unwrapped.expert_action() == local.unwrapped.expert_action()
         remote.close()
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_json_constants_are_refused_and_no_answer_is_invalid_json(servers, constant):
+    """Python's json reads NaN and Infinity; JSON has none. A body or frame holding one is malformed, and the
+    answer is strict JSON (parsed here with the constants refused)."""
+    from agentgym_turn.core.serving import loads_strict
+
+    server = _server(servers, "TurnSokoban-v0")
+    body = f'{{"seed": {constant}}}'.encode()
+    status, answer = _http(server, "POST", "/reset", body)
+    assert status == 400 and "JSON" in json.dumps(answer)
+    with connect(server.ws_url, proxy=None, max_size=None) as ws:
+        ws.send(f'{{"type": "reset", "data": {{"seed": {constant}}}}}')
+        raw = ws.recv(timeout=30)
+    frame = loads_strict(raw)
+    assert frame["type"] == "error" and frame["data"]["code"] == "INVALID_JSON", frame

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ServerLimits", "AppServer", "HTTPError", "read_body", "parse_json", "json_error_handlers"]
+__all__ = ["ServerLimits", "AppServer", "HTTPError", "read_body", "loads_strict", "parse_json", "json_error_handlers"]
 
 
 @dataclass(frozen=True)
@@ -85,10 +85,20 @@ async def read_body(request: Any, limits: ServerLimits) -> bytes:
         raise HTTPError(408, f"the body did not arrive within {limits.body_timeout:g} s") from None
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_strict(text: str | bytes) -> Any:
+    """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity`` (Python reads them; JSON has
+    none), so that nothing the server echoes back in an error is invalid JSON."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
 def parse_json(body: bytes) -> Any:
-    """Decode a JSON body; malformed, non-UTF-8 or too deeply nested input is an :class:`HTTPError` 400."""
+    """Decode a JSON body; malformed (``NaN`` included), non-UTF-8 or too deeply nested input is an :class:`HTTPError` 400."""
     try:
-        return json.loads(body)
+        return loads_strict(body)
     except RecursionError:
         raise HTTPError(400, "the JSON is nested too deeply") from None
     except (ValueError, UnicodeDecodeError):

@@ -36,6 +36,8 @@ import json
 import math
 from typing import Any
 
+from ..core.serving import loads_strict
+
 __all__ = [
     "ACTION_FIELD",
     "MESSAGE_TYPES",
@@ -120,7 +122,7 @@ def parse_client_message(raw: str | bytes, *, max_bytes: int) -> tuple[str, dict
             max_bytes=max_bytes,
         )
     try:
-        message = json.loads(raw)
+        message = loads_strict(raw)
     except RecursionError:
         raise ProtocolError(ErrorCode.INVALID_JSON, "Invalid JSON: nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as err:
