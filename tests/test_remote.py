@@ -572,3 +572,36 @@ def test_json_constants_are_refused_and_no_answer_is_invalid_json(servers, const
         raw = ws.recv(timeout=30)
     frame = loads_strict(raw)
     assert frame["type"] == "error" and frame["data"]["code"] == "INVALID_JSON", frame
+
+
+def test_a_text_frame_of_invalid_utf8_closes_with_1007_and_logs_one_line_without_a_traceback(servers):
+    import base64
+    import logging
+    import os
+    import time
+
+    server = _server(servers, "TurnSokoban-v0")  # first: making a server configures uvicorn's loggers afresh
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    log = logging.getLogger("uvicorn.error")
+    log.addHandler(handler)
+    host, port = server.base_url[len("http://"):].rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            key = base64.b64encode(os.urandom(16)).decode()
+            s.sendall(f"GET /ws HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+            assert s.recv(4096).startswith(b"HTTP/1.1 101")
+            payload, mask = b"\xff\xfe\xfd", os.urandom(4)
+            s.sendall(bytes([0x81, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+            close = s.recv(4096)
+        assert close[:1] == b"\x88" and int.from_bytes(close[2:4], "big") == 1007, close
+        for _ in range(50):  # the log line is written by the server's thread
+            if any("UTF-8" in r.getMessage() for r in records):
+                break
+            time.sleep(0.05)
+    finally:
+        log.removeHandler(handler)
+    utf8 = [r for r in records if "UTF-8" in r.getMessage()]
+    assert utf8 and all(r.levelno == logging.WARNING and r.exc_info is None for r in utf8), [(r.levelname, r.exc_info) for r in utf8]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import threading
 import time
@@ -243,6 +244,24 @@ def _serve_copy(server: "AppServer") -> None:
         pass
 
 
+class _ClientFaultsInOneLine(logging.Filter):
+    """uvicorn logs a client's text frame of invalid UTF-8 at ERROR with a traceback, though the fault is the
+    client's and the connection is closed with code 1007: one warning line instead, so a hostile client
+    cannot flood the log with tracebacks."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("Invalid UTF-8 sequence received from client"):
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def _quiet_client_faults() -> None:
+    log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _ClientFaultsInOneLine) for f in log.filters):
+        log.addFilter(_ClientFaultsInOneLine())
+
+
 class AppServer:
     """Run an ASGI app on uvicorn, in a background thread (``start``/``stop``, a context manager)
     or in the calling thread (``serve_forever``).
@@ -286,6 +305,7 @@ class AppServer:
             backlog=self.limits.backlog,
             timeout_graceful_shutdown=2,
         )
+        _quiet_client_faults()  # after uvicorn.Config, which configures its loggers
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
