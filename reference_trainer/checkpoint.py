@@ -143,22 +143,53 @@ def resolve(path: str | os.PathLike) -> Path:
     return max(complete)[2]
 
 
-def read_meta(path: str | os.PathLike) -> dict[str, Any]:
-    """``trainer_state.json`` of the checkpoint ``path`` (iteration, sft_done, numpy_rng, config)."""
-    return json.loads((resolve(path) / STATE_FILE).read_text())
+def read_meta(path: str | os.PathLike, *, trainer: bool = False) -> dict[str, Any]:
+    """``trainer_state.json`` of the checkpoint ``path`` (iteration, and for the trainer's own state
+    ``trainer=True``: sft_done, numpy_rng, config), checked: a file this trainer did not write (a negative
+    iteration, a missing key) is a ValueError naming it."""
+    file = resolve(path) / STATE_FILE
+    try:
+        meta = json.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError, UnicodeDecodeError) as e:
+        raise ValueError(f"{file}: not a trainer state written by this trainer ({type(e).__name__}).") from None
+    problems = []
+    if not isinstance(meta, dict):
+        problems.append("it is not a JSON object")
+    else:
+        it = meta.get("iteration")
+        if isinstance(it, bool) or not isinstance(it, int) or it < 0:
+            problems.append(f"iteration must be a whole number >= 0, got {it!r}")
+        if trainer and not isinstance(meta.get("sft_done"), bool):
+            problems.append(f"sft_done must be true or false, got {meta.get('sft_done')!r}")
+        if trainer and not isinstance(meta.get("numpy_rng"), dict):
+            problems.append("numpy_rng is missing")
+    if problems:
+        raise ValueError(f"{file}: not a trainer state written by this trainer: {'; '.join(problems)}. Resume from a "
+                         "checkpoint directory a run wrote (e.g. runs/train/checkpoint).")
+    return meta
+
+
+def safe_torch_load(file: str | os.PathLike) -> Any:
+    """``torch.load(file, weights_only=True)`` whose refusals name ``file`` and say what to do: a pickle with
+    Python objects (which could run code) and a truncated or corrupt file are ValueErrors."""
+    try:
+        return torch.load(file, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        # torch's own message advises loading with weights_only=False: only the line naming what was refused is kept
+        what = next((line.strip() for line in str(e).splitlines() if "Unsupported" in line or "GLOBAL" in line), "")
+        raise ValueError(
+            f"{file}: refused to load: it holds Python objects other than tensors and plain containers, and "
+            "unpickling them could run code. A checkpoint saved by this trainer never does; do not resume from files "
+            f"of unknown origin.{' (' + what + ')' if what else ''}"
+        ) from None
+    except (EOFError, RuntimeError, OSError, ValueError) as e:
+        raise ValueError(f"{file}: not a whole checkpoint written by this trainer (truncated or corrupt: {type(e).__name__}). "
+                         "Load a directory a run wrote.") from None
 
 
 def load_tensors(path: str | os.PathLike) -> dict[str, Any]:
     """``state.pt`` of the checkpoint ``path``, unpickled with ``weights_only=True``: tensors and plain containers only."""
-    file = resolve(path) / TENSORS_FILE
-    try:
-        return torch.load(file, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as e:
-        raise ValueError(
-            f"{file}: refused to load: it holds Python objects other than tensors and plain containers, and "
-            "unpickling them could run code. A checkpoint saved by this trainer never does; do not resume from files "
-            f"of unknown origin. ({str(e).splitlines()[0]})"
-        ) from e
+    return safe_torch_load(resolve(path) / TENSORS_FILE)
 
 
 # ---------------------------------------------------------------------- the trainer's state
@@ -234,7 +265,7 @@ def restore_trainer(trainer: "Trainer", path: str | os.PathLike, frozen_copy: Ca
     """Put the state saved by :func:`save_trainer` back into ``trainer`` (its policy was loaded from ``path/policy``)."""
     from . import distributed
 
-    meta, state = read_meta(path), load_tensors(path)
+    meta, state = read_meta(path, trainer=True), load_tensors(path)
     if not distributed.load_full_optimizer_state(getattr(trainer, "parallel", None), trainer.optimizer, state["optimizer"]):
         trainer.optimizer.load_state_dict(state["optimizer"])
     trainer.scheduler.load_state_dict(state["scheduler"])

@@ -432,7 +432,9 @@ def load_policy(
         raise ValueError(f"critic must be 'shared' or 'separate', got {critic!r}.")
     policy = Policy(lm, critic_trunk, compute_dtype=DTYPES[dtype], vocab_limit=len(tokenizer))
     if (path / _VALUE_HEAD_FILE).exists():
-        policy.value_head.load_state_dict(torch.load(path / _VALUE_HEAD_FILE, map_location="cpu", weights_only=True))
+        from .checkpoint import safe_torch_load
+
+        policy.value_head.load_state_dict(safe_torch_load(path / _VALUE_HEAD_FILE))
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return policy.to(device), tokenizer

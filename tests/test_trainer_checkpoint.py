@@ -2,7 +2,6 @@
 
 import json
 import os
-import pickle
 import random
 import signal
 import subprocess
@@ -122,9 +121,10 @@ def test_a_crafted_pickle_in_a_checkpoint_is_refused_without_running(tiny_dir, t
     assert not marker.exists()
     # the value head next to the weights is read the same way
     torch.save(_RunsCode(marker), checkpoint.resolve(path) / "policy" / "value_head.pt")
-    with pytest.raises(pickle.UnpicklingError):
+    with pytest.raises(ValueError, match=r"value_head\.pt: refused to load") as refused:
         load_policy(path / "policy")
     assert not marker.exists()
+    assert "weights_only=False" not in str(refused.value)  # torch's advice to load it anyway is not passed on
 
 
 def test_a_checkpoint_of_the_old_layout_loads_and_is_replaced_atomically(tiny_dir, tmp_path):
@@ -187,3 +187,25 @@ def test_save_policy_replaces_a_policy_whole_and_leaves_no_temporary_folder(tmp_
     assert sorted(p.name for p in target.parent.iterdir()) == ["policy"]
     again, _ = load_policy(target)
     assert torch.equal(next(again.lm.parameters()), next(policy.lm.parameters()))
+
+
+@pytest.mark.parametrize("edit", [{"iteration": -5}, {"iteration": "3"}, {"iteration": True}, {"sft_done": "yes"}, {"numpy_rng": None}])
+def test_a_tampered_trainer_state_is_refused_naming_the_file(tiny_dir, tmp_path, edit):
+    tr = Trainer(_config(tiny_dir, tmp_path / "run"))
+    path = tr.save_checkpoint(tmp_path / "ckpt")
+    tr.close()
+    state = checkpoint.resolve(path) / checkpoint.STATE_FILE
+    state.write_text(json.dumps({**json.loads(state.read_text()), **edit}))
+    key = next(iter(edit))
+    with pytest.raises(ValueError, match=rf"trainer_state\.json: not a trainer state written by this trainer: .*{key}"):
+        Trainer(_config(tiny_dir, tmp_path / "resumed", resume=str(path)))
+
+
+def test_a_truncated_tensor_file_is_refused_naming_the_file(tiny_dir, tmp_path):
+    tr = Trainer(_config(tiny_dir, tmp_path / "run"))
+    path = tr.save_checkpoint(tmp_path / "ckpt")
+    tr.close()
+    tensors = checkpoint.resolve(path) / checkpoint.TENSORS_FILE
+    tensors.write_bytes(tensors.read_bytes()[:1000])
+    with pytest.raises(ValueError, match=r"state\.pt: not a whole checkpoint written by this trainer"):
+        Trainer(_config(tiny_dir, tmp_path / "resumed", resume=str(path)))
