@@ -10,6 +10,7 @@ import sys
 import threading
 from urllib.parse import quote, urlencode
 
+import gymnasium as gym
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -180,6 +181,12 @@ def test_site__oversized_bodies_queries_and_query_strings_get_4xx(server):
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     too_long = urlencode({"search_query": "a" * (MAX_QUERY_CHARS + 1)})
     assert request(server, "POST", f"/s/{sid}/search", too_long, form)[0] == 413
+    # the longest search the site takes is one the env plays in-process as a valid turn, and one more character is not
+    env = gym.make("TurnWebShop-v0")
+    env.reset(seed=0)
+    assert env.step("search[" + "a" * MAX_QUERY_CHARS + "]")[4]["action_is_valid"]
+    env.reset(seed=0)
+    assert not env.step("search[" + "a" * (MAX_QUERY_CHARS + 1) + "]")[4]["action_is_valid"]
     assert request(server, "POST", f"/s/{sid}/search", "search_query=" + "a" * (MAX_BODY_BYTES + 1), form)[0] == 413
     assert request(server, "POST", f"/s/{sid}/search", b"search_query=%ff%fe", form)[0] in (303, 400)
     assert request(server, "GET", f"/s/{sid}/click?name={'a' * (MAX_NAME_CHARS + 1)}")[0] == 414

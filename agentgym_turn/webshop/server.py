@@ -21,7 +21,7 @@ Routes::
 
 Bounds: sessions beyond ``max_sessions`` get a 503 page; a session idle for ``idle_timeout``
 seconds is dropped (its URL then gets the 404 page); a search is at most :data:`MAX_QUERY_CHARS`
-characters (the env's own action limit), a form body at most :data:`MAX_BODY_BYTES`, a query
+characters (the env's own action limit less ``search[]``), a form body at most :data:`MAX_BODY_BYTES`, a query
 string at most :data:`MAX_QUERY_STRING`; silent or slow clients are cut off by the server stack
 (:mod:`agentgym_turn.core.serving`). Catalog and agent text is HTML-escaped by the page layer, and
 every name the site writes into a URL or attribute is escaped here.
@@ -53,8 +53,9 @@ __all__ = [
     "MAX_QUERY_CHARS", "MAX_BODY_BYTES", "MAX_QUERY_STRING", "MAX_NAME_CHARS",
 ]
 
-#: Longest search query (characters): the env's own action limit, so any search an agent may send in-process also works here.
-MAX_QUERY_CHARS = DEFAULT_MAX_ACTION_LENGTH
+#: Longest search query (characters): the env's own action limit less ``search[]``, so the site accepts exactly the
+#: searches the env plays in-process.
+MAX_QUERY_CHARS = DEFAULT_MAX_ACTION_LENGTH - len("search[]")
 #: Largest form or JSON body (bytes): a longest query, percent-encoded.
 MAX_BODY_BYTES = 1024 * 1024
 #: Longest query string of a URL (characters).
