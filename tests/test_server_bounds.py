@@ -180,3 +180,13 @@ def test_pipelined_requests_after_a_large_body_are_served(parser_server):
     two = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     reply = raw_exchange(srv, one + two)
     assert reply.count(b"HTTP/1.1 200") == 2, reply[:200]
+
+
+def test_a_whole_head_over_the_bound_in_one_write_is_refused(parser_server):
+    """A complete head over the bound, sent at once (so one read may hold all of it), is refused too."""
+    parser, srv = parser_server
+    head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Long: " + b"b" * (LIMITS.max_head_bytes + 36 * 1024) + b"\r\n\r\n"
+    reply = raw_exchange(srv, head)
+    assert reply.startswith(b"HTTP/1.1 4"), reply[:80]
+    if parser == "httptools":
+        assert reply.startswith(b"HTTP/1.1 431") and b"at most" in reply

@@ -144,8 +144,9 @@ def _http_protocol_base(parser: str = "auto") -> type:
 def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = "auto") -> type:
     """uvicorn's HTTP protocol plus two bounds on a request head: a connection with no request under
     way is closed after ``header_timeout`` seconds, and a head (request line and headers) over
-    ``max_head_bytes`` is refused with 431. h11 bounds the head itself (``h11_max_incomplete_event_size``);
-    llhttp buffers a header of any length, so with httptools the bytes are counted here."""
+    ``max_head_bytes`` is refused with 431. The head's bytes are counted here as they arrive: llhttp buffers a
+    header of any length, and h11 bounds only an incomplete head (``h11_max_incomplete_event_size``), so both
+    would take a complete oversized head that arrives in one read."""
     base = _http_protocol_base(parser)
     counts_head = base.__name__ == "HttpToolsProtocol"
 
@@ -176,24 +177,27 @@ def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = 
             super().connection_made(transport)
             self._arm()
 
-        if counts_head:
-
-            def data_received(self, data: bytes) -> None:
-                if self._in_body:
-                    super().data_received(data)
-                    return
-                self._head_bytes += len(data)  # the head so far, plus whatever body shares its last chunk
-                super().data_received(data)
-                if not self._in_body and self._head_bytes > max_head_bytes and not self.transport.is_closing():
-                    self._refuse_head()  # the head is still incomplete: llhttp holds at most this plus one read
-
-            def _refuse_head(self) -> None:
+        def _head_fits(self, data: bytes) -> bool:
+            """Count the head so far (up to its blank line when this read holds it, so that a whole head in
+            one read is counted before it is parsed; else all of the read); refuse it with 431 when over."""
+            end = data.find(b"\r\n\r\n")
+            self._head_bytes += len(data) if end < 0 else end + 4
+            if self._head_bytes <= max_head_bytes:
+                return True
+            if not self.transport.is_closing():
                 detail = b'{"detail":"the request line and headers must be at most %d bytes"}' % max_head_bytes
                 self.transport.write(
                     b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
                     b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(detail), detail)
                 )
                 self.transport.close()
+            return False
+
+        if counts_head:  # llhttp buffers a header of any length: every read of a head is counted
+
+            def data_received(self, data: bytes) -> None:
+                if self._in_body or self._head_fits(data):
+                    super().data_received(data)
 
             def on_headers_complete(self) -> None:
                 self._in_body = True
@@ -203,6 +207,17 @@ def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = 
                 self._in_body = False
                 self._head_bytes = 0
                 super().on_message_complete()
+
+        else:  # h11 bounds an incomplete head itself, but takes a complete one of any size in one read
+
+            def data_received(self, data: bytes) -> None:
+                if self.cycle is not None and not self.cycle.response_complete:  # a request under way
+                    super().data_received(data)
+                    return
+                if self._head_fits(data):
+                    super().data_received(data)
+                    if self.cycle is not None:  # a request began: the next head is counted afresh
+                        self._head_bytes = 0
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
