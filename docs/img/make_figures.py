@@ -29,7 +29,8 @@ ROOT = HERE.parent.parent
 
 #: The learning benchmark's figures the docs show (``benchmarks/results/<name>`` -> ``docs/img/<name>``).
 LEARNING_FIGURES = ("learning.png", "learning_sokoban.png", "learning_sokoban_presets_seedsplit.png", "learning_sokoban_2layers.png",
-                    "learning_sokoban_ablation.png", "learning_sokoban_control.png", "learning_webshop.png", "learning_webshop_presets_earlier.png",
+                    "learning_sokoban_ablation.png", "learning_sokoban_control.png", "learning_sokoban_stress.png",
+                    "learning_webshop.png", "learning_webshop_presets_earlier.png",
                     "learning_searchqa.png", "learning_searchqa_presets_earlier.png")
 
 
