@@ -66,12 +66,12 @@ def test_retriever__bad_bodies_get_a_clean_4xx(server, body, status):
 
 
 def test_retriever__lying_content_length_is_refused(server):
-    reply = raw_exchange(server, b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n{}")
+    reply = raw_exchange(server, b"POST /retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99999999999\r\n\r\n{}")
     assert reply.startswith(b"HTTP/1.1 413")
 
 
 def test_retriever__oversized_query_string_and_headers_are_refused(server):
-    reply = raw_exchange(server, b"GET /health?" + b"a" * 200_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    reply = raw_exchange(server, b"GET /health?" + b"a" * 200_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     assert reply == b"" or reply.startswith(b"HTTP/1.1 4")
 
 
@@ -84,7 +84,7 @@ def test_retriever__silent_client_is_cut_off(server):
 
 def test_retriever__slow_body_gets_408(server):
     with socket.create_connection((server.host, server.port), timeout=10) as sock:
-        sock.sendall(b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"qu")
+        sock.sendall(b"POST /retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"qu")
         reply = sock.recv(65536)
     assert reply.startswith(b"HTTP/1.1 408")
 
@@ -143,11 +143,11 @@ def test_head_over_the_bound_is_refused_as_it_arrives(parser_server, where):
     parser, srv = parser_server
     total = 32 * 1024 * 1024
     if where == "header":
-        start, piece = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Long: ", b"b" * 4096
+        start, piece = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: ", b"b" * 4096
     elif where == "url":
         start, piece = b"GET /health?", b"q" * 4096
     else:
-        start, piece = b"GET /health HTTP/1.1\r\nHost: x\r\n", b"".join(b"X-%d: v\r\n" % i for i in range(500))[:4096]
+        start, piece = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"".join(b"X-%d: v\r\n" % i for i in range(500))[:4096]
     sent = 0
     with socket.create_connection((srv.host, srv.port), timeout=10) as sock:
         sock.sendall(start)
@@ -176,8 +176,8 @@ def test_pipelined_requests_after_a_large_body_are_served(parser_server):
     connection are fine."""
     _, srv = parser_server
     body = json.dumps({"queries": ["word7"], "topk": 1, "pad": "p" * (LIMITS.max_head_bytes - 100)}).encode()
-    one = b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-    two = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    one = b"POST /retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    two = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
     reply = raw_exchange(srv, one + two)
     assert reply.count(b"HTTP/1.1 200") == 2, reply[:200]
 
@@ -185,7 +185,7 @@ def test_pipelined_requests_after_a_large_body_are_served(parser_server):
 def test_a_whole_head_over_the_bound_in_one_write_is_refused(parser_server):
     """A complete head over the bound, sent at once (so one read may hold all of it), is refused too."""
     parser, srv = parser_server
-    head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Long: " + b"b" * (LIMITS.max_head_bytes + 36 * 1024) + b"\r\n\r\n"
+    head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: " + b"b" * (LIMITS.max_head_bytes + 36 * 1024) + b"\r\n\r\n"
     reply = raw_exchange(srv, head)
     assert reply.startswith(b"HTTP/1.1 4"), reply[:80]
     if parser == "httptools":

@@ -191,21 +191,21 @@ def test_site__oversized_bodies_queries_and_query_strings_get_4xx(server):
     assert request(server, "POST", f"/s/{sid}/search", b"search_query=%ff%fe", form)[0] in (303, 400)
     assert request(server, "GET", f"/s/{sid}/click?name={'a' * (MAX_NAME_CHARS + 1)}")[0] == 414
     assert request(server, "GET", f"/s/{sid}?pad={'a' * MAX_QUERY_STRING}")[0] == 414
-    reply = raw_exchange(server, f"GET /s/{sid}?pad={'a' * 200_000} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    reply = raw_exchange(server, f"GET /s/{sid}?pad={'a' * 200_000} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
     assert reply == b"" or re.match(rb"HTTP/1.1 4\d\d ", reply)  # refused by the HTTP parser itself, never a 500
-    reply = raw_exchange(server, f"POST /s/{sid}/search HTTP/1.1\r\nHost: x\r\nContent-Length: {10**12}\r\n\r\n".encode())
+    reply = raw_exchange(server, f"POST /s/{sid}/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {10**12}\r\n\r\n".encode())
     assert reply.startswith(b"HTTP/1.1 413")  # a declared size beyond the bound
     assert state(server, sid)["page"] == "search" and state(server, sid)["turn"] == 0  # none of it acted
 
 
 def test_site__slow_and_silent_clients_are_cut_off(server):
-    for partial in (b"", b"GET /s/abc HTTP/1.1\r\nHost: x\r\n"):
+    for partial in (b"", b"GET /s/abc HTTP/1.1\r\nHost: 127.0.0.1\r\n"):
         with socket.create_connection((server.host, server.port), timeout=LIMITS.header_timeout * 10) as sock:
             sock.sendall(partial)
             assert sock.recv(1024) == b""  # closed by the server's deadline, not by our socket timeout
     sid = new_session(server, goal_index=3)
     with socket.create_connection((server.host, server.port), timeout=LIMITS.body_timeout * 10) as sock:  # a body that never arrives
-        sock.sendall(f"POST /s/{sid}/search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nsearch_q".encode())
+        sock.sendall(f"POST /s/{sid}/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nsearch_q".encode())
         assert sock.recv(64).startswith(b"HTTP/1.1 408")
     assert page(server, sid)  # the server still answers
 

@@ -25,9 +25,9 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
-__all__ = ["ServerLimits", "AppServer", "HTTPError", "read_body", "loads_strict", "parse_json", "json_error_handlers"]
+__all__ = ["ServerLimits", "AppServer", "HTTPError", "HostOriginGuard", "LOOPBACK_NAMES", "read_body", "loads_strict", "parse_json", "json_error_handlers"]
 
 
 @dataclass(frozen=True)
@@ -277,6 +277,71 @@ def _quiet_client_faults() -> None:
         log.addFilter(_ClientFaultsInOneLine())
 
 
+#: Host names every server accepts in ``Host`` and ``Origin``: this machine's.
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _hostname(value: str) -> str:
+    """The host of a ``Host`` header or an origin's authority, lower-case, without port or brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else value[1:]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _is_ip(name: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class HostOriginGuard:
+    """ASGI middleware against browser-borne requests: a ``Host`` that names a domain outside ``allowed``
+    (DNS rebinding: a page of evil.example whose name resolves to this machine) and an ``Origin`` outside
+    ``allowed`` (any web page the user opens, driving a local server) get 403 (WebSocket: refused before
+    the handshake). Clients that are not browsers send no ``Origin``; an IP-literal ``Host`` cannot be
+    rebound, so it passes. ``allowed``: this machine's names, the bound address, and the server's
+    ``allowed_hosts`` (``--allow-host``); ``"*"`` allows every name."""
+
+    def __init__(self, app: Any, allowed: frozenset[str]):
+        self.app = app
+        self.allowed = allowed
+
+    def _refusal(self, headers: dict[bytes, bytes]) -> str | None:
+        if "*" in self.allowed:
+            return None
+        host = headers.get(b"host")
+        if host is not None:
+            name = _hostname(host.decode("latin-1"))
+            if name not in self.allowed and not _is_ip(name):
+                return f"Host {name!r} is not served here; start the server with --allow-host {name} to serve it"
+        origin = headers.get(b"origin")
+        if origin is not None:
+            text = origin.decode("latin-1").strip()
+            name = _hostname(text.split("://", 1)[1]) if "://" in text else ""
+            if name not in self.allowed:
+                return f"requests from the web origin {text[:100]!r} are refused (only this machine's pages may call this server)"
+        return None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            refusal = self._refusal({k.lower(): v for k, v in scope.get("headers", [])})
+            if refusal is not None:
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008, "reason": refusal[:120]})
+                    return
+                body = json.dumps({"detail": refusal}).encode()
+                await send({"type": "http.response.start", "status": 403,
+                            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
 class AppServer:
     """Run an ASGI app on uvicorn, in a background thread (``start``/``stop``, a context manager)
     or in the calling thread (``serve_forever``).
@@ -289,11 +354,15 @@ class AppServer:
         verbose: Log every request (uvicorn's access log).
         http_parser: ``"auto"`` (httptools, a C parser, where installed; else h11), ``"httptools"`` or
             ``"h11"``. Both enforce every bound of ``limits``.
+        allowed_hosts: Domain names accepted in ``Host`` and ``Origin`` beside this machine's and the bound
+            address (:class:`HostOriginGuard`); ``["*"]`` accepts any.
     """
 
     def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0, limits: ServerLimits | None = None, verbose: bool = False,
-                 http_parser: str = "auto"):
+                 http_parser: str = "auto", allowed_hosts: Sequence[str] = ()):
         import uvicorn
+
+        app = HostOriginGuard(app, LOOPBACK_NAMES | {_hostname(host)} | {h.strip().lower() for h in allowed_hosts})
 
         self.limits = limits or ServerLimits()
         protocol = _guarded_protocol(self.limits.header_timeout, self.limits.max_head_bytes, http_parser)  # fails before a socket opens

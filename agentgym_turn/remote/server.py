@@ -479,6 +479,7 @@ class EnvServer(AppServer):
         workers: Threads running env calls.
         expert: Serve the oracles (the ``expert`` message, search QA's gold answers in ``info``); off by default.
         verbose: Log every request.
+        allowed_hosts: Domain names accepted in ``Host``/``Origin`` beside this machine's (``--allow-host``).
 
     Example::
 
@@ -499,6 +500,7 @@ class EnvServer(AppServer):
         workers: int = DEFAULT_WORKERS,
         expert: bool = False,
         verbose: bool = False,
+        allowed_hosts: Sequence[str] = (),
     ):
         if idle_timeout is not None and not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be a positive number of seconds or None, got {idle_timeout!r}.")
@@ -510,7 +512,7 @@ class EnvServer(AppServer):
         limits = ServerLimits(max_body_bytes=self.max_message_bytes)
         app = build_app(self.sessions, idle_timeout=idle_timeout, max_message_bytes=self.max_message_bytes, limits=limits)
         try:
-            super().__init__(app, host=host, port=port, limits=limits, verbose=verbose)
+            super().__init__(app, host=host, port=port, limits=limits, verbose=verbose, allowed_hosts=allowed_hosts)
         except OSError:
             self.sessions.shutdown()
             raise
@@ -550,6 +552,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kwarg", action="append", default=[], metavar="NAME=VALUE", help="env argument, repeatable (e.g. --kwarg num_products=1000)")
     p.add_argument("--expert", action="store_true",
                    help="serve the oracles: the expert's action and search QA's gold answers (off: a client could copy them)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a domain name clients and web pages may reach this server by (repeatable; this machine's names and IP addresses always work; '*': any)")
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 
@@ -580,6 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             workers=args.workers,
             expert=args.expert,
             verbose=args.verbose,
+            allowed_hosts=args.allow_host,
         )
     except (CliError, OSError, ValueError, TypeError) as err:
         print(f"agentgym-turn serve env: {err}", file=sys.stderr)

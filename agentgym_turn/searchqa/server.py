@@ -137,6 +137,7 @@ class RetrievalServer(AppServer):
         limits: Time and size bounds (:class:`~agentgym_turn.core.serving.ServerLimits`).
         http_parser: ``"auto"`` (httptools where installed), ``"httptools"`` or ``"h11"``
             (:class:`~agentgym_turn.core.serving.AppServer`).
+        allowed_hosts: Domain names accepted in ``Host``/``Origin`` beside this machine's (``--allow-host``).
 
     Example::
 
@@ -154,12 +155,13 @@ class RetrievalServer(AppServer):
         verbose: bool = False,
         limits: ServerLimits | None = None,
         http_parser: str = "auto",
+        allowed_hosts: Sequence[str] = (),
     ):
         if isinstance(default_topk, bool) or not isinstance(default_topk, int) or not 1 <= default_topk <= MAX_TOPK:
             raise ValueError(f"default_topk must be an integer from 1 to {MAX_TOPK}, got {default_topk!r}.")
         limits = limits or ServerLimits(max_body_bytes=MAX_BODY_BYTES)
         app = build_app(retriever, default_topk=default_topk, limits=limits)
-        super().__init__(app, host=host, port=port, limits=limits, verbose=verbose, http_parser=http_parser)
+        super().__init__(app, host=host, port=port, limits=limits, verbose=verbose, http_parser=http_parser, allowed_hosts=allowed_hosts)
 
     @property
     def url(self) -> str:
@@ -190,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--processes", type=int, default=1, metavar="N",
                    help="serve from N processes sharing the port and the index (forked copies; POSIX): requests use N cores "
                         "(default 1)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a domain name clients and web pages may reach this server by (repeatable; this machine's names and IP addresses always work; '*': any)")
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 
@@ -217,7 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if callable(warm):
         warm()
     try:
-        server = RetrievalServer(retriever, host=args.host, port=args.port, default_topk=args.topk, verbose=args.verbose)
+        server = RetrievalServer(retriever, host=args.host, port=args.port, default_topk=args.topk, verbose=args.verbose,
+                                 allowed_hosts=args.allow_host)
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

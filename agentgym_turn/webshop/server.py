@@ -455,6 +455,7 @@ class WebShopServer(AppServer):
         port: TCP port; 0 picks a free one (read it back from :attr:`port`).
         limits: Time and size bounds (:class:`~agentgym_turn.core.serving.ServerLimits`).
         verbose: Log every request.
+        allowed_hosts: Domain names accepted in ``Host``/``Origin`` beside this machine's (``--allow-host``).
 
     Example::
 
@@ -470,11 +471,13 @@ class WebShopServer(AppServer):
         port: int = 0,
         limits: ServerLimits | None = None,
         verbose: bool = False,
+        allowed_hosts: Sequence[str] = (),
         **site_kwargs: Any,
     ):
         self.site = site if site is not None else WebShopSite(**site_kwargs)
         limits = limits or ServerLimits(max_body_bytes=MAX_BODY_BYTES)
-        super().__init__(build_app(self.site, limits=limits), host=host, port=port, limits=limits, verbose=verbose)
+        super().__init__(build_app(self.site, limits=limits), host=host, port=port, limits=limits, verbose=verbose,
+                         allowed_hosts=allowed_hosts)
 
     def __enter__(self) -> "WebShopServer":
         self.start()
@@ -493,6 +496,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-timeout", type=float, default=1800.0, help="seconds before an idle session closes (default 1800)")
     p.add_argument("--expert", action="store_true", help="put the oracle's next action in /s/<session>/state (gives answers away)")
     p.add_argument("--seed", type=int, default=None, help="seed of the goals drawn for new sessions")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a domain name clients and web pages may reach this server by (repeatable; this machine's names and IP addresses always work; '*': any)")
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 
@@ -508,7 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_sessions=args.max_sessions, idle_timeout=args.idle_timeout, expert=args.expert, seed=args.seed,
             num_products=args.num_products, data_path=args.data_path, catalog_seed=args.catalog_seed, goal_split=args.goal_split,
         )
-        server = WebShopServer(site, host=args.host, port=args.port, verbose=args.verbose)
+        server = WebShopServer(site, host=args.host, port=args.port, verbose=args.verbose, allowed_hosts=args.allow_host)
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
