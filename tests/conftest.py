@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 
 
 #: The recipes whose learning test also runs a negative control (Turn-PPO paid shuffled rewards, from the same start).
-LEARNING_CONTROLS = ("sokoban", "webshop")
+LEARNING_CONTROLS = ("searchqa", "sokoban", "webshop")
 #: The background learning jobs of this session (``tests/learning_jobs.py``) and their work dir.
 _LEARNING: dict = {}
 

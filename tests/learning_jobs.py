@@ -1,7 +1,7 @@
 """The suite's learning jobs: every recipe's SFT start, then its Turn-PPO run (and, for the recipes in
 ``controls``, a negative control from the same start: Turn-PPO paid shuffled rewards), on two single-thread processes.
 
-Each recipe is two tasks, ``sft_policy`` and then ``learn`` (which reuses the saved SFT policy), so
+Each recipe is two tasks, ``suite_sft_policy`` and then ``learn`` (which reuses the saved SFT policy), so
 that two workers can share three recipes evenly: run whole, one worker would get two recipes and
 finish minutes after the other. A worker that frees up takes the ready task with the most work
 behind it (an SFT counts its RL too: :attr:`Recipe.sft_minutes`, :attr:`Recipe.rl_minutes`). Tasks
@@ -24,11 +24,11 @@ class LearningJobs:
 
     def __init__(self, names: list[str], work: str, workers: int = 2, *, recipes: dict | None = None, tasks: tuple | None = None,
                  controls: tuple[str, ...] = ()):
-        from reference_trainer.recipes import RECIPES, learn, sft_policy
+        from reference_trainer.recipes import RECIPES, learn, suite_sft_policy
 
         self.recipes = {name: (recipes or RECIPES)[name] for name in names}
         #: What the two tasks of a recipe run: ``sft(name, work)``, then ``rl((name, algo, seed, iterations, eval_every, work))``.
-        self.sft, self.rl = tasks or (sft_policy, learn)
+        self.sft, self.rl = tasks or (suite_sft_policy, learn)
         self.work = work
         self.controls = set(controls)
         self.workers = workers

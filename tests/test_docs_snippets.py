@@ -234,7 +234,8 @@ def test_the_docs_show_the_learning_curves_and_an_env():
 
 @pytest.mark.parametrize("name", ["learning.png", "learning_sokoban.png", "learning_sokoban_presets_seedsplit.png", "learning_sokoban_2layers.png",
                                   "learning_sokoban_ablation.png", "learning_sokoban_control.png", "learning_sokoban_stress.png", "learning_webshop.png",
-                                  "learning_webshop_presets_earlier.png", "learning_searchqa.png", "learning_searchqa_presets_earlier.png"])
+                                  "learning_webshop_presets_earlier.png", "learning_searchqa.png", "learning_searchqa_control.png",
+                                  "learning_searchqa_presets_earlier.png"])
 def test_the_learning_curves_in_the_docs_are_the_benchmarks_latest(name):
     shown = ROOT / "docs" / "img" / name
     measured = ROOT / "benchmarks" / "results" / name

@@ -12,10 +12,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from .base import Recipe, learn, rl_from, sft_policy, sft_start
+from .base import Recipe, learn, rl_from, sft_policy, sft_start, suite_sft_policy
 from .sokoban import SOKOBAN_ENV, SOKOBAN_ENV_KWARGS, SOKOBAN_RL_ITERATIONS, sokoban_tiny
 
-__all__ = ["RECIPES", "Recipe", "SOKOBAN_ENV", "SOKOBAN_ENV_KWARGS", "SOKOBAN_RL_ITERATIONS", "learn", "rl_from", "sft_policy", "sft_start", "sokoban_tiny"]
+__all__ = ["RECIPES", "Recipe", "SOKOBAN_ENV", "SOKOBAN_ENV_KWARGS", "SOKOBAN_RL_ITERATIONS", "learn", "rl_from", "sft_policy", "sft_start", "sokoban_tiny",
+           "suite_sft_policy"]
 
 
 def _discover() -> dict[str, Recipe]:

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from ..config import Config
 
-__all__ = ["BEFORE_SFT_TASKS", "NOISE_CONTROL", "Recipe", "learn", "rl_from", "sft_policy", "sft_start"]
+__all__ = ["BEFORE_SFT_TASKS", "NOISE_CONTROL", "Recipe", "learn", "rl_from", "sft_policy", "sft_start", "suite_sft_policy"]
 
 #: What every tiny-model recipe uses against one iteration's noisy gradient (``docs/experiments.md``,
 #: "Sokoban"): a separate critic, a KL penalty towards the weight average that
@@ -44,6 +44,9 @@ class Recipe:
     #: minutes (measured): the suite schedules its learning jobs by them (``tests/learning_jobs.py``).
     sft_minutes: float = 5.0
     rl_minutes: float = 5.0
+    #: A lower SFT ceiling for the test suite's one run, where the recipe's plateau costs more than the
+    #: suite's time (``None``: the recipe's own); SFT keeps the best validated weights up to it.
+    suite_sft_steps: int | None = None
 
 
 def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any]:
@@ -114,14 +117,16 @@ def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any
     }
 
 
-def sft_policy(name: str, work: str, *, seed: int = 0, model: str | None = None, seconds: float | None = None) -> tuple[str, dict[str, Any]]:
+def sft_policy(name: str, work: str, *, seed: int = 0, model: str | None = None, seconds: float | None = None,
+               max_steps: int | None = None) -> tuple[str, dict[str, Any]]:
     """Build the tiny model, SFT it with recipe ``name`` and SFT seed ``seed``, save the policy under
     ``work``; returns ``(policy_dir, meta)``. A policy saved before by the same settings is reused.
 
     The recipe's SFT runs to its validation plateau (``sft_validate_every``; the best weights on the
     validation split). With ``model`` (a saved policy) and ``seconds``, SFT instead continues from
     that policy on the same demonstrations, without validation, until its optimizer steps have
-    taken ``seconds`` (on one thread): "more imitation for the same compute" beside RL.
+    taken ``seconds`` (on one thread): "more imitation for the same compute" beside RL. ``max_steps``
+    lowers the recipe's SFT ceiling (:attr:`Recipe.suite_sft_steps`: the suite's budget).
 
     ``meta``: held-out ``before`` (the untrained model, on the first :data:`BEFORE_SFT_TASKS` test
     tasks; not for a continued SFT) and ``after`` success and score on the test tasks, SFT seconds,
@@ -145,6 +150,9 @@ def sft_policy(name: str, work: str, *, seed: int = 0, model: str | None = None,
     root = Path(work) / (f"{name}_sft_seed{seed}" if not continued else f"{name}_sft_more{seconds:.0f}s_seed{seed}")
     policy_dir, meta_file = root / "policy", root / "sft.json"
     over: dict[str, Any] = {"model": model, "sft_steps": 10**6, "sft_validate_every": 0} if continued else {}
+    if max_steps is not None and not continued:
+        over["sft_steps"] = int(max_steps)
+        root = root.with_name(f"{root.name}_max{int(max_steps)}")
     cfg = RECIPES[name].build(seed=seed, out=str(root / "run"), progress=False, **over)
     cfg.model.tiny_dir = str(root / "tiny")
     recipe = json.loads(json.dumps({k: v for k, v in cfg.to_dict().items() if k != "algo"}, default=str))
@@ -195,9 +203,16 @@ def sft_start(meta: dict[str, Any]) -> tuple[tuple[dict, dict] | None, dict[str,
     return start, {k: v for k, v in meta.items() if k not in _SFT_EVALUATION}
 
 
+def suite_sft_policy(name: str, work: str) -> tuple[str, dict[str, Any]]:
+    """The suite's SFT start of recipe ``name``: :func:`sft_policy`, seed 0, under :attr:`Recipe.suite_sft_steps`."""
+    from . import RECIPES
+
+    return sft_policy(name, work, max_steps=RECIPES[name].suite_sft_steps)
+
+
 def learn(job: tuple) -> dict[str, Any]:
-    """A recipe end to end on one thread: its SFT start (:func:`sft_policy`, seed 0, reused when
-    saved), then one RL run (:func:`rl_from`). ``job = (recipe, algo, seed, iterations, eval_every,
+    """A recipe end to end on one thread, as the suite runs it: its SFT start (:func:`suite_sft_policy`,
+    reused when saved), then one RL run (:func:`rl_from`). ``job = (recipe, algo, seed, iterations, eval_every,
     work)``; ``iterations <= 0`` means the recipe's budget. RL's start evaluation is the SFT's
     (the same saved policy on the same tasks), not played a second time. The result is
     :func:`rl_from`'s with ``"sft"`` (the start's meta) added and ``train_tasks`` covering SFT's inputs too."""
@@ -206,7 +221,7 @@ def learn(job: tuple) -> dict[str, Any]:
     from ..tasks import merge_groups
 
     name, algo, seed, iterations, eval_every, work, *over = job
-    policy_dir, meta = sft_policy(name, work)
+    policy_dir, meta = suite_sft_policy(name, work)
     n = iterations if iterations > 0 else RECIPES[name].rl_iterations
     start, result_sft = sft_start(meta)  # the saved policy's evaluation right after SFT: not played a second time
     result = rl_from((name, algo, seed, policy_dir, n, eval_every, work, *over), start=start)
