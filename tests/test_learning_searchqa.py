@@ -30,7 +30,7 @@ from reference_trainer.recipes import RECIPES
 from reference_trainer.recipes.searchqa import SEARCHQA_RL_ITERATIONS
 from reference_trainer.stats import required_tasks
 
-#: The least test exact match of the suite's SFT start (measured 16.1%, best step 600 of 800); a better start never fails.
+#: The least test exact match of the suite's SFT start (measured 16.1% at step 600, the best of an 800-step run); a better start never fails.
 SFT_FLOOR = 0.12
 #: How far the real reward's run brings test invalid turns down from the start, and below the shuffled control's end
 #: (measured: 7.8% -> 3.1%, the control 7.8% -> 11.5%).

@@ -148,11 +148,11 @@ def sft_policy(name: str, work: str, *, seed: int = 0, model: str | None = None,
     torch.set_num_threads(1)
     continued = model is not None
     root = Path(work) / (f"{name}_sft_seed{seed}" if not continued else f"{name}_sft_more{seconds:.0f}s_seed{seed}")
-    policy_dir, meta_file = root / "policy", root / "sft.json"
     over: dict[str, Any] = {"model": model, "sft_steps": 10**6, "sft_validate_every": 0} if continued else {}
     if max_steps is not None and not continued:
         over["sft_steps"] = int(max_steps)
         root = root.with_name(f"{root.name}_max{int(max_steps)}")
+    policy_dir, meta_file = root / "policy", root / "sft.json"
     cfg = RECIPES[name].build(seed=seed, out=str(root / "run"), progress=False, **over)
     cfg.model.tiny_dir = str(root / "tiny")
     recipe = json.loads(json.dumps({k: v for k, v in cfg.to_dict().items() if k != "algo"}, default=str))
