@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -605,3 +606,50 @@ def test_a_text_frame_of_invalid_utf8_closes_with_1007_and_logs_one_line_without
         log.removeHandler(handler)
     utf8 = [r for r in records if "UTF-8" in r.getMessage()]
     assert utf8 and all(r.levelno == logging.WARNING and r.exc_info is None for r in utf8), [(r.levelname, r.exc_info) for r in utf8]
+
+
+BIG_LEVEL = "\n".join([
+    "############",
+    "#@ $ $ $ $ #",
+    "# $ $ $ $  #",
+    "#  $ $ $   #",
+    "# $ $ $    #",
+    "#..........#",
+    "#....      #",
+    "#          #",
+    "############",
+])
+
+
+def test_a_default_server_refuses_a_client_level_at_once_and_other_sessions_keep_stepping():
+    """A level text in reset's options would be solved by the server (seconds of CPU for many boxes): refused
+    unless the server is started with --client-content, over WebSocket and HTTP, while another session plays on."""
+    with EnvServer("TurnSokoban-v0", port=0, workers=2) as server:
+        other = _remote(server)
+        other.reset(seed=0)
+        with connect(server.ws_url, proxy=None, max_size=None) as ws:
+            frame = _exchange(ws, json.dumps({"type": "reset", "data": {"seed": 0, "options": {"level": BIG_LEVEL}}}))
+            assert frame["type"] == "error" and "--client-content" in frame["data"]["message"], frame
+            assert other.step("<answer>Up</answer>")[4]["action_is_valid"]  # the other session plays on
+        status, answer = _http(server, "POST", "/reset", json.dumps({"seed": 0, "options": {"level": BIG_LEVEL}}).encode())
+        assert status == 403 and "--client-content" in answer["detail"]
+        other.close()
+
+
+def test_a_server_started_with_client_content_plays_a_client_level():
+    level = "#####\n#@$.#\n#####"
+    with EnvServer("TurnSokoban-v0", port=0, client_content=True) as server:
+        remote, local = _remote(server), gym.make("TurnSokoban-v0")
+        assert remote.reset(seed=0, options={"level": level}) == local.reset(seed=0, options={"level": level})
+        remote.close()
+
+
+def test_stateless_resets_count_against_the_session_cap():
+    with EnvServer("TurnSokoban-v0", port=0, max_sessions=1) as server:
+        held = _remote(server)
+        held.reset(seed=0)
+        request = urllib.request.Request(server.base_url + "/reset", data=b'{"seed": 0}', headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as full:
+            urllib.request.urlopen(request, timeout=30)
+        assert full.value.code == 503 and full.value.headers["Retry-After"] == "1"
+        held.close()

@@ -88,6 +88,9 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
     #: ``info`` keys that reveal the task's solution (an oracle): a served env hands them to clients
     #: only when its server opts in (``agentgym-turn serve env ID --expert``).
     oracle_info_keys: ClassVar[tuple[str, ...]] = ()
+    #: Reset options that may carry content the env must process (a level text it solves) rather than an
+    #: index into its own tasks: a served env accepts them only when its server opts in (``--client-content``).
+    content_reset_options: ClassVar[frozenset[str]] = frozenset()
 
     def __new__(cls, *args: Any, **kwargs: Any):
         # An __init__ without **kwargs would reject a misspelt keyword with Python's bare message;
@@ -150,6 +153,11 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
     @abc.abstractmethod
     def expert_action(self) -> str:
         """A response an expert would give now (optimal where the env can compute it)."""
+
+    def shown_reward(self, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]) -> float:
+        """The reward a chat view may show the agent after this turn (``ChatView(reward_template=...)``): the
+        turn's reward, unless the env scores something the agent must not learn mid-episode (override)."""
+        return reward
 
     def _success(self) -> bool:
         """Whether the task is solved (override)."""

@@ -159,10 +159,13 @@ class EnvSessions:
         expert: Serve the oracles: the ``expert`` message (the env's ``expert_action()``) and the info
             keys the env names in ``oracle_info_keys`` (search QA's gold answers). Off by default: a
             client that can read them solves every task by copying.
+        client_content: Accept reset options that carry content the server must process, named by the env's
+            ``content_reset_options`` (a Sokoban level text, which the server would solve). Off by default: one
+            such request can hold a worker for seconds. An index into the env's own tasks is always accepted.
     """
 
     def __init__(self, spec: ServedEnvSpec, *, max_sessions: int = DEFAULT_MAX_SESSIONS, workers: int = DEFAULT_WORKERS,
-                 expert: bool = False):
+                 expert: bool = False, client_content: bool = False):
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ValueError(f"max_sessions must be a positive integer, got {max_sessions!r}.")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -170,6 +173,9 @@ class EnvSessions:
         self.spec = spec
         self.max_sessions = max_sessions
         self.expert = bool(expert)
+        self.client_content = bool(client_content)
+        #: Stateless ``POST /reset`` requests in flight: they count against ``max_sessions`` too.
+        self.stateless = 0
         self._kwargs = _make_kwargs(spec.env_kwargs, spec.render_modes)
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentgym-env")
         self._sessions: dict[str, Session] = {}
@@ -186,6 +192,17 @@ class EnvSessions:
 
         return gym.make(self.spec.env_id, **self._kwargs)
 
+    def check_reset_options(self, env: Any, options: Any) -> None:
+        """Refuse (PermissionError) reset options that carry client content, unless the server accepts it."""
+        names = getattr(env.unwrapped, "content_reset_options", frozenset())
+        if self.client_content or not names or not isinstance(options, dict):
+            return
+        sent = sorted(k for k in names if k in options and (isinstance(options[k], bool) or not isinstance(options[k], int)))
+        if sent:
+            raise PermissionError(f"reset option(s) {sent} carry content this server would have to process (a level to "
+                                  "solve, for example): refused. Pass an index into the env's own tasks, or start the server "
+                                  "with --client-content (EnvServer(..., client_content=True)) where clients are trusted.")
+
     def client_info(self, env: Any, info: dict[str, Any]) -> dict[str, Any]:
         """``info`` as a client may see it: without the env's oracle keys unless the server serves the expert."""
         hidden = () if self.expert else getattr(env.unwrapped, "oracle_info_keys", ())
@@ -200,8 +217,8 @@ class EnvSessions:
         """Reserve a slot and make the session's env; :class:`SessionCapacityError` when full,
         :class:`EnvFactoryError` when ``gymnasium.make`` fails."""
         # Single-threaded event loop: the check and the reservation cannot interleave.
-        if len(self._sessions) >= self.max_sessions:
-            raise SessionCapacityError(len(self._sessions), self.max_sessions)
+        if len(self._sessions) + self.stateless >= self.max_sessions:
+            raise SessionCapacityError(len(self._sessions) + self.stateless, self.max_sessions)
         session = Session(session_id=uuid.uuid4().hex)
         self._sessions[session.session_id] = session
         self.opened += 1
@@ -232,6 +249,7 @@ class EnvSessions:
         env = session.env
         try:
             if kind == "reset":
+                self.check_reset_options(env, data.get("options"))
                 text, info = await self.call(env.reset, seed=data.get("seed"), options=data.get("options"))
                 session.was_reset, session.step_count = True, 0
                 session.episode_id = data.get("episode_id") or uuid.uuid4().hex
@@ -267,10 +285,10 @@ class EnvSessions:
         }
 
 
-def _json(obj: Any, status: int = 200) -> Any:
+def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Any:
     from starlette.responses import Response
 
-    return Response(dumps(obj), status_code=status, media_type="application/json")
+    return Response(dumps(obj), status_code=status, media_type="application/json", headers=headers)
 
 
 def _jsonrpc_error(code: int, message: str, request_id: Any) -> dict[str, Any]:
@@ -362,15 +380,25 @@ def build_app(
         def fresh_reset() -> tuple[str, dict]:
             env = sessions.make_env()
             try:
+                sessions.check_reset_options(env, data.get("options"))
                 text, info = env.reset(seed=data.get("seed"), options=data.get("options"))
                 return text, sessions.client_info(env, info)
             finally:
                 env.close()
 
+        # a stateless reset makes an env like a session does: it takes a session's place while it runs
+        if sessions.active + sessions.stateless >= sessions.max_sessions:
+            return _json({"detail": f"the server is at its {sessions.max_sessions} sessions; retry later"}, 503,
+                         headers={"Retry-After": "1"})
+        sessions.stateless += 1
         try:
             text, info = await sessions.call(fresh_reset)
+        except PermissionError as err:
+            raise HTTPError(403, str(err)) from None
         except (ValueError, TypeError) as err:
             raise HTTPError(422, str(err)) from None
+        finally:
+            sessions.stateless -= 1
         return _json(observation_payload(text, None, False, False, info))
 
     async def http_step(request: Any) -> Any:
@@ -478,6 +506,7 @@ class EnvServer(AppServer):
         max_message_bytes: Largest message (default: room for the longest legal action, >= 1 MiB).
         workers: Threads running env calls.
         expert: Serve the oracles (the ``expert`` message, search QA's gold answers in ``info``); off by default.
+        client_content: Accept reset options that carry content to process (a Sokoban level text); off by default.
         verbose: Log every request.
         allowed_hosts: Domain names accepted in ``Host``/``Origin`` beside this machine's (``--allow-host``).
 
@@ -499,6 +528,7 @@ class EnvServer(AppServer):
         max_message_bytes: int | None = None,
         workers: int = DEFAULT_WORKERS,
         expert: bool = False,
+        client_content: bool = False,
         verbose: bool = False,
         allowed_hosts: Sequence[str] = (),
     ):
@@ -507,7 +537,7 @@ class EnvServer(AppServer):
         if max_message_bytes is not None and (isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes < 1024):
             raise ValueError(f"max_message_bytes must be an integer of at least 1024, got {max_message_bytes!r}.")
         self.spec = describe_env(env_id, env_kwargs)
-        self.sessions = EnvSessions(self.spec, max_sessions=max_sessions, workers=workers, expert=expert)
+        self.sessions = EnvSessions(self.spec, max_sessions=max_sessions, workers=workers, expert=expert, client_content=client_content)
         self.max_message_bytes = max_message_bytes or self.spec.default_max_message_bytes()
         limits = ServerLimits(max_body_bytes=self.max_message_bytes)
         app = build_app(self.sessions, idle_timeout=idle_timeout, max_message_bytes=self.max_message_bytes, limits=limits)
@@ -552,6 +582,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kwarg", action="append", default=[], metavar="NAME=VALUE", help="env argument, repeatable (e.g. --kwarg num_products=1000)")
     p.add_argument("--expert", action="store_true",
                    help="serve the oracles: the expert's action and search QA's gold answers (off: a client could copy them)")
+    p.add_argument("--client-content", action="store_true",
+                   help="accept reset options that carry content the server must process (a Sokoban level text, which it "
+                        "solves: seconds of CPU a request); off: only indexes into the env's own tasks")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="a domain name clients and web pages may reach this server by (repeatable; this machine's names and IP addresses always work; '*': any)")
     p.add_argument("--verbose", action="store_true", help="log every request")
@@ -583,6 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_message_bytes=args.max_message_bytes,
             workers=args.workers,
             expert=args.expert,
+            client_content=args.client_content,
             verbose=args.verbose,
             allowed_hosts=args.allow_host,
         )

@@ -225,6 +225,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     reset_options = frozenset({"level"})
+    content_reset_options = frozenset({"level"})  # a level text is solved on reset
 
     def __init__(
         self,
