@@ -139,7 +139,8 @@ class ChatView(gym.Wrapper):
             included) and the responses between them, after the system message. ``None`` keeps
             the whole episode; ``1`` gives a Markov view (system + current state).
         reward_template: When set, each observation after a step starts with this template
-            filled with the turn's ``reward`` (``DEFAULT_REWARD_TEMPLATE`` gives
+            filled with the turn's reward as the env lets an agent see it (``TurnEnv.shown_reward``: search
+            QA shows a hidden answer's score only at the end) (``DEFAULT_REWARD_TEMPLATE`` gives
             ``"Reward: -0.1\\n"``, RAGEN's reward message). ``None`` (default) adds nothing.
         system_prompt: When set, the system message is this text followed by a blank line and the
             env's instructions (e.g. RAGEN's ``"You're a helpful assistant."``); when ``None`` it
@@ -200,7 +201,9 @@ class ChatView(gym.Wrapper):
         observation, reward, terminated, truncated, info = self.env.step(action)
         text = action if isinstance(action, str) else action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
         self.messages.append({"role": "assistant", "content": text})
-        prefix = self.reward_template.format(reward=reward) if self.reward_template is not None else ""
+        show = getattr(self.env.unwrapped, "shown_reward", None)  # what the env lets an agent see mid-episode
+        shown = show(reward, terminated, truncated, info) if callable(show) else reward
+        prefix = self.reward_template.format(reward=shown) if self.reward_template is not None else ""
         self.messages.append({"role": "user", "content": prefix + observation})
         return self.view(), reward, terminated, truncated, info
 

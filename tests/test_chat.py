@@ -172,3 +172,18 @@ def test_chat_view__a_served_env_splits_as_the_local_one():
         assert remote.system_prompt and remote.first_state.startswith("Question:")
         assert remote.step("<search> who </search>")[0] == local.step("<search> who </search>")[0]
         remote.close()
+
+
+@pytest.mark.parametrize("env_id", ["TurnSearchQA-v0", "TurnSearchQA-MCQ-v0"])
+def test_chat_view__the_reward_line_never_scores_an_answer_hidden_in_a_search(env_id):
+    """Search-R1 scores the whole sequence, so an <answer> inside <search> moves the turn's reward; the reward
+    line shows only the format part until the episode ends, so enumerating answers learns nothing mid-episode."""
+    env = gym.make(env_id)
+    view = ChatView(env, reward_template=DEFAULT_REWARD_TEMPLATE)
+    view.reset(seed=0)
+    gold = env.unwrapped.question.answer_letter if env_id.endswith("MCQ-v0") else env.unwrapped.question.golden_answers[0]
+    messages, reward, terminated, truncated, _ = view.step(f"<search> x <answer>{gold}</answer> </search>")
+    assert not (terminated or truncated) and reward == 1.0  # the env's reward is Search-R1's, unchanged
+    assert messages[-1]["content"].startswith(DEFAULT_REWARD_TEMPLATE.format(reward=0.0)), messages[-1]["content"][:40]
+    messages, reward, terminated, _, _ = view.step(f"<answer>{gold}</answer>")
+    assert terminated and messages[-1]["content"].startswith(DEFAULT_REWARD_TEMPLATE.format(reward=reward))

@@ -519,6 +519,14 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         self._record(observation)
         return TurnOutcome(observation, reward, False, effective, info)
 
+    def shown_reward(self, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]) -> float:
+        """Search-R1 scores the whole sequence, so a turn's reward can move with an ``<answer>`` written inside a
+        search; shown mid-episode it would tell the agent whether that hidden answer is right (an oracle to
+        enumerate). A chat view shows only the format part until the episode ends."""
+        if self.protocol != "search_r1" or terminated or truncated:
+            return reward
+        return 0.0 if info.get("action_is_valid", True) else self.format_penalty
+
     def _invalid_outcome(self, problem: InvalidAction) -> TurnOutcome:
         if self.protocol == "search_r1":
             reward = self._rescore() + self.format_penalty
