@@ -16,8 +16,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 import pytest  # noqa: E402
 
 
-#: The recipes whose learning test also runs a negative control (Turn-PPO paid shuffled rewards, from the same start).
-LEARNING_CONTROLS = ("searchqa", "sokoban", "webshop")
 #: The background learning jobs of this session (``tests/learning_jobs.py``) and their work dir.
 _LEARNING: dict = {}
 
@@ -46,9 +44,9 @@ def pytest_collection_modifyitems(session, config, items):
     # cost more CPU time than two workers (32.2 min of tests against 28.6); with two workers and whole jobs the
     # third ran alone at the end, hence each recipe in two tasks (with the shorter WebShop and search-QA budgets:
     # 16.6 min of tests, 31 CPU minutes).
-    # the recipes whose learning test also asserts a negative control (Turn-PPO paid shuffled rewards, from the same
+    # every recipe's learning test also asserts a negative control (Turn-PPO paid shuffled rewards, from the same
     # start): one RL budget more of one core each
-    _LEARNING.update(jobs=LearningJobs(sorted(RECIPES), work, workers=2, controls=LEARNING_CONTROLS).start(), work=work)
+    _LEARNING.update(jobs=LearningJobs(sorted(RECIPES), work, workers=2, controls=tuple(RECIPES)).start(), work=work)
 
 
 def pytest_sessionfinish(session, exitstatus):

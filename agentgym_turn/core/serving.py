@@ -19,6 +19,7 @@ check by hand anyway, so pydantic models would add a dependency and nothing the 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 import socket
@@ -27,7 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-__all__ = ["ServerLimits", "AppServer", "HTTPError", "HostOriginGuard", "LOOPBACK_NAMES", "read_body", "loads_strict", "parse_json", "json_error_handlers"]
+__all__ = ["ServerLimits", "AppServer", "HTTPError", "HostOriginGuard", "LOOPBACK_NAMES", "add_allow_host_argument", "read_body", "loads_strict", "parse_json", "json_error_handlers"]
 
 
 @dataclass(frozen=True)
@@ -289,9 +290,14 @@ def _hostname(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
-def _is_ip(name: str) -> bool:
-    import ipaddress
+def add_allow_host_argument(parser: Any) -> None:
+    """``--allow-host NAME`` (repeatable) on a server's CLI: the ``allowed_hosts`` of :class:`AppServer`."""
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="a domain name clients and web pages may reach this server by (repeatable; this machine's "
+                             "names and IP addresses always work; '*': any)")
 
+
+def _is_ip(name: str) -> bool:
     try:
         ipaddress.ip_address(name)
     except ValueError:

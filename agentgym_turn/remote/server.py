@@ -39,7 +39,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..core.serving import AppServer, HTTPError, ServerLimits, json_error_handlers, parse_json, read_body
+from ..core.serving import AppServer, HTTPError, ServerLimits, add_allow_host_argument, json_error_handlers, parse_json, read_body
 from .protocol import (
     ACTION_FIELD,
     ErrorCode,
@@ -183,6 +183,11 @@ class EnvSessions:
         self.opened = 0
 
     @property
+    def full(self) -> bool:
+        """Whether every place is taken, by sessions and by stateless ``POST /reset`` requests in flight."""
+        return len(self._sessions) + self.stateless >= self.max_sessions
+
+    @property
     def active(self) -> int:
         """Sessions open now (including ones whose env is being made)."""
         return len(self._sessions)
@@ -217,7 +222,7 @@ class EnvSessions:
         """Reserve a slot and make the session's env; :class:`SessionCapacityError` when full,
         :class:`EnvFactoryError` when ``gymnasium.make`` fails."""
         # Single-threaded event loop: the check and the reservation cannot interleave.
-        if len(self._sessions) + self.stateless >= self.max_sessions:
+        if self.full:
             raise SessionCapacityError(len(self._sessions) + self.stateless, self.max_sessions)
         session = Session(session_id=uuid.uuid4().hex)
         self._sessions[session.session_id] = session
@@ -387,7 +392,7 @@ def build_app(
                 env.close()
 
         # a stateless reset makes an env like a session does: it takes a session's place while it runs
-        if sessions.active + sessions.stateless >= sessions.max_sessions:
+        if sessions.full:
             return _json({"detail": f"the server is at its {sessions.max_sessions} sessions; retry later"}, 503,
                          headers={"Retry-After": "1"})
         sessions.stateless += 1
@@ -585,8 +590,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--client-content", action="store_true",
                    help="accept reset options that carry content the server must process (a Sokoban level text, which it "
                         "solves: seconds of CPU a request); off: only indexes into the env's own tasks")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="a domain name clients and web pages may reach this server by (repeatable; this machine's names and IP addresses always work; '*': any)")
+    add_allow_host_argument(p)
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 

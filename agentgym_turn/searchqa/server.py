@@ -27,7 +27,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
-from ..core.serving import AppServer, HTTPError, ServerLimits, json_error_handlers, parse_json, read_body
+from ..core.serving import AppServer, HTTPError, ServerLimits, add_allow_host_argument, json_error_handlers, parse_json, read_body
 from .retrieval import Retriever, hits_to_json
 
 __all__ = ["RetrievalServer", "build_app", "parse_request", "main", "MAX_QUERIES", "MAX_TOPK", "MAX_PASSAGES", "MAX_BODY_BYTES"]
@@ -192,8 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--processes", type=int, default=1, metavar="N",
                    help="serve from N processes sharing the port and the index (forked copies; POSIX): requests use N cores "
                         "(default 1)")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="a domain name clients and web pages may reach this server by (repeatable; this machine's names and IP addresses always work; '*': any)")
+    add_allow_host_argument(p)
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 

@@ -44,7 +44,7 @@ from urllib.parse import parse_qs, quote
 
 import numpy as np
 
-from ..core.serving import AppServer, HTTPError, ServerLimits, parse_json, read_body
+from ..core.serving import AppServer, HTTPError, ServerLimits, add_allow_host_argument, parse_json, read_body
 from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH
 from .env import TurnWebShopEnv, product_link_name
 
@@ -496,8 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-timeout", type=float, default=1800.0, help="seconds before an idle session closes (default 1800)")
     p.add_argument("--expert", action="store_true", help="put the oracle's next action in /s/<session>/state (gives answers away)")
     p.add_argument("--seed", type=int, default=None, help="seed of the goals drawn for new sessions")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="a domain name clients and web pages may reach this server by (repeatable; this machine's names and IP addresses always work; '*': any)")
+    add_allow_host_argument(p)
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 
