@@ -18,9 +18,11 @@ hyphens, a BOM, U+2028 and CRLF.
     python benchmarks/searchqa_protocol_agreement.py PATH/TO/Search-R1 --report   # also print agreement
 
 The fixture (``tests/data/searchqa_protocol_cases.json``) holds the questions, passages,
-prompts, responses and Search-R1's outcome of every turn; ``tests/test_searchqa_protocol.py``
-replays it through the env. ``--report`` prints the agreement of both protocols (the default
-``search_r1`` and ``strict``) per case kind.
+prompts, responses and Search-R1's outcome of every turn (the final turn's ``do_search=False``
+step included: its observation, that no query was sent, the score of the sequence without its
+observation); ``tests/test_searchqa_protocol.py`` replays it through the env. ``--report``
+prints the agreement of both protocols (the default ``search_r1`` and ``strict``) per
+episode, per response, on the final turn and per case kind.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,29 +206,45 @@ def make_peer_manager(methods: type, retriever: FixtureRetriever):
         def _batch_tokenize(self, responses):
             return responses
 
+        sent: list[str] = []
+
         def _batch_search(self, queries):
+            self.sent.extend(queries)
             return {"result": [[{"document": {"contents": c}, "score": 1.0} for c in retriever.hits(q, TOPK)] for q in queries]}
 
     return Manager()
 
 
 def run_peer(qa_em, manager, prompt: str, golds: list[str], responses: list[str]) -> dict:
-    """One episode as ``run_llm_loop`` runs it (batch of one), scored as ``compute_score_em``."""
+    """One episode as ``run_llm_loop`` runs it (batch of one), scored as ``compute_score_em``.
+
+    Every turn records what ``execute_predictions`` returned, the final turn's too (its
+    ``do_search=False`` observation, which ``run_llm_loop`` then drops from the sequence), the query
+    sent to the retriever (``None`` when none was sent) and the score of the sequence so far
+    (this turn's cut response counted, its observation not).
+    """
     sequence = prompt
     turns = []
     for step in range(MAX_TURNS + 1):
         final = step == MAX_TURNS
         _, (cut,) = manager._postprocess_responses([responses[step]])
         (action,), (content,) = manager.postprocess_predictions([cut])
+        manager.sent.clear()
         obs, dones, valid, is_search = manager.execute_predictions([cut], "<pad>", [True], do_search=not final)
-        sequence += cut if final else cut + obs[0]
-        turns.append({"cut": cut, "action": action, "content": content, "observation": None if final else obs[0],
-                      "done": bool(dones[0]), "valid": bool(valid[0])})
+        sequence += cut
+        turns.append({"cut": cut, "action": action, "content": content, "query": manager.sent[0] if manager.sent else None,
+                      "observation": obs[0], "final": final, "done": bool(dones[0]), "valid": bool(valid[0]),
+                      "score": _score(qa_em, sequence, golds)})
+        if not final:
+            sequence += obs[0]
         if dones[0]:
             break
+    return {"turns": turns, "score": _score(qa_em, sequence, golds)}
+
+
+def _score(qa_em, sequence: str, golds: list[str]) -> float:
     with contextlib.redirect_stdout(io.StringIO()):  # compute_score_em prints one call in 64 at random
-        score = qa_em.compute_score_em(sequence, {"target": golds})
-    return {"turns": turns, "score": float(score)}
+        return float(qa_em.compute_score_em(sequence, {"target": golds}))
 
 
 def build_fixture(peer_root: Path, n: int) -> dict:
@@ -256,64 +275,91 @@ def make_env(workdir: Path, protocol: str, questions: list[dict] | None = None, 
 
 
 def replay(env: TurnSearchQAEnv, episode: dict) -> dict:
-    """Our env's outcome of every turn of ``episode``, in the fixture's terms."""
+    """Our env's outcome of every turn of ``episode``, in the fixture's terms (under the registered turn limit, MAX_TURNS + 1)."""
     retriever = env._retriever
-    prompt, _ = env.reset(options={"question_id": episode["question"]})
+    limited = gym.wrappers.TimeLimit(env, max_episode_steps=MAX_TURNS + 1)
+    prompt, _ = limited.reset(options={"question_id": episode["question"]})
     turns, total = [], 0.0
     info: dict = {}
     for response in episode["responses"]:
         before = len(retriever.queries)
-        obs, reward, terminated, _, info = env.step(response)
+        obs, reward, terminated, truncated, info = limited.step(response)
         total += reward
         searched = retriever.queries[before:]
         action = None if not info["action_is_valid"] else ("answer" if terminated else "search")
-        turns.append({"action": action, "query": searched[0] if searched else None, "observation": obs, "done": terminated})
-        if terminated:
+        turns.append({"action": action, "query": searched[0] if searched else None, "observation": obs, "done": terminated,
+                      "ended": terminated or truncated, "reward": reward})
+        if terminated or truncated:
             break
     return {"prompt": prompt, "turns": turns, "return": total, "score": info.get("score", 0.0)}
 
 
-def compare(episode: dict, ours: dict, prompt: str) -> list[str]:
-    """What differs between Search-R1's outcome (on ``prompt``) and ours (empty: the episode agrees)."""
+def turn_diffs(episode: dict, ours: dict, prompt: str) -> list[list[str]]:
+    """What differs between Search-R1's outcome (on ``prompt``) and ours, per response of the episode (all empty: it agrees).
+
+    Per turn: the action, the query sent to the retriever (none on Search-R1's final turn), the
+    observation (the final turn's too: what ``execute_predictions`` returned, which Search-R1
+    then drops), whether the episode ends there (terminated by an answer, or truncated after the
+    final turn), and the reward (the change of Search-R1's score of the sequence so far); on the
+    last response also the episode's score.
+    """
     peer = episode["search_r1"]
-    diffs = []
+    out: list[list[str]] = [[] for _ in peer["turns"]]
     if ours["prompt"] != prompt:
-        diffs.append("prompt")
+        out[0].append("prompt")
     if len(ours["turns"]) != len(peer["turns"]):
-        diffs.append("episode end")
+        out[min(len(ours["turns"]), len(peer["turns"])) - 1].append("episode end")
+    before = 0.0
     for k, (p, o) in enumerate(zip(peer["turns"], ours["turns"])):
+        d = out[k]
         if p["action"] != o["action"]:
-            diffs.append(f"turn {k + 1}: action {p['action']} vs {o['action']}")
-        if p["done"] != o["done"]:
-            diffs.append(f"turn {k + 1}: episode end")
-        if p["observation"] is None:  # Search-R1's final turn: it shows nothing and runs no search
-            continue
-        if p["action"] == "search" and o["query"] != p["content"]:
-            diffs.append(f"turn {k + 1}: query")
+            d.append(f"action {p['action']} vs {o['action']}")
+        if p["query"] != o["query"]:
+            d.append("query")
         if p["observation"] != o["observation"]:
-            diffs.append(f"turn {k + 1}: observation")
+            d.append("observation")
+        if (p["done"], p["done"] or p["final"]) != (o["done"], o["ended"]):
+            d.append("episode end")
+        if o["reward"] != p["score"] - before:
+            d.append("reward")
+        before = p["score"]
     if ours["score"] != peer["score"] or ours["return"] != peer["score"]:
-        diffs.append("score")
-    return diffs
+        out[-1].append("score")
+    return out
+
+
+def compare(episode: dict, ours: dict, prompt: str) -> list[str]:
+    """What differs between Search-R1's outcome (on ``prompt``) and ours, as ``"turn k: what"`` (empty: the episode agrees)."""
+    return [f"turn {k + 1}: {d}" for k, ds in enumerate(turn_diffs(episode, ours, prompt)) for d in ds]
 
 
 def agreement(fixture: dict, protocol: str, workdir: Path) -> dict:
+    """Agreement of ``protocol`` with Search-R1 on the fixture: per episode, per response, per case kind and on the final turn."""
     env = make_env(workdir, protocol, fixture["questions"], fixture["passages"])
     per_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     agree, decisions, what = 0, 0, defaultdict(int)
+    responses, responses_agreeing, final, final_agreeing = 0, 0, 0, 0
     for ep in fixture["episodes"]:
-        diffs = compare(ep, replay(env, ep), fixture["prompts"][ep["question"]])
+        per_turn = turn_diffs(ep, replay(env, ep), fixture["prompts"][ep["question"]])
+        diffs = [d for ds in per_turn for d in ds]
         agree += not diffs
-        decisions += all(d.endswith(("observation", "prompt")) for d in diffs)
+        decisions += all(d == "observation" or d == "prompt" for d in diffs)
         for d in diffs:
-            what[d.split(": ")[-1].split(" ")[0]] += 1
-        for kind in set(ep["kinds"]):
-            per_kind[kind][0] += not diffs
+            what[d.split(" ")[0] if d.startswith("action") else d] += 1
+        for turn, kind, ds in zip(ep["search_r1"]["turns"], ep["kinds"], per_turn):
+            responses += 1
+            responses_agreeing += not ds
+            per_kind[kind][0] += not ds
             per_kind[kind][1] += 1
+            if turn["final"]:
+                final += 1
+                final_agreeing += not ds
     n = len(fixture["episodes"])
-    return {"protocol": protocol, "episodes": n, "agreement": round(agree / n, 4),
-            "agreement_ignoring_message_text": round(decisions / n, 4), "differences": dict(what),
-            "per_kind": {k: round(a / t, 3) for k, (a, t) in sorted(per_kind.items())}}
+    return {"protocol": protocol, "episodes": n, "episodes_agreeing": agree, "agreement": round(agree / n, 4),
+            "agreement_ignoring_message_text": round(decisions / n, 4), "responses": responses,
+            "responses_agreeing": responses_agreeing, "final_turn_responses": final,
+            "final_turn_responses_agreeing": final_agreeing, "differences": dict(what),
+            "per_kind_responses": {k: f"{a}/{t}" for k, (a, t) in sorted(per_kind.items())}}
 
 
 def dumps_fixture(fixture: dict) -> str:

@@ -154,8 +154,8 @@ def test_answer__terminates_with_em_reward_and_f1(env_on_test_split):
     assert info["prediction"] == f"{q.golden_answers[0]} and more words"
 
 
-def test_search_budget__refuses_searches_past_max_searches_and_truncates_at_the_turn_limit():
-    env = gym.make("TurnSearchQA-v0", max_searches=2, max_episode_steps=4)
+def test_search_budget__strict_refuses_searches_past_max_searches_and_truncates_at_the_turn_limit():
+    env = gym.make("TurnSearchQA-v0", max_searches=2, max_episode_steps=4, protocol="strict")
     env.reset(seed=0)
     for k in (1, 2):
         _, _, _, _, info = env.step(f"<search> query {k} </search>")
@@ -166,6 +166,22 @@ def test_search_budget__refuses_searches_past_max_searches_and_truncates_at_the_
     obs, reward, terminated, truncated, info = env.step("<search> and again </search>")
     assert truncated and not terminated
     assert gym.spec("TurnSearchQA-v0").max_episode_steps == 5 == TurnSearchQAEnv().max_searches + 1
+
+
+@pytest.mark.parametrize("env_id", ["TurnSearchQA-v0", "TurnSearchQA-MCQ-v0"])
+@pytest.mark.parametrize("searches_before", [0, 4])
+def test_final_turn__search_r1_runs_no_search_and_ends_the_episode(env_id, searches_before):
+    """Turn max_searches + 1 is Search-R1's final rollout (do_search=False): no query, the empty block, truncated."""
+    env = gym.make(env_id, split="test")
+    env.reset(seed=0)
+    for k in range(4):
+        env.step(f"<search> query {k} </search>" if k < searches_before else "no tags")
+    assert "<search>" not in env.unwrapped.expert_action()  # the expert knows the final turn cannot search
+    queries = list(env.unwrapped._queries)
+    obs, reward, terminated, truncated, info = env.step("<search> late </search>")
+    assert obs == "\n\n<information></information>\n\n" and env.unwrapped._queries == queries
+    assert truncated and not terminated and info["action_is_valid"] and not info["action_is_effective"]
+    assert info["searches"] == searches_before and info["retrieved_ids"] == [] and reward == 0.0
 
 
 @pytest.mark.parametrize(

@@ -105,9 +105,12 @@ search returns Search-R1's block
 with the top ``topk`` passages, their text unchanged (no-break spaces, soft hyphens, CRLF
 stay). With ``passage_sentences=N`` each passage's text is cut after its ``N``-th sentence
 (title kept): a compact style for small context windows. An invalid turn returns Search-R1's message ("My previous action is invalid ... Let
-me try again."), with the reason added under ``protocol="strict"``. A search after the budget
-is spent says that only an answer is possible now. An answer ends the episode and returns
-``""`` (``"search_r1"``: Search-R1 shows nothing more) or a short receipt (``"strict"``).
+me try again."), with the reason added under ``protocol="strict"``. A search on Search-R1's
+final turn (``"search_r1"``, see Episode End) runs nothing and returns the empty block
+``"\\n\\n<information></information>\\n\\n"``, as ``execute_predictions(do_search=False)`` does;
+under ``"strict"`` a search after the budget is spent says that only an answer is possible now.
+An answer ends the episode and returns ``""`` (``"search_r1"``: Search-R1 shows nothing more)
+or a short receipt (``"strict"``).
 
 ## Starting State
 
@@ -133,10 +136,15 @@ earn 0; an invalid turn earns ``format_penalty`` (default -0.1).
 ## Episode End
 
 Terminated when the agent answers. Truncated at the registered turn limit,
-``max_episode_steps = 5``: Search-R1 with ``max_turns=4``, four turns that may search and a
-final turn whose search Search-R1 does not run (here it may run, but the episode is truncated
-right after, so nothing acts on it and the score is the same). Searches past ``max_searches``
-are refused (a valid, ineffective turn).
+``max_episode_steps = 5``: Search-R1 with ``max_turns=4`` (``max_searches``), four turns that
+may search and a final turn that cannot. Under ``"search_r1"`` that final turn is Search-R1's
+(``run_llm_loop``'s last rollout, ``execute_predictions(do_search=False)``): a search there is a
+valid, ineffective turn that queries nothing and returns the empty ``<information>`` block,
+and the reward scores the sequence with the turn's cut response and without that block, as
+Search-R1's scorer does; an answer or an invalid turn there acts as on any turn. Any turn
+after ``max_searches`` is such a final turn, so the registered limit should stay
+``max_searches + 1``. Under ``"strict"`` searches past ``max_searches`` are refused (a valid,
+ineffective turn with a message) and a search left in the budget runs on the final turn.
 
 ## Information
 
@@ -180,8 +188,10 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
   sentence-transformers model directory or an ``Encoder`` object), or any object with
   ``retrieve(queries, topk)``. ``index_dir``: where to save/load the index.
 * ``retriever_url``: use a Search-R1 ``/retrieve`` server instead (``agentgym-turn serve
-  retriever`` or Search-R1's own); then ``corpus_path`` is optional.
-* ``topk`` (3): passages per search. ``max_searches`` (4): search budget per episode.
+  retriever`` or Search-R1's own); then ``corpus_path`` is optional. ``retriever_token``: that
+  server's token (its ``--token``), sent as ``Authorization: Bearer``.
+* ``topk`` (3): passages per search. ``max_searches`` (4): search budget per episode
+  (under ``"search_r1"`` Search-R1's ``max_turns``: the turns that may search).
 * ``passage_sentences`` (``None``: whole passages): show only the first ``N`` sentences of each
   passage (title kept), a compact style for small context windows; the generated world states
   an entity's facts first and its filler sentences last.
@@ -228,6 +238,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         encoder: Any = None,
         index_dir: str | None = None,
         retriever_url: str | None = None,
+        retriever_token: str | None = None,
         topk: int = 3,
         max_searches: int = 4,
         passage_sentences: int | None = None,
@@ -292,7 +303,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             split=split, world_seed=int(world_seed), world_scale=float(world_scale), question_types=types,
             content_split=check_content_split(content_split, "content_split"), dataset_path=dataset_path,
             corpus_path=corpus_path, retriever=retriever, encoder=encoder, index_dir=index_dir,
-            retriever_url=retriever_url,
+            retriever_url=retriever_url, retriever_token=retriever_token,
         )
         self._attach()
         # episode state
@@ -332,7 +343,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         self._by_id = {q.id: k for k, q in enumerate(questions)}
         r = c["retriever"]
         if c["retriever_url"] is not None:
-            self._retriever: Retriever = HTTPRetriever(c["retriever_url"])
+            self._retriever: Retriever = HTTPRetriever(c["retriever_url"], token=c.get("retriever_token"))
         elif not isinstance(r, str):
             if not callable(getattr(r, "retrieve", None)):
                 raise TypeError("retriever must be 'bm25', 'dense' or an object with retrieve(queries, topk).")
@@ -504,6 +515,12 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         self._sequence.extend((self._cut, observation))
         self._cut = ""
 
+    def _final_turn(self, ahead: int = 0) -> bool:
+        """Whether this turn (``ahead``: that many turns later) is Search-R1's final turn or later (``protocol="search_r1"``):
+        ``max_searches`` is its ``max_turns``, so turns 1..max_searches may search and turn max_searches + 1 (the
+        registered limit) cannot; nor can any later one."""
+        return self.turn + ahead > self.max_searches
+
     def _act_search_r1(self, action: tuple[str, str]) -> TurnOutcome:
         kind, content = action
         reward = self._rescore()
@@ -511,8 +528,10 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             self._answered = True
             self._record("")
             return TurnOutcome("", reward, True, True, {})
-        if self._searches >= self.max_searches:
-            observation, info, effective = self._budget_message(), {}, False
+        if self._final_turn():
+            # run_llm_loop's final rollout: execute_predictions(do_search=False) runs no search and returns an empty
+            # block, which Search-R1 then drops from the sequence (the scorer sees this turn's cut response only)
+            observation, info, effective = information_block([]), {}, False
         else:
             observation, ids = self._search(content)
             info, effective = {"retrieved_ids": ids}, True
@@ -596,7 +615,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             passages=self._source.corpus.contents if self._source.corpus is not None else None,
             seen=self._seen,
             queries=self._queries,
-            can_search=self._searches < self.max_searches,
+            can_search=self._searches < self.max_searches and not (self.protocol == "search_r1" and self._final_turn(ahead=1)),
             multiple_choice=self.multiple_choice,
             max_query_chars=MAX_QUERY_CHARS,
             think=self.expert_think,
@@ -610,15 +629,16 @@ class TurnSearchQAMCQEnv(TurnSearchQAEnv):
 
 The multiple-choice variant of :class:`TurnSearchQAEnv`, standing in for the medical
 multiple-choice sets (MedQA, MedMCQA, ...) that the ST-PPO paper trains on. Every generated
-question comes with four options: the correct answer and three of the same type and
-distribution (cities for a city, other people for a person, organisations of the same kind
-for an organisation, led by the natural trap where there is one: the other person's
-birthplace in "the elder of X and Y" questions; for numbers, four values spaced by
-independent gaps of 1-15 with the gold at a uniformly drawn rank). The correct letter is
-uniform, and no options-only strategy (longest option, median number, the option all others
-are close to, most shared words, a classifier on option features) scores above 28% on 1,000
-questions of each of three world seeds (``benchmarks/searchqa_mcq_leak.py``; chance is 25%).
-A FlashRAG file with ``choices`` runs the same way.
+question comes with four options: its gold and the golds of three other questions of the
+same split and template (same answer type at least), which show the same four options: the
+questions are dealt into such blocks, so every wrong option is the answer to a real question
+drawn by the same process, and any reading of the options alone (with how often each string
+recurs in the world) is right on one question of four in a block. The correct letter is
+uniform, and no options-only strategy (longest option, numeric rank, the most or least
+frequent string in the world, shape, a conditional logit and boosted trees on option
+features trained on other worlds) scores above 28% on 1,000 questions of each of three world
+seeds (``benchmarks/searchqa_mcq_leak.py``; chance is 25%). A FlashRAG file with ``choices``
+runs the same way.
 
 ## Action Space
 

@@ -402,12 +402,16 @@ class HTTPRetriever:
             ``/retrieve``).
         timeout: Seconds per request.
         retries: Extra attempts after a connection failure.
+        token: The server's token (``agentgym-turn serve retriever --token`` or ``AGENTGYM_TOKEN``), sent as
+            ``Authorization: Bearer <token>``; ``None``: none.
 
     One persistent HTTP/1.1 connection per thread; the client pickles without it.
     """
 
-    def __init__(self, url: str, *, timeout: float = 30.0, retries: int = 2):
+    def __init__(self, url: str, *, timeout: float = 30.0, retries: int = 2, token: str | None = None):
         parts = urlsplit(url)
+        if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
+            raise ValueError("token must be a non-empty string of printable ASCII characters (the retriever's --token).")
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"retriever_url must be an http(s) URL, got {url!r}.")
         self.url = url
@@ -419,6 +423,9 @@ class HTTPRetriever:
         self._path = (parts.path or "") if parts.path not in ("", "/") else "/retrieve"
         if parts.query:
             self._path += "?" + parts.query
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if token is not None:
+            self._headers["Authorization"] = f"Bearer {token}"
         self._local = threading.local()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -451,7 +458,7 @@ class HTTPRetriever:
         if not queries:
             return []
         body = json.dumps({"queries": list(queries), "topk": topk, "return_scores": True}).encode("utf-8")
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers = self._headers
         last: Exception | None = None
         for _ in range(self.retries + 1):
             try:

@@ -16,12 +16,13 @@ entity's attribute, such as a person's birthplace or a work's creator, for every
 :data:`TEMPLATE_FACTS`), and a drawn question joins the split being filled only if it touches
 no fact of an earlier split's questions (test before dev before train; others are skipped).
 So no chain of training facts answers a test question. Each question also has four options
-(A-D; one correct, three of the same answer type and distribution) for the multiple-choice
-variant.
+(A-D; one correct, three drawn by the same process as the gold, from their own random stream)
+for the multiple-choice variant.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
@@ -105,7 +106,8 @@ class Draft(NamedTuple):
     golds: tuple[str, ...]  # accepted answers, the canonical one first
     hops: tuple[Hop, ...]  # the oracle's search plan
     answer_kind: str  # what the answer is ("year", "city", "person"...): picks the distractors
-    traps: tuple[str, ...] = ()  # wrong answers a careless reader would give (comparison questions)
+    traps: tuple[str, ...] = ()  # wrong answers a careless reader would give (the earlier options led with them)
+    stratum: str = ""  # what the question says of its answer's kind (a work's kind): its options share it
 
 
 class _Builder:
@@ -172,7 +174,7 @@ class _Builder:
         wk = self.w.works[j]
         verb = WORK_ROLES[wk.kind][1]
         return Draft("single_hop", "creator", f"Who {verb} the {wk.kind} \"{wk.title}\"?", _person_answers(self.w, wk.creator),
-                (self.work_hop(j, "find out who made {}"),), "person")
+                (self.work_hop(j, "find out who made {}"),), "person", stratum=wk.kind)
 
     def work_year(self):
         if not self.w.works:
@@ -191,7 +193,7 @@ class _Builder:
         q = (f"Which {org_kind} holds the {wk.kind} \"{wk.title}\"?" if org_verb == "holds"
              else f"Which {org_kind} {org_verb} the {wk.kind} \"{wk.title}\"?")
         return Draft("single_hop", "publisher", q, (self.w.organisations[wk.publisher].name,),
-                (self.work_hop(j, "find out which organisation published or holds {}"),), "organisation")
+                (self.work_hop(j, "find out which organisation published or holds {}"),), "organisation", stratum=wk.kind)
 
     def founded(self):
         j = self.pick(len(self.w.organisations))
@@ -281,7 +283,8 @@ class _Builder:
         clause = "holds" if org_verb == "holds" else org_verb
         return Draft("bridge", "publisher_founder", f"Who founded the {org_kind} that {clause} the {wk.kind} \"{wk.title}\"?",
                 _person_answers(self.w, o.founder),
-                (self.work_hop(j, "find out which organisation published or holds {}"), self.org_hop(wk.publisher, "find out who founded {}", "founded by")), "person")
+                (self.work_hop(j, "find out which organisation published or holds {}"), self.org_hop(wk.publisher, "find out who founded {}", "founded by")), "person",
+                stratum=wk.kind)
 
     def headquarters_country(self):
         j = self.pick(len(self.w.organisations))
@@ -404,69 +407,155 @@ def _normalise_weights() -> np.ndarray:
     return np.array([w / by_type[t] * share[t] for t, _, w in TEMPLATES])
 
 
-#: Numeric distractors: the four options are the gold and three others spaced by independent gaps of 1-15.
-_NUMBER_GAPS = (1, 16)
+def _add_options(drafts: list[Draft], rng: np.random.Generator, builder: "_Builder") -> list[tuple[tuple[str, ...], int]]:
+    """``(choices, answer_index)`` for each of ``drafts`` (the generated questions, in order).
 
-
-def _numeric_distractors(gold: int, rng: np.random.Generator, *, positive: bool) -> list[str]:
-    """Three numbers around ``gold`` such that nothing about the four options tells which is the gold.
-
-    The gold's rank among the four is uniform and the three gaps between neighbouring options
-    are independent and identically distributed, so rank, spread and "the option all others are
-    within N of" carry no information (``positive``: every option above 0; a small gold then
-    gets a redrawn rank).
+    Questions are dealt into blocks of four with distinct golds (:func:`_option_blocks`), and
+    every question of a block shows the block's four golds as its options, in its own random
+    order. So each option is the answer to a real question drawn by the same process (another
+    person's birthplace for a birthplace, another work's year for a work's year), and no
+    reading of the options alone can tell them apart: a strategy that sees only the set of
+    options (however it also weighs how often each string recurs in the world) picks the same
+    string for all four questions of a block, and that string is the gold of exactly one of
+    them. Blocks form within a split and, first, within a template and the kind the question
+    names ("the film", "the record label"); the few questions left over join blocks of their
+    answer type, and a last block of fewer than four is filled with fresh draws of its
+    template. No distractor equals a gold answer after :func:`normalize_answer`; the gold's
+    letter is uniform.
     """
-    for _ in range(64):
-        rank = int(rng.integers(0, 4))
-        gaps = rng.integers(*_NUMBER_GAPS, size=3)
-        values = np.concatenate([[0], np.cumsum(gaps)])
-        values = gold + values - values[rank]
-        if not positive or values.min() > 0:
-            return [str(int(v)) for k, v in enumerate(values) if k != rank]
-    return [str(gold + k) for k in (1, 2, 3)]
-
-
-def _distractors(
-    world: World, kind: str, gold: str, rng: np.random.Generator, related: list[str],
-    same_kind: dict[str, list[int]] | None = None,
-) -> list[str]:
-    """Three wrong options of the same answer type and distribution as ``gold``.
-
-    Numbers (years, gaps) come from :func:`_numeric_distractors` (no trap: a trap is always on
-    one side of the gold, which would give its rank away). Names are drawn uniformly from the
-    entities of the gold's type (organisations of the gold's kind), after the natural traps
-    ``related`` (e.g. the other person's birthplace in "the elder of X and Y" questions).
-    """
-    if kind in ("year", "gap"):
-        return _numeric_distractors(int(gold), rng, positive=kind == "gap")
-    out: list[str] = []
-    seen = {normalize_answer(gold)}
-
-    def add(x: str) -> None:
-        key = normalize_answer(x)
-        if key not in seen and len(out) < 3:
-            seen.add(key)
-            out.append(x)
-
-    for r in related:
-        add(r)
-    pools: dict[str, Callable[[], str]] = {
-        "city": lambda: world.cities[int(rng.integers(0, len(world.cities)))].name,
-        "country": lambda: world.countries[int(rng.integers(0, len(world.countries)))].name,
-        "person": lambda: world.people[int(rng.integers(0, len(world.people)))].name,
-        "organisation": lambda: world.organisations[int(rng.integers(0, len(world.organisations)))].name,
-    }
-    if kind == "organisation" and same_kind is not None:  # same kind: museums for a museum
-        same = same_kind.get(gold, [])
-        if len(same) >= 4:
-            pools["organisation"] = lambda: world.organisations[same[int(rng.integers(0, len(same)))]].name
-    tries = 0
-    while len(out) < 3 and tries < 200 and kind in pools:
-        tries += 1
-        add(pools[kind]())
-    while len(out) < 3:  # tiny worlds: fall back to numbered placeholders
-        add(f"None of the others ({len(out) + 1})")
+    out: list[tuple[tuple[str, ...], int]] = [((), -1)] * len(drafts)
+    for block in _option_blocks(drafts, rng):
+        options = [drafts[k].golds[0] for k in block]
+        seen = {normalize_answer(g) for k in block for g in drafts[k].golds}
+        first = drafts[block[0]]
+        for _ in range(2000):  # a block short of four: fresh draws of its first question's template
+            if len(options) == 4:
+                break
+            other = getattr(builder, first.template)()
+            if other is not None and other.stratum == first.stratum and normalize_answer(other.golds[0]) not in seen:
+                seen.add(normalize_answer(other.golds[0]))
+                options.append(other.golds[0])
+        if first.answer_kind in ("year", "gap"):  # tiny worlds: neighbouring numbers
+            near = [int(first.golds[0]) + sign * step for step in range(1, 100) for sign in (1, -1)]
+            for v in (str(v) for v in near if v > 0):
+                if len(options) < 4 and v not in seen:
+                    seen.add(v)
+                    options.append(v)
+        while len(options) < 4:  # and placeholders
+            options.append(f"None of the others ({len(options)})")
+        for k in block:
+            order = rng.permutation(4).tolist()
+            choices = tuple(options[i] for i in order)
+            out[k] = (choices, choices.index(drafts[k].golds[0]))
     return out
+
+
+def _option_blocks(drafts: list[Draft], rng: np.random.Generator) -> list[list[int]]:
+    """Question indices dealt into blocks of four with distinct golds (after :func:`normalize_answer`).
+
+    Within each split, questions are dealt first by template and stated kind, then what is left
+    by answer type and stated kind, then by answer type; the remainder (fewer than four per
+    split and answer type, or golds too repeated to separate) forms blocks of fewer than four.
+    """
+    blocks: list[list[int]] = []
+    rest = list(range(len(drafts)))
+    keys: tuple[Callable[[int], tuple], ...] = (
+        lambda k: (_split_of(k), drafts[k].answer_kind, drafts[k].template, drafts[k].stratum),
+        lambda k: (_split_of(k), drafts[k].answer_kind, drafts[k].stratum),
+        lambda k: (_split_of(k), drafts[k].answer_kind),
+    )
+    for key in keys:
+        groups: dict[tuple, list[int]] = {}
+        for k in rest:
+            groups.setdefault(key(k), []).append(k)
+        rest = []
+        for members in groups.values():
+            full, left = _deal(members, [normalize_answer(drafts[k].golds[0]) for k in members], rng)
+            blocks += full
+            rest += left
+        rest.sort()
+    groups = {}
+    for k in rest:
+        groups.setdefault(keys[-1](k), []).append(k)
+    for members in groups.values():  # the remainder: blocks of fewer than four, golds distinct
+        partial: list[list[int]] = []
+        for k in members:
+            gold = normalize_answer(drafts[k].golds[0])
+            home = next((b for b in partial if len(b) < 4 and all(normalize_answer(drafts[j].golds[0]) != gold for j in b)), None)
+            if home is None:
+                partial.append([k])
+            else:
+                home.append(k)
+        blocks += partial
+    return blocks
+
+
+def _deal(members: list[int], golds: list[str], rng: np.random.Generator) -> tuple[list[list[int]], list[int]]:
+    """Deal ``members`` into as many full blocks of four with distinct ``golds`` as round-robin allows; return the rest.
+
+    Members are grouped by gold (the largest groups first, ties and members in random order)
+    and dealt round-robin into ``len(members) // 4`` blocks, so no block holds a gold twice;
+    the members a full block cannot take are returned.
+    """
+    n_blocks = len(members) // 4
+    if n_blocks == 0:
+        return [], list(members)
+    by_gold: dict[str, list[int]] = {}
+    for m, g in zip(members, golds):
+        by_gold.setdefault(g, []).append(m)
+    groups = [by_gold[g] for g in sorted(by_gold)]
+    order = rng.permutation(len(groups)).tolist()
+    groups = [groups[i] for i in order]
+    groups.sort(key=len, reverse=True)  # stable: random order among equal sizes
+    left: list[int] = []
+    dealt: list[int] = []
+    for group in groups:
+        group = [group[i] for i in rng.permutation(len(group)).tolist()]
+        dealt += group[:n_blocks]
+        left += group[n_blocks:]  # a gold asked more often than there are blocks
+    extra = len(dealt) - 4 * n_blocks
+    if extra > 0:  # the last dealt (the least repeated golds) wait for a later pass
+        left += dealt[-extra:]
+        dealt = dealt[:-extra]
+    blocks: list[list[int]] = [[] for _ in range(n_blocks)]
+    for i, m in enumerate(dealt):
+        blocks[i % n_blocks].append(m)
+    full = [b for b in blocks if len(b) == 4]
+    left += [m for b in blocks if len(b) < 4 for m in b]
+    return full, sorted(left)
+
+
+def _split_of(index: int) -> str:
+    return next(name for name, sl in SPLITS.items() if sl.start <= index and (sl.stop is None or index < sl.stop))
+
+
+def _replay_earlier_option_draws(world: World, draft: Draft, rng: np.random.Generator,
+                                 same_kind: dict[str, list[int]]) -> None:
+    """Make the draws the earlier option generator made from the question stream, and nothing else.
+
+    Options now come from their own stream (:func:`_add_options`); replaying the earlier draws
+    keeps every question, and so every split of the open-answer env, exactly as it was.
+    """
+    gold = draft.golds[0]
+    if draft.answer_kind in ("year", "gap"):
+        for _ in range(64):
+            rank = int(rng.integers(0, 4))
+            values = np.concatenate([[0], np.cumsum(rng.integers(1, 16, size=3))])
+            if draft.answer_kind == "year" or (int(gold) + values - values[rank]).min() > 0:
+                break
+    else:
+        seen = {normalize_answer(gold)}
+        for trap in draft.traps:
+            if len(seen) < 4:
+                seen.add(normalize_answer(trap))
+        pools = {"city": world.cities, "country": world.countries, "person": world.people, "organisation": world.organisations}
+        pool = [world.organisations[j] for j in same_kind.get(gold, [])] if draft.answer_kind == "organisation" else []
+        pool = pool if len(pool) >= 4 else pools.get(draft.answer_kind, [])
+        tries = 0
+        while len(seen) < 4 and tries < 200 and pool:
+            tries += 1
+            seen.add(normalize_answer(pool[int(rng.integers(0, len(pool)))].name))
+    rng.permutation(4)
 
 
 def generate_questions(world: World, rendered: RenderedWorld, *, count: int | None = None) -> list[Question]:
@@ -474,6 +563,8 @@ def generate_questions(world: World, rendered: RenderedWorld, *, count: int | No
 
     The order is deterministic from the world's seed; see :data:`SPLITS`. A question touching a
     fact of an earlier split (:func:`question_facts`) is skipped, so the splits share no fact.
+    The multiple-choice options are added afterwards, from their own random streams
+    (:func:`_add_options`), so they never shift the questions.
     """
     rng = _rng(world.config.seed, 20)
     builder = _Builder(world, rendered, rng)
@@ -483,8 +574,9 @@ def generate_questions(world: World, rendered: RenderedWorld, *, count: int | No
     by_kind: dict[str, list[int]] = {}
     for j, o in enumerate(world.organisations):
         by_kind.setdefault(o.kind, []).append(j)
-    same_kind_orgs = {o.name: by_kind[o.kind] for o in world.organisations}  # gold name -> same-kind orgs
+    same_kind_orgs = {o.name: by_kind[o.kind] for o in world.organisations}  # gold name -> same-kind orgs (replay only)
     out: list[Question] = []
+    drafts: list[Draft] = []
     seen: set[str] = set()
     held: set[tuple[int, str]] = set()  # facts of the earlier splits' questions
     filling: set[tuple[int, str]] = set()  # facts of the split being filled
@@ -497,8 +589,7 @@ def generate_questions(world: World, rendered: RenderedWorld, *, count: int | No
         built = getattr(builder, name)()
         if built is None:
             continue
-        qtype, template, text, golds, hops, kind = built.type, built.template, built.text, built.golds, built.hops, built.answer_kind
-        traps = list(built.traps)
+        qtype, template, text, golds, hops = built.type, built.template, built.text, built.golds, built.hops
         if text in seen:
             continue
         if len(out) in boundaries:  # a new split starts: the finished one's facts are held out
@@ -512,10 +603,8 @@ def generate_questions(world: World, rendered: RenderedWorld, *, count: int | No
             continue  # the answer would leak from the question
         seen.add(text)
         filling |= facts
-        options = [golds[0]] + _distractors(world, kind, golds[0], rng, traps, same_kind_orgs)
-        order = rng.permutation(4).tolist()
-        choices = tuple(options[k] for k in order)
-        answer_index = order.index(0)
+        _replay_earlier_option_draws(world, built, rng, same_kind_orgs)
+        drafts.append(built)
         out.append(
             Question(
                 id=f"gen-{world.config.seed}-{len(out)}",
@@ -524,11 +613,10 @@ def generate_questions(world: World, rendered: RenderedWorld, *, count: int | No
                 type=qtype,
                 template=template,
                 hops=hops,
-                choices=choices,
-                answer_index=answer_index,
             )
         )
-    return out
+    options = _add_options(drafts, _rng(world.config.seed, 21), _Builder(world, rendered, _rng(world.config.seed, 22)))
+    return [dataclasses.replace(q, choices=c, answer_index=i) for q, (c, i) in zip(out, options)]
 
 
 def split_questions(questions: list[Question], split: str) -> list[Question]:
