@@ -100,6 +100,21 @@ def test_browser__screenshot_of_the_item_page(browser, tmp_path):
     assert browser.unwrapped.driver.execute_script("return document.querySelectorAll('input[type=radio]:checked').length") == 1
 
 
+def test_browser__a_site_with_a_token_is_played_through_its_start_page():
+    token = "browser-test-token_0123456789"
+    with WebShopServer(num_products=100, goal_split="all", expert=True, token=token) as server:
+        env = gym.make("TurnWebShopBrowser-v0", url=server.base_url, token=token)
+        try:
+            ref = gym.make("TurnWebShop-v0", goal_split="all", num_products=100)
+            assert env.reset(seed=2) == ref.reset(seed=2)
+            assert env.reset(options={"goal_index": 4}) == ref.reset(options={"goal_index": 4})
+            assert len(server.site) == 1  # one session per episode, the previous one ended
+            lock_step(env, ref, env.unwrapped.expert_action())
+            assert "token=" not in env.unwrapped.driver.current_url
+        finally:
+            env.close()
+
+
 def test_browser__a_crashed_browser_is_replaced_at_reset_and_close_leaves_no_process(browser):
     env = browser.unwrapped
     assert chromium_processes()

@@ -49,6 +49,12 @@ def new_session(server, **payload):
     return json.loads(body)["session"]
 
 
+def start(server, goal=None):
+    """Press Start on the start page: the form POST a browser sends (goal preselected or not)."""
+    form = "" if goal is None else urlencode({"goal": goal})
+    return request(server, "POST", "/start", form, {"Content-Type": "application/x-www-form-urlencoded"})
+
+
 def state(server, sid):
     status, _, body = request(server, "GET", f"/s/{sid}/state")
     assert status == 200, body
@@ -143,8 +149,10 @@ def test_site__sessions_are_isolated_and_each_page_shows_its_own_goal(server):
     assert state(server, a)["instruction"] != state(server, b)["instruction"]
 
 
-def test_site__home_opens_a_session_and_the_stylesheet_is_local(server):
-    status, headers, _ = request(server, "GET", "/?goal=5")
+def test_site__the_start_form_opens_a_session_and_the_stylesheet_is_local(server):
+    status, _, body = request(server, "GET", "/?goal=5")
+    assert status == 200 and 'action="/start"' in body and 'name="goal"' in body and 'value="5"' in body  # preselected
+    status, headers, _ = start(server, goal=5)
     assert status == 303 and re.fullmatch(r"/s/[A-Za-z0-9_-]+", headers["location"])
     assert state(server, headers["location"][3:])["goal_index"] == 5
     html = page(server, headers["location"][3:])
@@ -152,8 +160,11 @@ def test_site__home_opens_a_session_and_the_stylesheet_is_local(server):
     status, headers, css = request(server, "GET", "/static/style.css")
     assert status == 200 and headers["content-type"].startswith("text/css") and ".btn" in css
     assert request(server, "GET", "/?goal=99999999")[0] == 400
+    assert start(server, goal=99999999)[0] == 400
     for digits in ("%C2%B2", "%D9%A3", "%EF%BC%91"):  # superscript two, Arabic-Indic three, full-width one: digits, not ASCII
         assert request(server, "GET", f"/?goal={digits}")[0] == 400
+        status, *_ = request(server, "POST", "/start", f"goal={digits}", {"Content-Type": "application/x-www-form-urlencoded"})
+        assert status == 400
 
 
 def test_site__unknown_sessions_and_malformed_paths_get_4xx_pages(server):
@@ -249,7 +260,7 @@ def test_site__sessions_expire_after_idle_time_and_their_number_is_bounded():
     assert site.get(first) is None and len(site) == 2
     with WebShopServer(site, limits=LIMITS) as srv:
         site.new_session()
-        status, _, body = request(srv, "GET", "/")
+        status, _, body = start(srv)
         assert status == 503 and "The shop is full" in body
         assert request(srv, "POST", "/sessions", "{}", {"Content-Type": "application/json"})[0] == 503
         status, _, body = request(srv, "GET", "/health")
@@ -257,7 +268,7 @@ def test_site__sessions_expire_after_idle_time_and_their_number_is_bounded():
         now[0] = 100.0
         assert request(srv, "GET", f"/s/{others[0]}")[0] == 404 and len(site) == 0
         assert json.loads(request(srv, "GET", "/health")[2])["sessions"] == 0
-        assert request(srv, "GET", "/")[0] == 303
+        assert start(srv)[0] == 303
 
 
 def test_site__a_seeded_session_draws_the_goal_the_env_draws_with_that_seed():
@@ -290,7 +301,7 @@ def test_site__the_cli_serves_it_on_loopback():
         conn.request("GET", "/health")
         health = json.loads(conn.getresponse().read())
         assert health["status"] == "ok" and health["sessions"] == 0 and health["max_sessions"] == 5
-        conn.request("GET", "/?goal=1")
+        conn.request("POST", "/start", "goal=1", {"Content-Type": "application/x-www-form-urlencoded"})
         assert conn.getresponse().status == 303
         conn.close()
     finally:

@@ -10,7 +10,17 @@ uvicorn leaves open:
 * a **backlog** of 2048 and **no thread per connection** (asyncio), so hundreds of clients that
   open a connection per request (as Search-R1's client does) are not reset;
 * **bounded concurrency**: beyond ``max_connections`` open connections uvicorn answers 503;
-* :func:`parse_json` refuses deeply nested JSON with a 400 instead of a ``RecursionError``.
+* a **send deadline**: a connection whose client stops reading is aborted (its buffered answer freed)
+  once writing has stayed paused for ``ServerLimits.send_timeout`` seconds, or once it is closing or idle
+  with unsent bytes for that long; each connection's write buffer pauses at :data:`WRITE_BUFFER_HIGH`
+  bytes, so an answer sent in pieces (awaiting each ``send``) holds at most that much plus one piece.
+  uvicorn alone waits for a paused connection to drain with no deadline, holding the answer forever;
+* :func:`parse_json` refuses deeply nested JSON with a 400 instead of a ``RecursionError``;
+* **access control** (:class:`AppServer` wraps every app): :class:`HostOriginGuard` refuses other sites' pages
+  and DNS rebinding; :class:`TokenGuard`, with a ``token``, requires ``Authorization: Bearer`` on every request
+  and WebSocket handshake but ``GET /health``; :class:`RateLimiter` gives each client IP beyond this machine a
+  token bucket (:class:`RateLimit`, 429 past it). The CLIs share :func:`add_allow_host_argument` and
+  :func:`add_access_arguments`.
 
 Starlette rather than FastAPI: the endpoints are a handful of JSON and HTML routes whose bounds we
 check by hand anyway, so pydantic models would add a dependency and nothing the routes need.
@@ -19,16 +29,20 @@ check by hand anyway, so pydantic models would add a dependency and nothing the 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import ipaddress
 import json
 import logging
+import math
+import re
 import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-__all__ = ["ServerLimits", "AppServer", "HTTPError", "HostOriginGuard", "LOOPBACK_NAMES", "add_allow_host_argument", "read_body", "loads_strict", "parse_json", "json_error_handlers"]
+__all__ = ["ServerLimits", "AppServer", "WRITE_BUFFER_HIGH", "HTTPError", "HostOriginGuard", "LOOPBACK_NAMES", "add_allow_host_argument", "TokenGuard", "RateLimit", "RateLimiter", "TOKEN_ENV", "add_access_arguments", "access_options", "check_token", "is_loopback", "read_body", "loads_strict", "parse_json", "json_error_handlers"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +63,15 @@ class ServerLimits:
     keep_alive: float = 5.0
     #: Listen backlog (pending connections the kernel queues before resetting).
     backlog: int = 2048
+    #: Seconds a client that stops reading may hold its answer: a connection whose writing stays paused
+    #: (more than :data:`WRITE_BUFFER_HIGH` bytes unsent) this long, or that is closing or idle with
+    #: unsent bytes this long, is aborted and its buffers freed.
+    send_timeout: float = 30.0
+
+
+#: Bytes of unsent answer at which a connection's writing pauses (the sender awaits the client) and
+#: resumes below a quarter of that; what a paused connection buffers beyond it is one ``send``'s bytes.
+WRITE_BUFFER_HIGH = 64 * 1024
 
 
 class HTTPError(Exception):
@@ -142,17 +165,23 @@ def _http_protocol_base(parser: str = "auto") -> type:
     return H11Protocol
 
 
-def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = "auto") -> type:
-    """uvicorn's HTTP protocol plus two bounds on a request head: a connection with no request under
-    way is closed after ``header_timeout`` seconds, and a head (request line and headers) over
+def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = "auto", send_timeout: float = 30.0) -> type:
+    """uvicorn's HTTP protocol plus two bounds on a request head and one on sending: a connection with no
+    request under way is closed after ``header_timeout`` seconds, and a head (request line and headers) over
     ``max_head_bytes`` is refused with 431. The head's bytes are counted here as they arrive: llhttp buffers a
     header of any length, and h11 bounds only an incomplete head (``h11_max_incomplete_event_size``), so both
-    would take a complete oversized head that arrives in one read."""
+    would take a complete oversized head that arrives in one read.
+
+    The send deadline: uvicorn's ``send`` awaits a paused transport's drain with no timeout, and a transport
+    closed with unsent bytes waits for a reader forever, so a client that never reads would hold its answer
+    (and a connection slot) for good. Writing paused, or a closing or idle connection with unsent bytes, for
+    ``send_timeout`` seconds aborts the transport; uvicorn's ``connection_lost`` then ends the response."""
     base = _http_protocol_base(parser)
     counts_head = base.__name__ == "HttpToolsProtocol"
 
     class GuardedProtocol(base):  # type: ignore[misc, valid-type]
         _deadline: asyncio.TimerHandle | None = None
+        _send_deadline: asyncio.TimerHandle | None = None
         _head_bytes = 0
         _in_body = False
 
@@ -166,8 +195,43 @@ def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = 
             if self.transport.get_protocol() is not self:  # upgraded to a WebSocket, which owns the connection now
                 return
             in_request = self.cycle is not None and not self.cycle.response_complete
-            if not in_request and not self.transport.is_closing():
+            if in_request and not self.transport.is_closing():
+                self._arm()  # look again later: uvicorn may yet close this connection with bytes unsent
+                return
+            if not self.transport.is_closing():
                 self.transport.close()
+            self._watch_unsent()  # a closed transport still waits for its unsent bytes to be read
+
+        def _watch_unsent(self) -> None:
+            """Start the send deadline (unless it runs) when bytes wait for the client."""
+            if self._send_deadline is None and self.transport.get_write_buffer_size() > 0:
+                self._send_deadline = self.loop.call_later(send_timeout, self._on_send_deadline)
+
+        def _on_send_deadline(self) -> None:
+            self._send_deadline = None
+            if self.transport.get_protocol() is not self:  # upgraded to a WebSocket, which owns the connection now
+                return
+            if self.transport.get_write_buffer_size() > 0:  # the client has not taken its answer in time
+                sock = self.transport.get_extra_info("socket")
+                if sock is not None:  # a reset, not a FIN: the kernel drops what it still holds for the client too
+                    try:
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    except OSError:
+                        pass
+                self.transport.abort()
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self._send_deadline is None:
+                self._send_deadline = self.loop.call_later(send_timeout, self._on_send_deadline)
+
+        def resume_writing(self) -> None:
+            if self._send_deadline is not None:  # the client reads: a fresh deadline for the next pause
+                self._send_deadline.cancel()
+                self._send_deadline = None
+            super().resume_writing()
+            if self.transport.is_closing():  # the rest must still be read before the deadline
+                self._watch_unsent()
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             sock = transport.get_extra_info("socket")
@@ -175,6 +239,7 @@ def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = 
                 # Served on a pre-bound socket, accepted connections lack TCP_NODELAY: Nagle then held every keep-alive
                 # response for the client's delayed ACK (44-56 ms a retrieve request instead of 1.5-1.9 ms).
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
             super().connection_made(transport)
             self._arm()
 
@@ -224,11 +289,16 @@ def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = 
             super().on_response_complete()
             if not self.transport.is_closing():
                 self._arm()
+            else:  # answered with "connection: close": closed, but the rest of the answer may still wait
+                self._watch_unsent()
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._deadline is not None:
                 self._deadline.cancel()
                 self._deadline = None
+            if self._send_deadline is not None:
+                self._send_deadline.cancel()
+                self._send_deadline = None
             super().connection_lost(exc)
 
     GuardedProtocol.__name__ = GuardedProtocol.__qualname__ = f"Guarded{base.__name__}"
@@ -348,6 +418,253 @@ class HostOriginGuard:
         await self.app(scope, receive, send)
 
 
+#: Environment variable a server CLI reads its token from when ``--token`` is not given: a value on the command
+#: line shows in ``ps`` to every user of the machine, an environment variable does not.
+TOKEN_ENV = "AGENTGYM_TOKEN"
+#: Characters a token may hold (RFC 6750's ``b64token``): safe in a header, a cookie and a query string.
+_TOKEN_RE = re.compile(r"[A-Za-z0-9._~+/-]+=*")
+
+
+def check_token(token: Any) -> str | None:
+    """``token`` if it is a usable bearer token (``None``: no token), else ``ValueError``."""
+    if token is None:
+        return None
+    if not isinstance(token, str) or not _TOKEN_RE.fullmatch(token) or len(token) > 4096:
+        raise ValueError("the token must be 1 to 4,096 characters among letters, digits and - . _ ~ + / (then = padding), "
+                         "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'.")
+    return token
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name) is this machine only: ``localhost``, ``127.0.0.0/8``, ``::1``."""
+    name = _hostname(host) if not _is_ip(host) else host
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool((mapped or address).is_loopback)
+
+
+def add_access_arguments(parser: Any) -> None:
+    """``--token`` and ``--rate-limit``/``--rate-burst`` on a server's CLI; :func:`access_options` reads them back."""
+    parser.add_argument("--token", default=None, metavar="TOKEN",
+                        help=f"require 'Authorization: Bearer TOKEN' on every request but GET /health (default: the "
+                             f"{TOKEN_ENV} environment variable, which unlike this option does not show in ps; unset: no "
+                             "token). Set one whenever --host is beyond this machine")
+    parser.add_argument("--rate-limit", type=float, default=RateLimit.rate, metavar="R",
+                        help=f"requests a second each client IP address beyond this machine may send (token bucket; "
+                             f"default {RateLimit.rate:g}; 0: no limit); beyond it: 429 with Retry-After")
+    parser.add_argument("--rate-burst", type=int, default=RateLimit.burst, metavar="B",
+                        help=f"requests a client may send at once before --rate-limit applies (default {RateLimit.burst})")
+
+
+def access_options(args: Any) -> dict[str, Any]:
+    """``token`` and ``rate_limit`` keyword arguments of :class:`AppServer` from :func:`add_access_arguments`'
+    options (``--token``, else the ``AGENTGYM_TOKEN`` environment variable). ``ValueError`` on bad values."""
+    import os
+
+    token = args.token if args.token is not None else (os.environ.get(TOKEN_ENV) or None)
+    if args.rate_limit < 0:
+        raise ValueError(f"--rate-limit must be 0 (no limit) or a positive number of requests a second, got {args.rate_limit:g}.")
+    limit = RateLimit(rate=args.rate_limit, burst=args.rate_burst) if args.rate_limit > 0 else None
+    return {"token": check_token(token), "rate_limit": limit}
+
+
+def _bearer(headers: list[tuple[bytes, bytes]]) -> tuple[bytes | None, list[bytes]]:
+    """The bearer token of the ``Authorization`` header (or ``None``) and the raw ``Cookie`` headers."""
+    bearer, cookies = None, []
+    for key, value in headers:
+        key = key.lower()
+        if key == b"authorization":
+            scheme, _, credentials = value.strip().partition(b" ")
+            if scheme.lower() == b"bearer":
+                bearer = credentials.strip()
+        elif key == b"cookie":
+            cookies.append(value)
+    return bearer, cookies
+
+
+async def _refuse(scope: Any, send: Any, status: int, detail: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+    """Answer ``status`` with ``{"detail": ...}``; a WebSocket handshake is refused with that answer where the server
+    supports ASGI's ``websocket.http.response`` (uvicorn does), else closed (code 1008) before it is accepted."""
+    body = json.dumps({"detail": detail}).encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]
+    if scope["type"] == "websocket":
+        if "websocket.http.response" not in scope.get("extensions", {}):
+            await send({"type": "websocket.close", "code": 1008, "reason": detail[:120]})
+            return
+        await send({"type": "websocket.http.response.start", "status": status, "headers": head})
+        await send({"type": "websocket.http.response.body", "body": body})
+        return
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": body})
+
+
+class TokenGuard:
+    """ASGI middleware that requires a shared secret: every HTTP request and WebSocket handshake must carry
+    ``Authorization: Bearer <token>`` (compared in constant time), else 401 ``{"detail": ...}`` (a handshake is
+    refused). ``GET /health`` stays open so that a supervisor or load balancer can probe a server without the
+    secret; it tells only that the server runs and its counts.
+
+    ``cookie_login``: a path (the WebShop site's ``/``) where a browser, which cannot add a header, presents the
+    token once as ``?token=...``; the answer sets an HttpOnly, ``SameSite=Strict`` cookie (named after the port:
+    cookies ignore ports) that stands for the header from then on, and is never sent by another site's page.
+    """
+
+    def __init__(self, app: Any, token: str, *, cookie_login: str | None = None):
+        self.app = app
+        self._token = check_token(token).encode()  # type: ignore[union-attr]
+        self.cookie_login = cookie_login
+
+    def _matches(self, presented: bytes | None) -> bool:
+        return presented is not None and hmac.compare_digest(presented, self._token)
+
+    @staticmethod
+    def cookie_name(scope: Any) -> str:
+        server = scope.get("server") or ("", 0)
+        return f"agentgym_token_{server[1] or 0}"
+
+    def _cookie(self, scope: Any, cookies: list[bytes]) -> bytes | None:
+        name = self.cookie_name(scope).encode()
+        for header in cookies:
+            for part in header.split(b";"):
+                key, _, value = part.strip().partition(b"=")
+                if key == name and self._matches(value.strip()):
+                    return value.strip()
+        return None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket") or (scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
+                                                            and scope["path"] == "/health"):
+            await self.app(scope, receive, send)
+            return
+        bearer, cookies = _bearer(scope.get("headers", []))
+        if self._matches(bearer) or (self.cookie_login is not None and self._cookie(scope, cookies) is not None):
+            await self.app(scope, receive, send)
+            return
+        if (self.cookie_login is not None and scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
+                and scope["path"] == self.cookie_login):
+            from urllib.parse import parse_qs
+
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"), max_num_fields=64)
+            given = query.get("token", [])
+            if len(given) == 1 and self._matches(given[0].encode("latin-1", "replace")):
+                cookie = f"{self.cookie_name(scope)}={given[0]}; Path=/; HttpOnly; SameSite=Strict".encode()
+
+                async def send_with_cookie(message: Any) -> None:
+                    if message["type"] == "http.response.start":
+                        extra = [(b"set-cookie", cookie), (b"referrer-policy", b"same-origin"), (b"cache-control", b"no-store")]
+                        message = {**message, "headers": [*message.get("headers", []), *extra]}
+                    await send(message)
+
+                await self.app(scope, receive, send_with_cookie)
+                return
+        how = "send the header 'Authorization: Bearer <token>'"
+        if self.cookie_login is not None:
+            how += f" (a browser: open {self.cookie_login}?token=<token> once)"
+        await _refuse(scope, send, 401, f"this server needs its token: {how}", [(b"www-authenticate", b'Bearer realm="agentgym-turn"')])
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """Requests each client may send: a token bucket per client IP address, holding ``burst`` requests and
+    refilled at ``rate`` a second; a request that finds it empty gets 429 with ``Retry-After`` (a WebSocket
+    handshake counts as one request; its messages do not). IPv6 clients are counted per /64 (one host holds a
+    whole /64). The table of clients keeps the ``max_clients`` most recent (least recently seen dropped first),
+    so that the limiter's own memory is bounded whatever addresses arrive. Loopback clients (this machine: the
+    trainer, its workers, the benchmarks) are not limited unless ``loopback``. Per process (``processes`` > 1:
+    per copy)."""
+
+    #: Requests a second, sustained, per client.
+    rate: float = 1000.0
+    #: Requests a client may send at once.
+    burst: int = 2000
+    #: Clients remembered at most.
+    max_clients: int = 10_000
+    #: Limit this machine's clients too.
+    loopback: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rate, bool) or not isinstance(self.rate, (int, float)) or not self.rate > 0:
+            raise ValueError(f"rate must be a positive number of requests a second, got {self.rate!r}.")
+        for name in ("burst", "max_clients"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+
+
+def _client_key(ip: str) -> str:
+    """The address a client is counted under: an IPv4 address (IPv4-mapped IPv6 included) or an IPv6 /64."""
+    try:
+        address = ipaddress.ip_address(ip.split("%", 1)[0])
+    except ValueError:
+        return ip[:64]
+    if address.version == 6:
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
+
+
+class RateLimiter:
+    """ASGI middleware applying a :class:`RateLimit` per client (429 with ``Retry-After`` past it)."""
+
+    def __init__(self, app: Any, limit: RateLimit, *, clock: Any = time.monotonic):
+        from collections import OrderedDict
+
+        self.app = app
+        self.limit = limit
+        self._clock = clock
+        self._buckets: OrderedDict[str, list[float]] = OrderedDict()  # key -> [tokens, time]; least recently seen first
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def wait(self, ip: str) -> float:
+        """Take one request from ``ip``'s bucket: 0 when it may proceed, else seconds until it may."""
+        limit, now = self.limit, self._clock()
+        key = _client_key(ip)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            if len(self._buckets) >= limit.max_clients:
+                self._buckets.popitem(last=False)
+            bucket = self._buckets[key] = [float(limit.burst), now]
+        else:
+            self._buckets.move_to_end(key)
+            bucket[0] = min(float(limit.burst), bucket[0] + (now - bucket[1]) * limit.rate)
+            bucket[1] = now
+        if bucket[0] >= 1.0:
+            bucket[0] -= 1.0
+            return 0.0
+        return (1.0 - bucket[0]) / limit.rate
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            client = scope.get("client")
+            ip = client[0] if client else None
+            if ip and (self.limit.loopback or ip not in ("127.0.0.1", "::1") and not is_loopback(ip)):
+                wait = self.wait(ip)
+                if wait > 0:
+                    seconds = str(max(1, math.ceil(wait))).encode()
+                    await _refuse(scope, send, 429, f"too many requests from {_client_key(ip)}: at most {self.limit.rate:g} a "
+                                  f"second (bursts of {self.limit.burst}); retry after {seconds.decode()} s", [(b"retry-after", seconds)])
+                    return
+        await self.app(scope, receive, send)
+
+
+def _exposure_warning(host: str, token: str | None) -> None:
+    """Say on stderr that a server reachable from other machines has no token: anyone who can connect can use it."""
+    if token is None and not is_loopback(host):
+        import sys
+
+        print(f"WARNING: serving on {host}, beyond this machine, without a token: anyone who can reach this port can "
+              f"use the server. Set the {TOKEN_ENV} environment variable (or --token; AppServer(token=...)) and give the "
+              "token to the clients, or bind 127.0.0.1.", file=sys.stderr, flush=True)
+
+
 class AppServer:
     """Run an ASGI app on uvicorn, in a background thread (``start``/``stop``, a context manager)
     or in the calling thread (``serve_forever``).
@@ -362,16 +679,26 @@ class AppServer:
             ``"h11"``. Both enforce every bound of ``limits``.
         allowed_hosts: Domain names accepted in ``Host`` and ``Origin`` beside this machine's and the bound
             address (:class:`HostOriginGuard`); ``["*"]`` accepts any.
+        token: A shared secret every request but ``GET /health`` must carry as ``Authorization: Bearer <token>``
+            (:class:`TokenGuard`; 401 otherwise); ``None``: none. Binding beyond this machine without one prints a warning.
+        cookie_login: With ``token``: the path where a browser presents it once as ``?token=`` (:class:`TokenGuard`).
+        rate_limit: Requests per client IP address (:class:`RateLimit`; 429 past it); ``None``: no limit.
     """
 
     def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0, limits: ServerLimits | None = None, verbose: bool = False,
-                 http_parser: str = "auto", allowed_hosts: Sequence[str] = ()):
+                 http_parser: str = "auto", allowed_hosts: Sequence[str] = (), token: str | None = None,
+                 cookie_login: str | None = None, rate_limit: RateLimit | None = RateLimit()):
         import uvicorn
 
+        self.token = check_token(token)
+        if self.token is not None:
+            app = TokenGuard(app, self.token, cookie_login=cookie_login)
         app = HostOriginGuard(app, LOOPBACK_NAMES | {_hostname(host)} | {h.strip().lower() for h in allowed_hosts})
+        if rate_limit is not None:
+            app = RateLimiter(app, rate_limit)
 
         self.limits = limits or ServerLimits()
-        protocol = _guarded_protocol(self.limits.header_timeout, self.limits.max_head_bytes, http_parser)  # fails before a socket opens
+        protocol = _guarded_protocol(self.limits.header_timeout, self.limits.max_head_bytes, http_parser, self.limits.send_timeout)  # fails before a socket opens
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -382,6 +709,7 @@ class AppServer:
             raise OSError(f"cannot listen on {host}:{port} ({err.strerror}); pick another --port or stop the other server.") from None
         self._socket.listen(self.limits.backlog)
         self._socket.set_inheritable(True)
+        _exposure_warning(host, self.token)
         config = uvicorn.Config(
             app,
             http=protocol,

@@ -87,6 +87,8 @@ class RemoteTurnEnv(gym.Env[str, str]):
         render_mode: ``None`` or ``"ansi"`` (the served env's render, fetched at ``render()``).
         connect_timeout: Seconds to reach the server (``/schema`` at construction, ``/ws`` at reset).
         message_timeout: Seconds to wait for each answer (a step of a slow env included).
+        token: The server's token (``agentgym-turn serve env --token`` or ``AGENTGYM_TOKEN``), sent as
+            ``Authorization: Bearer <token>`` on every request and the ``/ws`` handshake; ``None``: none.
 
     Example::
 
@@ -104,11 +106,15 @@ class RemoteTurnEnv(gym.Env[str, str]):
         *,
         connect_timeout: float = 10.0,
         message_timeout: float = 120.0,
+        token: str | None = None,
     ):
         for name, value in (("connect_timeout", connect_timeout), ("message_timeout", message_timeout)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}.")
+        if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
+            raise ValueError("token must be a non-empty string of printable ASCII characters (the server's --token).")
         self.base_url, self.ws_url = _urls(base_url)
+        self._headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
         self.connect_timeout = float(connect_timeout)
         self.message_timeout = float(message_timeout)
         self._ws: Any = None
@@ -140,9 +146,12 @@ class RemoteTurnEnv(gym.Env[str, str]):
         handlers = [urllib.request.ProxyHandler({})] if _is_local(urllib.parse.urlsplit(url).hostname) else []
         opener = urllib.request.build_opener(*handlers)
         try:
-            with opener.open(url, timeout=self.connect_timeout) as response:
+            with opener.open(urllib.request.Request(url, headers=self._headers), timeout=self.connect_timeout) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as err:
+            if err.code == 401:
+                given = "was refused" if self._headers else "is needed: pass token=..."
+                raise ConnectionError(f"the env server at {self.base_url} needs its token (HTTP 401); the token {given}.") from None
             raise ConnectionError(f"the env server at {self.base_url} answered {path} with HTTP {err.code}; is it an agentgym-turn env server?") from None
         except (urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", err)
@@ -154,6 +163,8 @@ class RemoteTurnEnv(gym.Env[str, str]):
         from websockets.sync.client import connect
 
         kwargs: dict[str, Any] = {"open_timeout": self.connect_timeout, "close_timeout": 2.0, "max_size": _CLIENT_MAX_FRAME}
+        if self._headers:
+            kwargs["additional_headers"] = dict(self._headers)
         accepted = inspect.signature(connect).parameters
         if "proxy" in accepted and _is_local(urllib.parse.urlsplit(self.ws_url).hostname):
             kwargs["proxy"] = None  # websockets >= 15 reads proxy settings from the environment

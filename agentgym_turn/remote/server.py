@@ -24,7 +24,10 @@ session with no message for ``idle_timeout`` seconds is closed and its env relea
 over ``max_message_bytes`` gets a ``VALIDATION_ERROR`` (one over four times that closes the
 connection, code 1009); env calls run in a pool of ``workers`` threads, so a slow env never blocks
 the event loop or other sessions. Built on the project's one server stack
-(:mod:`agentgym_turn.core.serving`); binds ``127.0.0.1`` unless told otherwise.
+(:mod:`agentgym_turn.core.serving`); binds ``127.0.0.1`` unless told otherwise. With ``--token`` (or
+``AGENTGYM_TOKEN``) every request and ``/ws`` handshake but ``GET /health`` must carry ``Authorization: Bearer
+<token>`` (a handshake without it is refused with 401, before a session is made); each client beyond this machine
+is rate-limited (``--rate-limit``; 429 with ``Retry-After``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..core.serving import AppServer, HTTPError, ServerLimits, add_allow_host_argument, json_error_handlers, parse_json, read_body
+from ..core.serving import (
+    AppServer, HTTPError, RateLimit, ServerLimits, access_options, add_access_arguments, add_allow_host_argument, json_error_handlers,
+    parse_json, read_body,
+)
 from .protocol import (
     ACTION_FIELD,
     ErrorCode,
@@ -514,6 +520,10 @@ class EnvServer(AppServer):
         client_content: Accept reset options that carry content to process (a Sokoban level text); off by default.
         verbose: Log every request.
         allowed_hosts: Domain names accepted in ``Host``/``Origin`` beside this machine's (``--allow-host``).
+        token: A secret every request and ``/ws`` handshake but ``GET /health`` must carry as ``Authorization:
+            Bearer <token>`` (``Remote-v0``: ``token=...``); ``None``: none.
+        rate_limit: Requests (and ``/ws`` handshakes) per client IP beyond this machine
+            (:class:`~agentgym_turn.core.serving.RateLimit`); ``None``: no limit.
 
     Example::
 
@@ -536,6 +546,8 @@ class EnvServer(AppServer):
         client_content: bool = False,
         verbose: bool = False,
         allowed_hosts: Sequence[str] = (),
+        token: str | None = None,
+        rate_limit: RateLimit | None = RateLimit(),
     ):
         if idle_timeout is not None and not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be a positive number of seconds or None, got {idle_timeout!r}.")
@@ -547,8 +559,9 @@ class EnvServer(AppServer):
         limits = ServerLimits(max_body_bytes=self.max_message_bytes)
         app = build_app(self.sessions, idle_timeout=idle_timeout, max_message_bytes=self.max_message_bytes, limits=limits)
         try:
-            super().__init__(app, host=host, port=port, limits=limits, verbose=verbose, allowed_hosts=allowed_hosts)
-        except OSError:
+            super().__init__(app, host=host, port=port, limits=limits, verbose=verbose, allowed_hosts=allowed_hosts, token=token,
+                             rate_limit=rate_limit)
+        except (OSError, ValueError):
             self.sessions.shutdown()
             raise
         # A frame over the app's limit still arrives whole (and gets an error frame); beyond 4x it,
@@ -591,6 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept reset options that carry content the server must process (a Sokoban level text, which it "
                         "solves: seconds of CPU a request); off: only indexes into the env's own tasks")
     add_allow_host_argument(p)
+    add_access_arguments(p)
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 
@@ -606,6 +620,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{flag} must be at least {low}, got {value:g}")  # before a possibly long env build
     if args.max_message_bytes is not None and args.max_message_bytes < 1024:
         parser.error(f"--max-message-bytes must be at least 1024, got {args.max_message_bytes}")
+    try:
+        access = access_options(args)
+    except ValueError as err:
+        parser.error(str(err))  # before a possibly long env build
     try:
         env_id = resolve_env_id(args.env_id)
         kwargs = _parse_kwargs(args.kwarg)
@@ -623,6 +641,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             client_content=args.client_content,
             verbose=args.verbose,
             allowed_hosts=args.allow_host,
+            **access,
         )
     except (CliError, OSError, ValueError, TypeError) as err:
         print(f"agentgym-turn serve env: {err}", file=sys.stderr)

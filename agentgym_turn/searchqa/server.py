@@ -13,21 +13,31 @@ A missing, null or zero ``topk`` means the server's ``--topk``. ``GET /health`` 
 Built on the project's one server stack (:mod:`agentgym_turn.core.serving`: Starlette on
 uvicorn): no thread per connection, a listen backlog of 2048, a deadline for silent or slow
 clients, bounded bodies, JSON depth, queries, ``topk`` and passages per request, and large requests
-answered in chunks so that one client cannot hold the retriever for long. The server binds
-``127.0.0.1`` unless told otherwise.
+answered in chunks so that one client cannot hold the retriever for long. A large answer is also *sent* in
+chunks: each part of the JSON is built once the client has taken the earlier ones (chunked transfer
+encoding; the document is byte for byte the one a whole body would hold), so a client that does not read
+holds a bounded buffer until the send deadline (``ServerLimits.send_timeout``) drops it. Small answers go
+out as one body with ``Content-Length``. The server binds ``127.0.0.1`` unless told otherwise; with
+``--token`` (or ``AGENTGYM_TOKEN``) every request but ``GET /health`` must carry ``Authorization: Bearer
+<token>``, and each client beyond this machine is rate-limited (``--rate-limit``; 429 with ``Retry-After``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import logging
 import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
-from ..core.serving import AppServer, HTTPError, ServerLimits, add_allow_host_argument, json_error_handlers, parse_json, read_body
+from ..core.serving import (
+    AppServer, HTTPError, RateLimit, ServerLimits, access_options, add_access_arguments, add_allow_host_argument, json_error_handlers,
+    parse_json, read_body,
+)
 from .retrieval import Retriever, hits_to_json
 
 __all__ = ["RetrievalServer", "build_app", "parse_request", "main", "MAX_QUERIES", "MAX_TOPK", "MAX_PASSAGES", "MAX_BODY_BYTES"]
@@ -42,6 +52,12 @@ MAX_PASSAGES = 32_768
 MAX_BODY_BYTES = 8 * 1024 * 1024
 #: Queries scored per retriever call; other clients' requests interleave between chunks.
 CHUNK_QUERIES = 64
+#: Passages per retriever call at most: a call takes ``CHUNK_PASSAGES // topk`` queries (1 to ``CHUNK_QUERIES``),
+#: so that what one call returns, and holds while its part of the answer waits for the client, is bounded.
+CHUNK_PASSAGES = 1024
+#: An answer goes out in writes of about this many bytes, each built once the client has taken the earlier
+#: ones; an answer shorter than this is one body with ``Content-Length``.
+ANSWER_PIECE_BYTES = 64 * 1024
 #: Threads per server process that run retrievals, so a slow retriever never blocks the event loop
 #: (anyio's default limit for ``run_in_threadpool`` is also 40).
 RETRIEVAL_THREADS = 40
@@ -87,6 +103,67 @@ def _retrieval_pool() -> ThreadPoolExecutor:
     return pool[1]
 
 
+#: Starlette's ``JSONResponse`` rendering, so that an answer sent in parts is the bytes a whole body would be.
+_render = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_log = logging.getLogger(__name__)
+
+
+async def _until_disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+class _Answer:
+    """The ASGI response to a valid ``/retrieve`` request: ``{"result": [...]}`` built row by row as the
+    retriever's calls return, sent in writes of :data:`ANSWER_PIECE_BYTES` (each awaits the client's reading,
+    through uvicorn's flow control) or as one body when it is smaller. A retrieval that fails before the first
+    byte is an :class:`HTTPError` 500; after it, the answer cannot change status, so it is left incomplete and
+    uvicorn closes the connection (the client sees a truncated body, never a wrong document)."""
+
+    __slots__ = ("retriever", "queries", "topk", "return_scores")
+
+    def __init__(self, retriever: Retriever, queries: list[str], topk: int, return_scores: bool):
+        self.retriever, self.queries, self.topk, self.return_scores = retriever, queries, topk, return_scores
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        loop = asyncio.get_running_loop()
+        queries, topk, return_scores = self.queries, self.topk, self.return_scores
+        per_call = max(1, min(CHUNK_QUERIES, CHUNK_PASSAGES // topk))
+        body = bytearray(b'{"result":[')
+        first = True
+        gone: asyncio.Task | None = None  # once the answer has begun: done when the client has gone
+        try:
+            for start in range(0, len(queries), per_call):
+                hits = await loop.run_in_executor(_retrieval_pool(), self.retriever.retrieve, queries[start : start + per_call], topk)
+                for row in hits:
+                    if not first:
+                        body += b","
+                    first = False
+                    body += _render(hits_to_json([row], return_scores=return_scores)[0]).encode("utf-8")
+                    if len(body) >= ANSWER_PIECE_BYTES:
+                        if gone is None:
+                            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+                            gone = loop.create_task(_until_disconnected(receive))
+                        piece, body = bytes(body), bytearray()
+                        await send({"type": "http.response.body", "body": piece, "more_body": True})  # waits while the client does not read
+                        if gone.done():  # aborted (send deadline) or closed by the client: build no more
+                            return
+        except Exception as exc:  # report, keep serving
+            failure = f"retrieval failed: {type(exc).__name__}: {exc}"
+            if gone is None:
+                raise HTTPError(500, failure) from None
+            _log.warning("%s; the answer had begun, so its connection is closed", failure)
+            return  # an incomplete answer: uvicorn closes the connection
+        finally:
+            if gone is not None:
+                gone.cancel()
+        body += b"]}"
+        if gone is None:
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-length", b"%d" % len(body)), (b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": bytes(body), "more_body": False})
+
+
 def build_app(retriever: Retriever, *, default_topk: int = 3, limits: ServerLimits | None = None):
     """The Starlette app: ``POST /retrieve``, ``GET /health`` (and ``/``)."""
     from starlette.applications import Starlette
@@ -100,17 +177,10 @@ def build_app(retriever: Retriever, *, default_topk: int = 3, limits: ServerLimi
     async def health(request: Any) -> JSONResponse:
         return JSONResponse({"status": "ok", "num_docs": num_docs})
 
-    async def retrieve(request: Any) -> JSONResponse:
+    async def retrieve(request: Any) -> _Answer:
         payload = parse_json(await read_body(request, limits))
         queries, topk, return_scores = parse_request(payload, default_topk)
-        hits: list = []
-        for start in range(0, len(queries), CHUNK_QUERIES):
-            chunk = queries[start : start + CHUNK_QUERIES]
-            try:
-                hits.extend(await asyncio.get_running_loop().run_in_executor(_retrieval_pool(), retriever.retrieve, chunk, topk))
-            except Exception as exc:  # report, keep serving
-                raise HTTPError(500, f"retrieval failed: {type(exc).__name__}: {exc}") from None
-        return JSONResponse({"result": hits_to_json(hits, return_scores=return_scores)})
+        return _Answer(retriever, queries, topk, return_scores)
 
     async def not_found(request: Any) -> JSONResponse:
         return JSONResponse({"detail": "not found; POST /retrieve"}, status_code=404)
@@ -138,6 +208,9 @@ class RetrievalServer(AppServer):
         http_parser: ``"auto"`` (httptools where installed), ``"httptools"`` or ``"h11"``
             (:class:`~agentgym_turn.core.serving.AppServer`).
         allowed_hosts: Domain names accepted in ``Host``/``Origin`` beside this machine's (``--allow-host``).
+        token: A secret every request but ``GET /health`` must carry as ``Authorization: Bearer <token>``
+            (clients: ``HTTPRetriever(url, token=...)``, ``TurnSearchQA-v0``'s ``retriever_token``); ``None``: none.
+        rate_limit: Requests per client IP beyond this machine (:class:`~agentgym_turn.core.serving.RateLimit`); ``None``: no limit.
 
     Example::
 
@@ -156,12 +229,15 @@ class RetrievalServer(AppServer):
         limits: ServerLimits | None = None,
         http_parser: str = "auto",
         allowed_hosts: Sequence[str] = (),
+        token: str | None = None,
+        rate_limit: RateLimit | None = RateLimit(),
     ):
         if isinstance(default_topk, bool) or not isinstance(default_topk, int) or not 1 <= default_topk <= MAX_TOPK:
             raise ValueError(f"default_topk must be an integer from 1 to {MAX_TOPK}, got {default_topk!r}.")
         limits = limits or ServerLimits(max_body_bytes=MAX_BODY_BYTES)
         app = build_app(retriever, default_topk=default_topk, limits=limits)
-        super().__init__(app, host=host, port=port, limits=limits, verbose=verbose, http_parser=http_parser, allowed_hosts=allowed_hosts)
+        super().__init__(app, host=host, port=port, limits=limits, verbose=verbose, http_parser=http_parser, allowed_hosts=allowed_hosts,
+                         token=token, rate_limit=rate_limit)
 
     @property
     def url(self) -> str:
@@ -193,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="serve from N processes sharing the port and the index (forked copies; POSIX): requests use N cores "
                         "(default 1)")
     add_allow_host_argument(p)
+    add_access_arguments(p)
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 
@@ -208,6 +285,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.retriever == "dense" and not args.encoder:
         print("--retriever dense needs --encoder DIR (a local sentence-transformers model).", file=sys.stderr)
         return 2
+    try:
+        access = access_options(args)  # before the index is built
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if args.generated:
         source = generated_source(args.world_seed, args.world_scale)
         corpus, key = source.corpus, source.key
@@ -221,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warm()
     try:
         server = RetrievalServer(retriever, host=args.host, port=args.port, default_topk=args.topk, verbose=args.verbose,
-                                 allowed_hosts=args.allow_host)
+                                 allowed_hosts=args.allow_host, **access)
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -2,7 +2,8 @@
 
 The env drives a real browser (Selenium 4, Debian's ``chromium`` and ``chromedriver``) on the
 WebShop site (:mod:`agentgym_turn.webshop.server`), started in-process on a free port unless
-``url`` names a running one. Each valid action becomes a DOM interaction: a search is typed into
+``url`` names a running one. Each episode starts as a person's does: on the site's start page, whose Start
+button opens the session. Each valid action becomes a DOM interaction: a search is typed into
 the search box and submitted (from another page, or for text a text box cannot hold, such as a
 newline, it is posted to the session's search route), a click presses the button, follows the
 product link or picks the option radio whose ``data-action`` names it. Observations are read from
@@ -26,7 +27,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Sequence
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from ..core import InvalidAction, TurnEnv, TurnOutcome, parse_bracket_action, snippet
 from ..extras import require
@@ -167,6 +168,8 @@ class TurnWebShopBrowserEnv(TurnEnv):
     ```
 
     * ``url``: base URL of a running site (``agentgym-turn serve webshop --expert``); default: start one in-process.
+    * ``token``: that site's token (its ``--token``): the browser opens the start page with ``?token=`` (the site
+      then keeps it in a cookie) and the env's own requests send ``Authorization: Bearer``.
     * ``observation_mode``, ``list_actions``, ``num_products``, ``goal_split``, ``data_path``,
       ``human_goals``, ``catalog_seed``, ``show_attributes``, ``reward_mode``: as ``TurnWebShop-v0``
       (the catalog ones only apply to the in-process site).
@@ -201,6 +204,7 @@ class TurnWebShopBrowserEnv(TurnEnv):
         headless: bool = True,
         window_size: tuple[int, int] = (1280, 1000),
         page_timeout: float = 30.0,
+        token: str | None = None,
         **kwargs: Any,
     ):
         # Selenium is imported at the first reset; check it now so gym.make fails with the fix, not reset()
@@ -214,6 +218,9 @@ class TurnWebShopBrowserEnv(TurnEnv):
         self.headless = bool(headless)
         self.window_size = (int(window_size[0]), int(window_size[1]))
         self.page_timeout = float(page_timeout)
+        if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
+            raise ValueError("token must be a non-empty string of printable ASCII characters (the site's --token).")
+        self._token = token
         self._site_kwargs = dict(
             num_products=num_products, goal_split=goal_split, data_path=data_path, human_goals=human_goals,
             catalog_seed=catalog_seed, show_attributes=show_attributes, reward_mode=reward_mode,
@@ -301,7 +308,7 @@ class TurnWebShopBrowserEnv(TurnEnv):
     # ------------------------------------------------------------ the site
     def _http(self, method: str, path: str, payload: dict | None = None) -> dict[str, Any]:
         data = json.dumps(payload).encode() if payload is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method, headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers={"Content-Type": "application/json", **self._auth()})
         try:
             with urllib.request.urlopen(req, timeout=self.page_timeout) as resp:
                 body = resp.read()
@@ -309,10 +316,14 @@ class TurnWebShopBrowserEnv(TurnEnv):
             raise RuntimeError(f"the WebShop site at {self.url} answered {method} {path} with HTTP {err.code}: {err.read()[:300]!r}") from None
         return json.loads(body) if body else {}
 
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._token}"} if self._token is not None else {}
+
     def _end_session(self) -> None:
         if self._sid is not None:
             try:
-                urllib.request.urlopen(urllib.request.Request(f"{self.url}/s/{self._sid}", method="DELETE"), timeout=5).read()
+                req = urllib.request.Request(f"{self.url}/s/{self._sid}", method="DELETE", headers=self._auth())
+                urllib.request.urlopen(req, timeout=5).read()
             except (OSError, urllib.error.HTTPError):
                 pass
             self._sid = None
@@ -361,20 +372,37 @@ class TurnWebShopBrowserEnv(TurnEnv):
             self._stop_driver()  # a crashed browser is replaced here
             self._start_driver()
         self._end_session()
-        payload: dict[str, Any] = {}
+        query: dict[str, Any] = {}
         if "goal_index" in options:
-            payload["goal_index"] = int(options["goal_index"])
+            query["goal"] = int(options["goal_index"])
         elif self._reset_seed is not None:
-            payload["seed"] = int(self._reset_seed)  # the goal TurnWebShop-v0 draws with this seed
+            query["seed"] = int(self._reset_seed)  # the goal TurnWebShop-v0 draws with this seed
         else:
-            payload["seed"] = int(self.np_random.integers(2**31))
+            query["seed"] = int(self.np_random.integers(2**31))
         self._reset_seed = None
-        created = self._http("POST", "/sessions", payload)
-        self._sid = created["session"]
+        if self._token is not None:
+            query["token"] = self._token  # the site sets its cookie on the start page
+        self._sid = self._start_session(query)
         self._visited = []
-        self._driver.get(f"{self.url}/s/{self._sid}")
         self._read_page()
         return INTRO + self._page_text, {}
+
+    def _start_session(self, query: dict[str, Any]) -> str:
+        """Open the start page (goal or seed preselected), press Start as a person would; the new session's id."""
+        from selenium.webdriver.common.by import By
+
+        driver = self._driver
+        driver.get(f"{self.url}/?{urlencode(query)}")
+        buttons = driver.find_elements(By.ID, "start")
+        if buttons:
+            self._mark_page()
+            buttons[0].click()
+            self._wait_for_new_page()
+        path = urlsplit(driver.current_url).path
+        if not buttons or not path.startswith("/s/"):
+            text = " ".join(driver.find_element(By.TAG_NAME, "body").text.split())[:300]
+            raise RuntimeError(f"the WebShop site at {self.url} did not open a session from its start page: {text!r}")
+        return path[len("/s/"):]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self._reset_seed = seed

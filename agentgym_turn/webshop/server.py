@@ -9,8 +9,10 @@ State lives on the server; URLs carry a session id and a clicked name, never a P
 
 Routes::
 
-    GET  /                          a new session (random goal; ?goal=N picks goal N), then its page
-    POST /sessions                  JSON {"goal_index": N?, "seed": S?} -> 201 {"session", "url", "state"}
+    GET  /                          the start page: a form whose Start button opens a session (?goal=N preselects
+                                    goal N, ?seed=S the goal TurnWebShop-v0 draws with seed S); it opens nothing itself
+    POST /start                     the start form (application/x-www-form-urlencoded: goal?, seed?) -> 303 to the new session's page
+    POST /sessions                  JSON only {"goal_index": N?, "seed": S?} -> 201 {"session", "url", "state"} (else 415)
     GET  /s/<session>               the session's current page (HTML)
     POST /s/<session>/search        form field search_query: search[query]
     GET|POST /s/<session>/click?name=<clickable>   click[name] (buttons post, links and option radios get)
@@ -25,6 +27,13 @@ characters (the env's own action limit less ``search[]``), a form body at most :
 string at most :data:`MAX_QUERY_STRING`; silent or slow clients are cut off by the server stack
 (:mod:`agentgym_turn.core.serving`). Catalog and agent text is HTML-escaped by the page layer, and
 every name the site writes into a URL or attribute is escaped here.
+
+Sessions are opened only by a POST that another site's page cannot send: ``/sessions`` takes JSON alone (a
+cross-site form or ``fetch`` without a CORS preflight cannot send ``application/json``), and ``/start`` refuses
+a request whose ``Origin`` names another site (:class:`~agentgym_turn.core.serving.HostOriginGuard`) or whose
+``Sec-Fetch-Site`` says it came from another origin. So links, ``<img>`` tags and prefetchers, which GET, open
+nothing. With a token (``--token``), a browser presents it once as ``/?token=...`` (an HttpOnly, SameSite=Strict
+cookie then carries it; :class:`~agentgym_turn.core.serving.TokenGuard`); programs send ``Authorization: Bearer``.
 """
 
 from __future__ import annotations
@@ -44,7 +53,9 @@ from urllib.parse import parse_qs, quote
 
 import numpy as np
 
-from ..core.serving import AppServer, HTTPError, ServerLimits, add_allow_host_argument, parse_json, read_body
+from ..core.serving import (
+    AppServer, HTTPError, RateLimit, ServerLimits, access_options, add_access_arguments, add_allow_host_argument, parse_json, read_body,
+)
 from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH
 from .env import TurnWebShopEnv, product_link_name
 
@@ -134,6 +145,45 @@ def _message_page(title: str, message: str, *, link: str = "/", link_text: str =
         f"<p>{html.escape(message)}</p>\n<p><a href=\"{html.escape(link, quote=True)}\">{html.escape(link_text)}</a></p>\n"
         "</div>\n</div>\n</body>\n</html>\n"
     )
+
+
+_TOKEN_OUT_OF_URL = (
+    "<script>(function () { var q = new URLSearchParams(window.location.search); if (!q.has('token')) return;"
+    " q.delete('token'); var rest = q.toString();"
+    " window.history.replaceState(null, '', window.location.pathname + (rest ? '?' + rest : '')); })();</script>\n"
+)
+
+
+def _start_page(num_goals: int, goal: int | None = None, seed: int | None = None, *, strip_token: bool = False) -> str:
+    """The start page: a form that POSTs to ``/start`` (goal ``goal`` preselected; ``seed`` carried along).
+    ``strip_token``: take a ``?token=`` out of the address bar (the cookie holds it now)."""
+    # referrer "same-origin", not "no-referrer": under no-referrer a browser sends the form with ``Origin: null``,
+    # which HostOriginGuard refuses
+    value = "" if goal is None else f' value="{goal}"'
+    hidden = "" if seed is None else f'<input type="hidden" name="seed" value="{seed}">\n'
+    return (
+        '<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n<meta name="referrer" content="same-origin">\n'
+        '<title>WebShop</title>\n<link rel="stylesheet" href="/static/style.css">\n</head>\n<body>\n<div class="container py-5">\n'
+        '<div id="logo" class="text-center">\n<h2>WebShop</h2>\n</div>\n<div class="text-center">\n<h3>Start shopping</h3>\n'
+        "<p>Each session is one shopping task: an instruction to follow, a search bar, and a Buy Now button that ends it.</p>\n"
+        '<form id="start-form" method="post" action="/start">\n'
+        f'<p><label for="goal">Goal (0 to {num_goals - 1}; empty: a random goal)</label>\n'
+        f'<input class="form-control" type="number" id="goal" name="goal" min="0" max="{num_goals - 1}"{value}></p>\n'
+        f"{hidden}"
+        '<p><button class="btn btn-success" type="submit" id="start">Start</button></p>\n'
+        "</form>\n</div>\n</div>\n"
+        f"{_TOKEN_OUT_OF_URL if strip_token else ''}</body>\n</html>\n"
+    )
+
+
+def _whole_number(text: str | None, below: int) -> int | None:
+    """``text`` as an ASCII whole number under ``below`` (``None`` for no text), else ``ValueError``."""
+    if text is None or text.strip() == "":
+        return None
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 19 or int(text) >= below:
+        raise ValueError(text)
+    return int(text)
 
 
 # ---------------------------------------------------------------------------- sessions
@@ -317,6 +367,9 @@ def build_app(site: WebShopSite, *, limits: ServerLimits | None = None):
             return sid, None
         return sid, site.get(sid)
 
+    def media_type(request: Any) -> str:
+        return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
     def to_page(sid: str) -> Response:
         return RedirectResponse(f"/s/{sid}", status_code=303)
 
@@ -335,18 +388,42 @@ def build_app(site: WebShopSite, *, limits: ServerLimits | None = None):
         except SessionLimitError as err:
             return error_page(503, "The shop is full", str(err))
 
+    def goal_and_seed(goal: str | None, seed: str | None) -> tuple[int | None, int | None] | Response:
+        try:
+            index = _whole_number(goal, site.num_goals)
+        except ValueError:
+            return error_page(400, "Bad goal", f"goal must be a whole number from 0 to {site.num_goals - 1}.")
+        try:
+            return index, _whole_number(seed, 2**63)
+        except ValueError:
+            return error_page(400, "Bad seed", "seed must be a whole number from 0 to 2**63 - 1.")
+
     async def home(request: Any) -> Response:
+        # A GET opens nothing (a link, an <img> or a prefetcher must not fill the shop): the form POSTs to /start.
         check_query_string(request)
-        goal = request.query_params.get("goal")
-        index = None
-        if goal is not None:
-            if not (goal.isascii() and goal.isdigit()) or len(goal) > 9 or int(goal) >= site.num_goals:
-                return error_page(400, "Bad goal", f"goal must be a whole number from 0 to {site.num_goals - 1}.")
-            index = int(goal)
-        sid = new_session_or_page(index, None)
+        chosen = goal_and_seed(request.query_params.get("goal"), request.query_params.get("seed"))
+        if isinstance(chosen, Response):
+            return chosen
+        return page_response(_start_page(site.num_goals, *chosen, strip_token="token" in request.query_params))
+
+    async def start(request: Any) -> Response:
+        check_query_string(request)
+        # Another origin's page: the Origin header is refused by HostOriginGuard; Sec-Fetch-Site catches the rest
+        # (another port of this host is the same site but not the same origin).
+        if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+            return error_page(403, "Refused", "A session is started from this site's own start page.")
+        if media_type(request) != "application/x-www-form-urlencoded":
+            return error_page(415, "Unsupported form", "The start form is sent as application/x-www-form-urlencoded.")
+        fields = await form_fields(request)
+        chosen = goal_and_seed(fields.get("goal", [None])[0], fields.get("seed", [None])[0])
+        if isinstance(chosen, Response):
+            return chosen
+        sid = new_session_or_page(*chosen)
         return sid if isinstance(sid, Response) else to_page(sid)
 
     async def create(request: Any) -> Response:
+        if media_type(request) != "application/json":  # a cross-site page can send a form or text/plain, never JSON
+            return JSONResponse({"detail": "POST /sessions takes a JSON body: send Content-Type: application/json"}, status_code=415)
         body = await read_body(request, limits)
         payload = parse_json(body) if body.strip() else {}
         if not isinstance(payload, dict) or set(payload) - {"goal_index", "seed"}:
@@ -433,6 +510,7 @@ def build_app(site: WebShopSite, *, limits: ServerLimits | None = None):
 
     routes = [
         Route("/", home, methods=["GET"]),
+        Route("/start", start, methods=["POST"]),
         Route("/sessions", create, methods=["POST"]),
         Route("/static/style.css", stylesheet, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
@@ -456,6 +534,9 @@ class WebShopServer(AppServer):
         limits: Time and size bounds (:class:`~agentgym_turn.core.serving.ServerLimits`).
         verbose: Log every request.
         allowed_hosts: Domain names accepted in ``Host``/``Origin`` beside this machine's (``--allow-host``).
+        token: A secret every request but ``GET /health`` must carry (``Authorization: Bearer``; a browser opens
+            ``/?token=...`` once and a cookie carries it); ``None``: none (:class:`~agentgym_turn.core.serving.TokenGuard`).
+        rate_limit: Requests per client IP beyond this machine (:class:`~agentgym_turn.core.serving.RateLimit`); ``None``: no limit.
 
     Example::
 
@@ -472,12 +553,14 @@ class WebShopServer(AppServer):
         limits: ServerLimits | None = None,
         verbose: bool = False,
         allowed_hosts: Sequence[str] = (),
+        token: str | None = None,
+        rate_limit: RateLimit | None = RateLimit(),
         **site_kwargs: Any,
     ):
         self.site = site if site is not None else WebShopSite(**site_kwargs)
         limits = limits or ServerLimits(max_body_bytes=MAX_BODY_BYTES)
         super().__init__(build_app(self.site, limits=limits), host=host, port=port, limits=limits, verbose=verbose,
-                         allowed_hosts=allowed_hosts)
+                         allowed_hosts=allowed_hosts, token=token, cookie_login="/", rate_limit=rate_limit)
 
     def __enter__(self) -> "WebShopServer":
         self.start()
@@ -485,7 +568,8 @@ class WebShopServer(AppServer):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="agentgym-turn serve webshop", description="Serve the WebShop site (open it in a browser).")
+    p = argparse.ArgumentParser(prog="agentgym-turn serve webshop",
+                                description="Serve the WebShop site (open it in a browser; its start page's Start button opens a session).")
     p.add_argument("--port", type=int, default=3000, help="port (default 3000, as WebShop; 0 picks a free one)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--num-products", type=int, default=None, help="catalog size (generated: default 1,000; with --data-path: first N)")
@@ -497,6 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expert", action="store_true", help="put the oracle's next action in /s/<session>/state (gives answers away)")
     p.add_argument("--seed", type=int, default=None, help="seed of the goals drawn for new sessions")
     add_allow_host_argument(p)
+    add_access_arguments(p)
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 
@@ -508,15 +593,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: --port must be from 0 to 65535 (0 picks a free one), got {args.port}.", file=sys.stderr)
         return 2
     try:
+        access = access_options(args)  # before the catalog is built
         site = WebShopSite(
             max_sessions=args.max_sessions, idle_timeout=args.idle_timeout, expert=args.expert, seed=args.seed,
             num_products=args.num_products, data_path=args.data_path, catalog_seed=args.catalog_seed, goal_split=args.goal_split,
         )
-        server = WebShopServer(site, host=args.host, port=args.port, verbose=args.verbose, allowed_hosts=args.allow_host)
+        server = WebShopServer(site, host=args.host, port=args.port, verbose=args.verbose, allowed_hosts=args.allow_host, **access)
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return server.run_until_interrupted(f"WebShop at {server.base_url}/ ({site.num_goals:,} goals; Ctrl-C stops)")
+    login = " (open it once with ?token=<the token>)" if access["token"] else ""
+    return server.run_until_interrupted(f"WebShop at {server.base_url}/{login} ({site.num_goals:,} goals; Ctrl-C stops)")
 
 
 if __name__ == "__main__":
