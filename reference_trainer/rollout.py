@@ -19,6 +19,7 @@ its episode as truncated (``truncation="timeout"``) with no final state (bootstr
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
@@ -28,6 +29,7 @@ import torch
 
 from agentgym_turn.chat import split_first_message
 
+from .policy import TurnCache
 from .stepping import STEP_TIMEOUT_KEY, unbatch_info
 from .tokenization import ROLE_ACTION, ChatFormat, Conversation
 
@@ -194,6 +196,7 @@ def collect(
     temperature: float = 1.0,
     groups: Sequence[int] | None = None,
     split_system_prompt: bool = False,
+    reuse_cache: bool = True,
 ) -> list[Episode]:
     """Play one episode per seed (``envs.num_envs`` at a time) and return them in seed order.
 
@@ -208,6 +211,9 @@ def collect(
         split_system_prompt: Open each conversation with the env's instructions as a system
             message and its first state as the first user message
             (``agentgym_turn.chat.split_first_message``) instead of one user message.
+        reuse_cache: Keep each conversation's keys and values from one turn to the next
+            (:class:`~reference_trainer.policy.TurnCache`), so a turn runs only its new tokens through
+            the model; for a policy whose ``generate`` takes ``turn_cache``.
     """
     if max_new_tokens < 1:
         raise ValueError("max_new_tokens must be at least 1.")
@@ -217,12 +223,17 @@ def collect(
         chunk = list(seeds[lo : lo + envs.num_envs])
         episodes += _collect_chunk(
             policy, fmt, envs, chunk, groups[lo : lo + len(chunk)], generator, max_new_tokens, max_context_tokens, temperature,
-            split_system_prompt,
+            split_system_prompt, reuse_cache and _takes_turn_cache(policy),
         )
     return episodes
 
 
-def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, max_context_tokens, temperature, split_system_prompt):
+def _takes_turn_cache(policy: Any) -> bool:
+    return "turn_cache" in inspect.signature(policy.generate).parameters
+
+
+def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, max_context_tokens, temperature, split_system_prompt,
+                   reuse_cache=False):
     pad_id = fmt.tokenizer.pad_token_id if fmt.tokenizer.pad_token_id is not None else 0
     tail_room = len(fmt.assistant_suffix)
     eps = [Episode(Conversation(), int(s), int(g)) for s, g in zip(seeds, groups)]
@@ -239,6 +250,7 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
                 "max_context_tokens, lower max_new_tokens, or use a more compact prompt style."
             )
     active = list(range(len(eps)))
+    cache = {"turn_cache": TurnCache()} if reuse_cache else {}
     while active:
         prompts = [eps[i].conversation.ids for i in active]
         responses, logps = policy.generate(
@@ -248,6 +260,7 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
             pad_id=pad_id,
             generator=generator,
             temperature=temperature,
+            **cache, **({"keys": active} if cache else {}),
         )
         actions = {}
         for i, ids, lp in zip(active, responses, logps):
