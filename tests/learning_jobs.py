@@ -4,7 +4,8 @@
 Each recipe is two tasks, ``suite_sft_policy`` and then ``learn`` (which reuses the saved SFT policy), so
 that two workers can share three recipes evenly: run whole, one worker would get two recipes and
 finish minutes after the other. A worker that frees up takes the ready task with the most work
-behind it (an SFT counts its RL too: :attr:`Recipe.sft_minutes`, :attr:`Recipe.rl_minutes`). Tasks
+behind it (an SFT counts its RL and control too: :attr:`Recipe.sft_minutes`, :attr:`Recipe.rl_minutes`,
+:attr:`Recipe.control_minutes`). Tasks
 are handed to the pool only when a worker is free, so its FIFO queue never reorders them; every
 task runs in a fresh spawned process (``maxtasksperchild=1``).
 """
@@ -49,9 +50,10 @@ class LearningJobs:
     def priority(self, task: tuple[str, str]) -> float:
         kind, name = task
         recipe = self.recipes[name]
+        control = getattr(recipe, "control_minutes", None) or recipe.rl_minutes
         if kind == "sft":  # what waits behind it: its RL run and its control
-            return recipe.sft_minutes + recipe.rl_minutes * (2 if name in self.controls else 1)
-        return recipe.rl_minutes
+            return recipe.sft_minutes + recipe.rl_minutes + (control if name in self.controls else 0)
+        return control if kind == "control" else recipe.rl_minutes
 
     def _dispatch(self) -> None:
         with self.lock:

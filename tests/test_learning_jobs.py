@@ -59,3 +59,15 @@ def test_a_recipe_with_a_control_runs_it_from_the_same_sft_with_shuffled_rewards
     assert {k: v["overrides"] for k, v in results.items() if "/" not in k} == {n: {} for n in MINUTES}
     # c's SFT now has two RL budgets behind it (3 + 2 x 6.5 = 16): it goes first
     assert jobs.order[0] == ("sft", "c") and jobs.order.index(("control", "c")) > 0
+
+
+def test_a_control_longer_than_its_rl_is_scheduled_by_its_own_minutes(tmp_path):
+    recipes = {"a": SimpleNamespace(sft_minutes=5, rl_minutes=2, control_minutes=9), "b": SimpleNamespace(sft_minutes=8, rl_minutes=6)}
+    jobs = LearningJobs(sorted(recipes), str(tmp_path), workers=1, recipes=recipes, tasks=(fake_sft, fake_rl_with_overrides),
+                        controls=("a",)).start()
+    try:
+        jobs.results()
+    finally:
+        jobs.stop()
+    # chains: a 5 + 2 + 9 = 16, b 8 + 6 = 14; then the ready tasks longest first: a's control (9), b's RL (6), a's RL (2)
+    assert jobs.order == [("sft", "a"), ("sft", "b"), ("control", "a"), ("rl", "b"), ("rl", "a")]

@@ -1,12 +1,13 @@
 """The tiny model learns TurnSokoban-v0 with its recipe (``reference_trainer/recipes/sokoban.py``).
 
 One run, shared with the other recipes' learning tests: the session fixture ``learning_runs``
-(``tests/conftest.py``) builds the tiny model, SFTs it to its validation plateau, saves the policy
+(``tests/conftest.py``) builds the tiny model, SFTs it (keeping the best validated weights, up to the
+recipe's ``suite_sft_steps``; the benchmark runs to the plateau), saves the policy
 and runs Turn-PPO from it for exactly the recipe's RL budget (seed 0, one thread), evaluating the
 weight average greedily on the recipe's test levels before and after; and a negative control from
 the same start, Turn-PPO paid shuffled rewards for the same budget. What the tests pin: SFT reaches
-at least its floor (never a ceiling), Turn-PPO keeps the format and raises test success over the
-best SFT, the control does not, and the run trained on exactly the resets the held-out check
+at least its floor (never a ceiling), Turn-PPO keeps the format and raises test success over its
+SFT start, the control does not, and the run trained on exactly the resets the held-out check
 (``tests/test_heldout.py``) compared with the test levels. Three SFT seeds x three RL seeds are
 ``benchmarks/learning.py``'s job; no test reads a clock.
 """
@@ -25,7 +26,7 @@ pytestmark = [pytest.mark.slow,
 SFT_FLOOR = 0.6
 #: Most invalid turns the SFT start may play.
 SFT_MAX_INVALID_TURNS = 0.1
-#: The least gain of test success the suite's run (SFT seed 0, RL seed 0) must show over its best-SFT start, and by which it
+#: The least gain of test success the suite's run (SFT seed 0, RL seed 0) must show over its SFT start, and by which it
 #: must beat the shuffled-reward control. From the best SFT, RL adds a few points (``docs/benchmarks.md``: the benchmark's
 #: SFT x RL seeds), so one run's bar is low; the benchmark, not this test, reports the gain.
 GAIN_BAR = 0.01
@@ -54,7 +55,9 @@ def test_the_recipe_is_registered_with_its_budget_and_content_splits():
 def test_sft_warm_start_reaches_at_least_its_floor(run):
     sft = run["sft"]
     assert sft["before"] < 0.05, sft  # a random tiny model does not solve Sokoban
-    assert sft["best_step"] < sft["steps"] <= RECIPES["sokoban"].build(out="unused").train.sft_steps, sft  # it reached a plateau
+    recipe = RECIPES["sokoban"]
+    # SFT kept its best validated weights up to the suite's ceiling (below the recipe's, whose plateau the benchmark runs)
+    assert sft["best_step"] <= sft["steps"] <= recipe.suite_sft_steps < recipe.build(out="unused").train.sft_steps, sft
     assert sft["after"] >= SFT_FLOOR, sft
     assert sft["after_invalid_turns"] < SFT_MAX_INVALID_TURNS, sft
     assert run["start"] == sft["after"], (run["start"], sft["after"])  # RL starts from the saved policy SFT evaluated
@@ -72,7 +75,7 @@ def test_turn_ppo_keeps_the_format(run):
     assert run["end_invalid_turns"] < 0.1, run["end_invalid_turns"]
 
 
-def test_turn_ppo_raises_test_success_over_the_best_sft(run):
+def test_turn_ppo_raises_test_success_over_its_sft_start(run):
     ci = run["ci_success"]
     report = (run["start"], run["end"], ci)
     assert ci["n"] == RECIPES["sokoban"].build(out="unused").train.eval_episodes, report

@@ -44,6 +44,8 @@ class Recipe:
     #: minutes (measured): the suite schedules its learning jobs by them (``tests/learning_jobs.py``).
     sft_minutes: float = 5.0
     rl_minutes: float = 5.0
+    #: The shuffled-reward control's RL (``None``: ``rl_minutes``); a policy that unlearns plays longer episodes.
+    control_minutes: float | None = None
     #: A lower SFT ceiling for the test suite's one run, where the recipe's plateau costs more than the
     #: suite's time (``None``: the recipe's own); SFT keeps the best validated weights up to it.
     suite_sft_steps: int | None = None

@@ -51,4 +51,4 @@ def searchqa_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = SE
 
 RECIPE = Recipe(name="searchqa", env_id=SEARCHQA_ENV, build=searchqa_tiny, rl_iterations=SEARCHQA_RL_ITERATIONS, metric="success",
                 what="greedy exact match on 640 draws of test single-hop questions of world 101 (content_split='test')",
-                sft_minutes=6, rl_minutes=2.8, suite_sft_steps=600)
+                sft_minutes=2.5, rl_minutes=3, control_minutes=2.5, suite_sft_steps=600)

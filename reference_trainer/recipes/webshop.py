@@ -48,4 +48,4 @@ def webshop_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = WEB
 
 RECIPE = Recipe(name="webshop", env_id=WEBSHOP_ENV, build=webshop_tiny, rl_iterations=WEBSHOP_RL_ITERATIONS, metric="score",
                 what=f"greedy WebShop score on the {WEBSHOP_EVAL_EPISODES} test goals (content_split='test', each once)",
-                sft_minutes=8, rl_minutes=5)
+                sft_minutes=5.5, rl_minutes=4.5, control_minutes=5.5)
