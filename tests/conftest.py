@@ -4,6 +4,9 @@ import sys
 from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, os.path.dirname(__file__))
+# One intra-op thread for the tests' torch (set before torch loads): the models here are tiny, and beside the learning
+# jobs (one thread each) a second thread only waits for a core; subprocesses inherit it unless a test sets its own.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # `make test` uses "default"; `pytest --hypothesis-profile=ci` runs more examples, "dev" fewer.
 _common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

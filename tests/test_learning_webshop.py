@@ -1,7 +1,8 @@
 """The tiny model learns TurnWebShop-v0 with its recipe (``reference_trainer/recipes/webshop.py``).
 
 One run, shared with the other recipes' learning tests: the session fixture ``learning_runs``
-(``tests/conftest.py``) builds the tiny model, SFTs it to its validation plateau, saves the policy
+(``tests/conftest.py``) builds the tiny model, SFTs it (keeping the best validated weights, up to the
+recipe's ``suite_sft_steps``; the benchmark runs to the plateau), saves the policy
 and runs Turn-PPO from it for exactly the recipe's RL budget (seed 0, one thread), evaluating the
 weight average greedily on the recipe's test goals before and after; and a negative control from
 the same start, Turn-PPO paid shuffled rewards for the same budget. What the tests pin: the test
@@ -102,7 +103,9 @@ def test_the_model_is_the_many_catalog_tokenizer_and_copy_circuit_without_pretra
 def test_sft_warm_start_reaches_at_least_its_floor(run):
     sft = run["sft"]
     assert sft["before_score"] < 0.05, sft  # the untrained model buys nothing worth a score
-    assert sft["best_step"] < sft["steps"] <= RECIPES["webshop"].build(out="unused").train.sft_steps, sft  # it reached a plateau
+    recipe = RECIPES["webshop"]
+    # SFT kept its best validated weights up to the suite's ceiling (below the recipe's, whose plateau the benchmark runs)
+    assert sft["best_step"] <= sft["steps"] <= recipe.suite_sft_steps < recipe.build(out="unused").train.sft_steps, sft
     assert sft["after_score"] >= SFT_SCORE_FLOOR, sft
     assert run["start_score"] == sft["after_score"], (run["start_score"], sft["after_score"])  # RL starts from the saved policy SFT evaluated
 
