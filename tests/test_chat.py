@@ -187,3 +187,25 @@ def test_chat_view__the_reward_line_never_scores_an_answer_hidden_in_a_search(en
     assert messages[-1]["content"].startswith(DEFAULT_REWARD_TEMPLATE.format(reward=0.0)), messages[-1]["content"][:40]
     messages, reward, terminated, _, _ = view.step(f"<answer>{gold}</answer>")
     assert terminated and messages[-1]["content"].startswith(DEFAULT_REWARD_TEMPLATE.format(reward=reward))
+
+
+def test_chat_view__over_a_served_env_the_reward_line_is_the_one_the_local_env_shows():
+    """The server sends what the env lets an agent see (``shown_reward`` in the step's info, which the client takes
+    out), so the remote view's reward line
+    equals the local one's, also for an answer hidden in a search (the env's own reward moves; the line does not)."""
+    from agentgym_turn.remote.server import EnvServer
+
+    with EnvServer("TurnSearchQA-v0", port=0, expert=True) as server:  # expert: the client may read the gold answer
+        env = gym.make("agentgym_turn/Remote-v0", base_url=server.base_url, env_id="TurnSearchQA-v0")
+        remote = ChatView(env, reward_template=DEFAULT_REWARD_TEMPLATE)
+        local_env = gym.make("TurnSearchQA-v0")
+        local = ChatView(local_env, reward_template=DEFAULT_REWARD_TEMPLATE)
+        remote.reset(seed=0)
+        local.reset(seed=0)
+        gold = local_env.unwrapped.question.golden_answers[0]
+        for action in (f"<search> x <answer>{gold}</answer> </search>", "no tags", f"<answer>{gold}</answer>"):
+            mine, theirs = remote.step(action), local.step(action)
+            assert mine[0][-1] == theirs[0][-1] and mine[1] == theirs[1], action
+            assert env.unwrapped.shown_reward(*mine[1:]) == local_env.unwrapped.shown_reward(*theirs[1:]) and mine[4] == theirs[4]
+        assert mine[2]  # the answer ended the episode on both sides
+        remote.close()

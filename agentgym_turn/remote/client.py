@@ -28,7 +28,7 @@ from typing import Any
 import gymnasium as gym
 
 from ..core.spaces import TurnText
-from .protocol import ACTION_FIELD, dumps, parse_observation_payload, served_spec_from_schemas
+from .protocol import ACTION_FIELD, SHOWN_REWARD_KEY, dumps, parse_observation_payload, served_spec_from_schemas
 
 __all__ = ["RemoteTurnEnv", "REMOTE_ENV_ID", "RemoteEnvError"]
 
@@ -261,6 +261,7 @@ class RemoteTurnEnv(gym.Env[str, str]):
             data["options"] = options
         frame = self._request({"type": "reset", "data": data}, new_session_ok=True)
         text, _, _, _, info = self._observation(frame)
+        self._shown = None
         return text, info
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -268,7 +269,15 @@ class RemoteTurnEnv(gym.Env[str, str]):
             action = bytes(action).decode("utf-8", errors="replace")  # as TurnEnv decodes bytes
         frame = self._request({"type": "step", "data": {ACTION_FIELD: action}})
         text, reward, terminated, truncated, info = self._observation(frame)
+        self._shown = info.pop(SHOWN_REWARD_KEY, None)  # kept for shown_reward: the info stays the served env's own
         return text, (0.0 if reward is None else reward), terminated, truncated, info
+
+    def shown_reward(self, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]) -> float:
+        """The reward a chat view may show the agent after the last step, as the served env computed it
+        (``TurnEnv.shown_reward``: search QA shows only its format part mid-episode); ``reward`` from a server
+        that sends none."""
+        shown = getattr(self, "_shown", None)  # the last step's, as the server sent it
+        return float(shown) if isinstance(shown, (int, float)) and not isinstance(shown, bool) else reward
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":

@@ -40,6 +40,7 @@ from ..core.serving import loads_strict
 
 __all__ = [
     "ACTION_FIELD",
+    "SHOWN_REWARD_KEY",
     "MESSAGE_TYPES",
     "ErrorCode",
     "ProtocolError",
@@ -55,6 +56,9 @@ __all__ = [
 
 #: The action's text field (OpenEnv's echo template ``message: str``; its text-game envs use it too).
 ACTION_FIELD = "message"
+#: The step info key that carries the reward a chat view may show the agent (``TurnEnv.shown_reward``), so that
+#: ``ChatView`` over ``agentgym_turn/Remote-v0`` shows what it shows over the env itself.
+SHOWN_REWARD_KEY = "shown_reward"
 #: Message types a client may send on ``/ws`` (``expert`` is this project's extension).
 MESSAGE_TYPES = ("reset", "step", "state", "close", "expert")
 #: Keys a reset message's ``data`` may hold that the server uses; others are dropped, as OpenEnv

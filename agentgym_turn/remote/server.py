@@ -48,6 +48,7 @@ from ..core.serving import (
 )
 from .protocol import (
     ACTION_FIELD,
+    SHOWN_REWARD_KEY,
     ErrorCode,
     ProtocolError,
     build_schemas,
@@ -268,7 +269,10 @@ class EnvSessions:
             if kind == "step":
                 text, reward, terminated, truncated, info = await self.call(env.step, data[ACTION_FIELD])
                 session.step_count += 1
-                return {"type": "observation", "data": observation_payload(text, reward, terminated, truncated, self.client_info(env, info))}
+                shown = getattr(env.unwrapped, "shown_reward", None)  # what a chat view may show the agent (ChatView)
+                info = {**self.client_info(env, info),
+                        SHOWN_REWARD_KEY: float(shown(reward, terminated, truncated, info)) if callable(shown) else float(reward)}
+                return {"type": "observation", "data": observation_payload(text, reward, terminated, truncated, info)}
             if kind == "state":
                 return {"type": "state", "data": await self.state(session)}
             if kind == "expert":
