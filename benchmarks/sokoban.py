@@ -1,12 +1,18 @@
-"""TurnSokoban vs gym-sokoban 0.0.6 (and RAGEN's text step), measured in the same run.
+"""TurnSokoban vs gym-sokoban 0.0.6 (and RAGEN's text step), measured side by side in one run.
 
-    .venv/bin/python benchmarks/sokoban.py            # about 10 minutes, most of it gym-sokoban 10x10
+    .venv/bin/python benchmarks/sokoban.py            # about 12 minutes, most of it gym-sokoban 10x10
     .venv/bin/python benchmarks/sokoban.py --quick    # about 4 minutes: fewer samples, a 60 s peer budget
+    .venv/bin/python benchmarks/sokoban.py --no-solver    # about 9 minutes: all but the solver entry (kept from the last run)
     .venv/bin/python benchmarks/sokoban.py --solver-only  # about 2 minutes: the solver measurements below
 
 gym-sokoban 0.0.6 needs ``gym==0.26`` and ``numpy<2``, which conflict with this project's
 environment, so the script creates (once, cached) an isolated virtual environment in
-``benchmarks/.peer-venv`` and runs the peer there, in a subprocess, during the same run.
+``benchmarks/.peer-venv`` and runs the peer there, in a subprocess kept alive for the whole run
+and driven over a pipe. The two sides alternate in rounds (a batch of the peer's samples, then
+a batch of ours, the order swapped every other round), so both halves of a round see the same
+machine load; every ratio is the median of the per-round ratios, reported with their min and
+max, a distribution-free 95% interval for that median and the per-round numbers (``"rounds"``),
+plus the pooled ratio of all samples.
 
 What is measured:
 
@@ -16,8 +22,10 @@ What is measured:
   ``room_utils.generate_room`` as ``SokobanEnv.reset`` calls it, retried on its
   ``RuntimeError``/``RuntimeWarning`` like ``reset`` does, seeded through the global
   ``random``/``numpy.random`` (the only seeding it has). Its 10x10 levels take seconds to
-  minutes, so its sample count is bounded by a time budget and each sample by a cap;
-  a capped sample counts at the cap (so the median is, if anything, flattering to it).
+  minutes, so its sample count is bounded by a time budget and each sample by a cap; a
+  capped sample counts at the cap (so the median is, if anything, flattering to it); there a
+  round is one peer sample and a batch of ours. A round's ratio is the peer's median over its
+  batch divided by ours (certified).
 * **Steps.** gym-sokoban's ``SokobanEnv.step`` (it renders an RGB frame every step), its
   game logic alone (``_push``/``_calc_reward``/``_check_if_done``), and RAGEN's text step
   reproduced faithfully (RAGEN is not on PyPI): ``SokobanEnv.step`` as RAGEN calls it
@@ -25,6 +33,7 @@ What is measured:
   the effectiveness check and the info dict; one move per step. Ours:
   ``gymnasium.make(id).step(response)`` (wrappers included), one response per turn, with
   one move or ``max_actions_per_turn`` moves, in both prompt styles. Resets are not timed.
+  A round's ratio is our rate in that round over RAGEN's text step (6x6) in that round.
 * **Level quality**: the peer's levels are checked by our solver (solvable? shortest plan?).
 * **Solver** (also alone with ``--solver-only``, stored under ``"solver"``): how many of the
   1,000 ``TurnSokoban-10x10-v0`` levels of seeds 0-999 are certified optimal, the push states
@@ -40,8 +49,10 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,16 +68,15 @@ VARIANTS = {
     "TurnSokoban-8x8-v0": ((8, 8), 2),
     "TurnSokoban-10x10-v0": ((10, 10), 4),
 }
+PEER_NAMES = {"6x6/1": "TurnSokoban-v0", "8x8/2": "TurnSokoban-8x8-v0", "10x10/4": "TurnSokoban-10x10-v0"}
 
+# The peer's side: a loop that answers one JSON command per stdin line with one JSON line.
 PEER_SCRIPT = r"""
 import json, random, signal, sys, time, warnings
 warnings.filterwarnings("ignore")
 import numpy as np
 from gym_sokoban.envs.room_utils import generate_room
 from gym_sokoban.envs.sokoban_env import SokobanEnv
-
-cfg = json.loads(sys.argv[1])
-out = {"generation": {}, "steps": {}}
 
 
 class Capped(Exception):
@@ -103,21 +113,6 @@ def one_level(dim, boxes, seed, cap_s):
     return time.perf_counter() - t, calls, [np.asarray(fixed).astype(int).tolist(), np.asarray(state).astype(int).tolist()]
 
 
-for name, (dim, boxes, max_n, budget_s, cap_s) in cfg["generation"].items():
-    times, calls, levels, capped = [], [], [], 0
-    start = time.perf_counter()
-    seed = 0
-    while len(times) < max_n and time.perf_counter() - start < budget_s:
-        dt, c, level = one_level(dim, boxes, seed, cap_s)
-        seed += 1
-        times.append(dt)
-        calls.append(c)
-        if level is None:
-            capped += 1
-        else:
-            levels.append(level)
-    out["generation"][name] = {"times_s": times, "generate_room_calls": calls, "capped": capped, "cap_s": cap_s, "levels": levels}
-
 GRID_LOOKUP = {0: " # ", 1: " _ ", 2: " O ", 3: " √ ", 4: " X ", 5: " P ", 6: " S "}  # RAGEN's config
 
 
@@ -140,44 +135,97 @@ def logic_step(env, action):
     return env._check_if_done()
 
 
-for name, (dim, boxes, n) in cfg["steps"].items():
-    # One level of the generation phase, installed as SokobanEnv.reset would (a 10x10 reset
+first_level = {}
+envs = {}
+
+
+def step_env(name, dim, boxes):
+    # One level of the generation rounds, installed as SokobanEnv.reset would (a 10x10 reset
     # costs seconds); when an episode ends it is restored, so no reset is timed or paid.
-    env = SokobanEnv(dim_room=tuple(dim), num_boxes=boxes, max_steps=10**9, reset=not out["generation"][name]["levels"])
-    if out["generation"][name]["levels"]:
-        fixed, state = out["generation"][name]["levels"][0]
-        env.room_fixed = np.array(fixed)
-        env.room_state = np.array(state)
-    start_state = env.room_state.copy()
-    start_player = np.argwhere(start_state == 5)[0]
+    if name not in envs:
+        level = first_level.get(name)
+        env = SokobanEnv(dim_room=tuple(dim), num_boxes=boxes, max_steps=10**9, reset=level is None)
+        if level is not None:
+            env.room_fixed = np.array(level[0])
+            env.room_state = np.array(level[1])
+        envs[name] = (env, env.room_state.copy(), np.argwhere(env.room_state == 5)[0])
+    return envs[name]
+
+
+def steps(name, dim, boxes, n, seed):
+    env, start_state, start_player = step_env(name, dim, boxes)
 
     def restore():
         env.room_state = start_state.copy()
         env.player_position = start_player.copy()
         env.num_env_steps, env.reward_last, env.boxes_on_target = 0, 0, 0
 
-    acts = np.random.default_rng(0).integers(1, 5, size=n).tolist()  # RAGEN's actions 1-4
+    acts = np.random.default_rng(seed).integers(1, 5, size=n).tolist()  # RAGEN's actions 1-4
     result = {}
     for label, fn in (
         ("gym_sokoban_step", lambda a: SokobanEnv.step(env, a)[2]),
         ("ragen_text_step", lambda a: ragen_text_step(env, a)[2]),
         ("game_logic_only", lambda a: logic_step(env, a)),
     ):
-        count = n if label != "game_logic_only" else n * 20
         seq = acts if label != "game_logic_only" else acts * 20
         restore()
         spent = 0.0
-        for a in seq[:count]:
+        for a in seq:
             t = time.perf_counter()
             done = fn(a)
             spent += time.perf_counter() - t
             if done:
                 restore()
-        result[label] = {"steps": count, "seconds": spent, "steps_per_s": count / spent}
-    out["steps"][name] = result
+        result[label] = {"steps": len(seq), "seconds": spent}
+    return result
 
-print(json.dumps(out))
+
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    cmd = json.loads(line)
+    if cmd["op"] == "generate":
+        times, calls, levels = [], [], []
+        for seed in cmd["seeds"]:
+            dt, c, level = one_level(cmd["dim"], cmd["boxes"], seed, cmd["cap_s"])
+            times.append(dt)
+            calls.append(c)
+            levels.append(level)
+            if level is not None:
+                first_level.setdefault(cmd["name"], level)
+        print(json.dumps({"times_s": times, "generate_room_calls": calls, "levels": levels}), flush=True)
+    elif cmd["op"] == "steps":
+        print(json.dumps(steps(cmd["name"], cmd["dim"], cmd["boxes"], cmd["n"], cmd["seed"])), flush=True)
 """
+
+
+class Peer:
+    """gym-sokoban in its own venv, one process for the whole run, driven one command per line."""
+
+    def __init__(self, python: Path):
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen([str(python), "-c", PEER_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._stderr, text=True)
+        self._reply()
+
+    def _reply(self) -> dict:
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                return json.loads(line)
+        self._stderr.seek(0)
+        raise RuntimeError(f"gym-sokoban's process ended (exit code {self.proc.wait()}):\n{self._stderr.read()[-4000:]}")
+
+    def ask(self, **cmd) -> dict:
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return self._reply()
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:  # it already ended
+            pass
+        self.proc.wait(timeout=60)
+        self._stderr.close()
 
 
 def ensure_peer_venv() -> Path:
@@ -257,73 +305,237 @@ def check_peer_levels(levels: list, budget: int) -> dict:
     }
 
 
-def measure_ours_generation(n: int) -> dict:
-    import gymnasium as gym
 
-    import agentgym_turn  # noqa: F401
-    from agentgym_turn.sokoban import board_for, generate_level, replay
-    from agentgym_turn.sokoban.board import mask_of
+class OursGeneration:
+    """``generate_level`` for one registered variant, certified and plan-only, in batches of seeds."""
 
-    out = {}
-    for env_id, (dim, boxes) in VARIANTS.items():
+    def __init__(self, env_id: str):
+        import gymnasium as gym
+
+        import agentgym_turn  # noqa: F401
+        from agentgym_turn.sokoban import board_for, generate_level, replay
+        from agentgym_turn.sokoban.board import mask_of
+
+        self._generate, self._board_for, self._replay, self._mask_of = generate_level, board_for, replay, mask_of
+        self.dim, self.boxes = VARIANTS[env_id]
         kwargs = gym.spec(env_id).kwargs
-        cap = kwargs.get("max_actions_per_episode", 10)
-        budget = kwargs.get("solver_budget", 20_000)
-        for label, solver_budget in (("certified", budget), ("plan_only", 0)):
-            times, certified, lengths = [], 0, []
-            for seed in range(n):
+        self.cap = kwargs.get("max_actions_per_episode", 10)
+        self.budgets = {"certified": kwargs.get("solver_budget", 20_000), "plan_only": 0}
+        self.times = {label: [] for label in self.budgets}
+        self.certified = {label: 0 for label in self.budgets}
+        self.lengths = {label: [] for label in self.budgets}
+
+    def batch(self, seeds: range) -> list[float]:
+        """Time both labels on ``seeds``; return the certified times of this batch."""
+        out = []
+        for label, solver_budget in self.budgets.items():
+            for seed in seeds:
                 rng = np.random.default_rng(seed)
                 t = time.perf_counter()
-                gen = generate_level(rng, dim, boxes, max_moves=cap, solver_budget=solver_budget)
-                times.append(time.perf_counter() - t)
-                board = board_for(gen.level)
-                assert replay(board, mask_of(gen.level.boxes), gen.level.player, gen.solution)[0] == board.target_mask
-                certified += gen.certified
-                lengths.append(gen.optimal_moves)
-            out[f"{env_id}/{label}"] = {
-                **_stats(times),
-                "solver_budget": solver_budget,
-                "plans_replayed": n,
-                "certified_optimal": certified,
-                "plan_length_median": float(np.median(lengths)),
+                gen = self._generate(rng, self.dim, self.boxes, max_moves=self.cap, solver_budget=solver_budget)
+                dt = time.perf_counter() - t
+                board = self._board_for(gen.level)
+                assert self._replay(board, self._mask_of(gen.level.boxes), gen.level.player, gen.solution)[0] == board.target_mask
+                self.times[label].append(dt)
+                self.certified[label] += gen.certified
+                self.lengths[label].append(gen.optimal_moves)
+                if label == "certified":
+                    out.append(dt)
+        return out
+
+    def results(self) -> dict:
+        return {
+            label: {
+                **_stats(self.times[label]),
+                "solver_budget": self.budgets[label],
+                "plans_replayed": len(self.times[label]),
+                "certified_optimal": self.certified[label],
+                "plan_length_median": float(np.median(self.lengths[label])),
             }
-            print(f"  ours {env_id} {label}: median {out[f'{env_id}/{label}']['median_ms']:.2f} ms", flush=True)
-    return out
+            for label in self.budgets
+        }
 
 
-def measure_ours_steps(n: int) -> dict:
-    import gymnasium as gym
+class OursSteps:
+    """``gymnasium.make(id).step(response)`` for every variant, style and moves a turn; the envs
+    live across batches."""
 
-    import agentgym_turn  # noqa: F401
+    NAMES = ("Up", "Down", "Left", "Right")
 
-    names = ("Up", "Down", "Left", "Right")
-    out = {}
-    for env_id in VARIANTS:
+    def __init__(self):
+        import gymnasium as gym
+
+        import agentgym_turn  # noqa: F401
+
+        self.cases = {}
+        for env_id in VARIANTS:
+            for style in ("full", "compact"):
+                env = gym.make(env_id, prompt_style=style)
+                per_turn = env.unwrapped.max_actions_per_turn
+                rng = np.random.default_rng(0)
+                for label, k in (("1_move", 1), (f"{per_turn}_moves", per_turn)):
+                    responses = ["<answer>" + " || ".join(self.NAMES[m] for m in rng.integers(0, 4, size=k)) + "</answer>"
+                                 for _ in range(512)]
+                    if label != "1_move":
+                        env = gym.make(env_id, prompt_style=style)
+                    env.reset(seed=0)
+                    self.cases[f"{env_id}/{style}/{label}"] = {"env": env, "responses": responses, "i": 0, "seed": 0,
+                                                               "turns": 0, "seconds": 0.0, "moves": 0}
+
+    def batch(self, n: int) -> dict:
+        """``n`` turns of every case; return this batch's rates."""
+        out = {}
+        for key, case in self.cases.items():
+            env, responses = case["env"], case["responses"]
+            spent, moves = 0.0, 0
+            for _ in range(n):
+                response = responses[case["i"] % 512]
+                case["i"] += 1
+                t = time.perf_counter()
+                _, _, terminated, truncated, info = env.step(response)
+                spent += time.perf_counter() - t
+                moves += len(info["executed_moves"])
+                if terminated or truncated:
+                    case["seed"] += 1
+                    env.reset(seed=case["seed"])
+            case["turns"] += n
+            case["seconds"] += spent
+            case["moves"] += moves
+            out[key] = {"turn_steps_per_s": n / spent, "moves_per_s": moves / spent}
+        return out
+
+    def results(self) -> dict:
+        out = {}
+        for key, case in self.cases.items():
+            out[key] = {"turns": case["turns"], "seconds": case["seconds"],
+                        "turn_steps_per_s": case["turns"] / case["seconds"], "moves_per_s": case["moves"] / case["seconds"]}
+        for case in self.cases.values():
+            case["env"].close()
+        return out
+
+
+def _median_interval(values: list[float]) -> tuple[float, float, float]:
+    """A distribution-free interval for the median: the order statistics (k, n + 1 - k) with the
+    largest k whose coverage, from the binomial(n, 1/2), is still at least 95%; returns
+    (low, high, coverage)."""
+    from math import comb
+
+    x, n = sorted(values), len(values)
+    k, coverage = 1, 1 - 2 * 0.5**n
+    while k + 1 <= n // 2:
+        c = 1 - 2 * sum(comb(n, i) for i in range(k + 1)) / 2**n
+        if c < 0.95:
+            break
+        k, coverage = k + 1, c
+    return x[k - 1], x[n - k], coverage
+
+
+def _spread(per_round: list[float], pooled: float) -> dict:
+    """Median, min and max of per-round ratios, an interval for their median, and the ratio over
+    all samples pooled."""
+    low, high, coverage = _median_interval(per_round)
+    return {"median": statistics.median(per_round), "min": min(per_round), "max": max(per_round),
+            "median_interval": [low, high], "median_interval_coverage": coverage,
+            "rounds": len(per_round), "pooled": pooled}
+
+
+def interleaved_generation(peer: Peer, plan: dict) -> tuple[dict, dict, dict, dict]:
+    """Level generation in alternating rounds, per size: a batch of the peer's samples and a batch
+    of ours (the order swapped every other round), until the peer's time budget or its sample
+    count runs out. Returns the peer's stats, ours, the ratios and the per-round numbers."""
+    peer_gen, ours_gen, ratios, rounds_out = {}, {}, {}, {}
+    for name, (dim, boxes, peer_per_round, ours_per_round, max_peer, budget_s, cap_s) in plan.items():
+        env_id = PEER_NAMES[name]
+        ours = OursGeneration(env_id)
+        times, calls, levels, capped, rounds = [], [], [], 0, []
+        peer_spent, peer_seed, our_seed = 0.0, 0, 0
+        while len(times) < max_peer and peer_spent < budget_s:
+            seeds = list(range(peer_seed, peer_seed + min(peer_per_round, max_peer - len(times))))
+            peer_seed = seeds[-1] + 1
+            ours_first = len(rounds) % 2 == 1
+
+            def run_ours():
+                nonlocal our_seed
+                batch = ours.batch(range(our_seed, our_seed + ours_per_round))
+                our_seed += ours_per_round
+                return batch
+
+            ours_times = run_ours() if ours_first else None
+            t0 = time.perf_counter()
+            raw = peer.ask(op="generate", name=name, dim=dim, boxes=boxes, seeds=seeds, cap_s=cap_s)
+            peer_spent += time.perf_counter() - t0
+            if not ours_first:
+                ours_times = run_ours()
+            times += raw["times_s"]
+            calls += raw["generate_room_calls"]
+            capped += sum(level is None for level in raw["levels"])
+            levels += [level for level in raw["levels"] if level is not None]
+            row = {"peer_n": len(seeds), "peer_median_ms": float(np.median(raw["times_s"]) * 1e3),
+                   "ours_n": len(ours_times), "ours_median_ms": float(np.median(ours_times) * 1e3),
+                   "order": "ours, peer" if ours_first else "peer, ours", "load_average": os.getloadavg()[0]}
+            row["ratio"] = row["peer_median_ms"] / row["ours_median_ms"]
+            rounds.append(row)
+            print(f"  {name} round {len(rounds)}: peer {row['peer_median_ms']:.1f} ms (n {len(seeds)}), "
+                  f"ours {row['ours_median_ms']:.2f} ms, {row['ratio']:.1f}x (load {row['load_average']:.1f})", flush=True)
+        peer_gen[name] = {
+            **_stats(times),
+            "capped_samples": capped,
+            "cap_s": cap_s,
+            "time_budget_s": budget_s,
+            "generate_room_calls_median": float(np.median(calls)),
+            "quality": check_peer_levels(levels, 20_000 if name != "10x10/4" else 5_000),
+        }
+        for label, stats in ours.results().items():
+            ours_gen[f"{env_id}/{label}"] = stats
+        pooled = peer_gen[name]["median_ms"] / ours_gen[f"{env_id}/certified"]["median_ms"]
+        ratios[f"generation_median_speedup/{env_id}"] = _spread([r["ratio"] for r in rounds], pooled)
+        rounds_out[name] = rounds
+    return peer_gen, ours_gen, ratios, rounds_out
+
+
+def interleaved_steps(peer: Peer, rounds: int, peer_steps: dict, our_turns: int) -> tuple[dict, dict, dict, list]:
+    """Steps in ``rounds`` alternating rounds: the peer's batch (6x6 and 10x10, every label) and a
+    batch of ours (every case), the order swapped every other round. Returns the peer's totals,
+    ours, the ratios against RAGEN's 6x6 text step and the per-round numbers."""
+    ours = OursSteps()
+    totals = {name: {} for name in peer_steps}
+    rows = []
+    for r in range(rounds):
+        ours_first = r % 2 == 1
+        mine = ours.batch(our_turns) if ours_first else None
+        theirs = {name: peer.ask(op="steps", name=name, dim=dim, boxes=boxes, n=n, seed=r)
+                  for name, (dim, boxes, n) in peer_steps.items()}
+        if not ours_first:
+            mine = ours.batch(our_turns)
+        for name, labels in theirs.items():
+            for label, v in labels.items():
+                acc = totals[name].setdefault(label, {"steps": 0, "seconds": 0.0})
+                acc["steps"] += v["steps"]
+                acc["seconds"] += v["seconds"]
+        ragen = theirs["6x6/1"]["ragen_text_step"]["steps"] / theirs["6x6/1"]["ragen_text_step"]["seconds"]
+        row = {"ragen_text_step_per_s": ragen, "order": "ours, peer" if ours_first else "peer, ours",
+               "load_average": os.getloadavg()[0], "ratios": {}}
         for style in ("full", "compact"):
-            env = gym.make(env_id, prompt_style=style)
-            per_turn = env.unwrapped.max_actions_per_turn
-            rng = np.random.default_rng(0)
-            for label, k in (("1_move", 1), (f"{per_turn}_moves", per_turn)):
-                responses = ["<answer>" + " || ".join(names[m] for m in rng.integers(0, 4, size=k)) + "</answer>" for _ in range(512)]
-                env.reset(seed=0)
-                spent, moves = 0.0, 0
-                seed = 0
-                for i in range(n):
-                    t = time.perf_counter()
-                    _, _, terminated, truncated, info = env.step(responses[i % 512])
-                    spent += time.perf_counter() - t
-                    moves += len(info["executed_moves"])
-                    if terminated or truncated:
-                        seed += 1
-                        env.reset(seed=seed)
-                out[f"{env_id}/{style}/{label}"] = {
-                    "turns": n,
-                    "seconds": spent,
-                    "turn_steps_per_s": n / spent,
-                    "moves_per_s": moves / spent,
-                }
-            env.close()
-    return out
+            one = mine[f"TurnSokoban-v0/{style}/1_move"]["turn_steps_per_s"]
+            five = mine[f"TurnSokoban-v0/{style}/5_moves"]["moves_per_s"]
+            row[f"ours_{style}_1_move_turn_steps_per_s"] = one
+            row[f"ours_{style}_5_moves_moves_per_s"] = five
+            row["ratios"][f"text_turn_steps_vs_ragen/TurnSokoban-v0/{style}/1_move"] = one / ragen
+            row["ratios"][f"moves_vs_ragen/TurnSokoban-v0/{style}/5_moves"] = five / ragen
+        rows.append(row)
+        print(f"  steps round {r + 1}/{rounds}: RAGEN {ragen:.0f}/s, ours {row['ours_full_1_move_turn_steps_per_s']:.0f}/s, "
+              f"{row['ratios']['text_turn_steps_vs_ragen/TurnSokoban-v0/full/1_move']:.1f}x "
+              f"(load {row['load_average']:.1f})", flush=True)
+    peer_out = {name: {label: {**v, "steps_per_s": v["steps"] / v["seconds"]} for label, v in labels.items()}
+                for name, labels in totals.items()}
+    ours_out = ours.results()
+    ragen_pooled = peer_out["6x6/1"]["ragen_text_step"]["steps_per_s"]
+    ratios = {}
+    for key in rows[0]["ratios"]:
+        case = key.split("/", 1)[1]
+        rate = ours_out[case]["turn_steps_per_s" if key.startswith("text_turn") else "moves_per_s"]
+        ratios[key] = _spread([row["ratios"][key] for row in rows], rate / ragen_pooled)
+    return peer_out, ours_out, ratios, rows
 
 
 def measure_solver(n_seeds: int) -> dict:
@@ -370,7 +582,6 @@ def measure_solver(n_seeds: int) -> dict:
 
     # A user level with 10 boxes: the work per level is bounded by solver_budget.
     level = generate_level(np.random.default_rng(1), (12, 12), 10, solver_budget=0).level
-    import tempfile
 
     ten = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -409,15 +620,19 @@ def measure_solver(n_seeds: int) -> dict:
     return out
 
 
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples and a 60 s budget for gym-sokoban's 10x10 levels")
     parser.add_argument("--solver-only", action="store_true",
                         help="only the solver measurements (no peer); updates the 'solver' entry of the results")
+    parser.add_argument("--no-solver", action="store_true",
+                        help="skip the solver measurements; the 'solver' entry of the previous results is kept")
+    parser.add_argument("--rounds", type=int, help="rounds of the step comparison (default 10, 5 with --quick)")
     args = parser.parse_args(argv)
     quick = args.quick
+    previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if args.solver_only:
-        previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
         previous["solver"] = {"script": "benchmarks/sokoban.py --solver-only", "when": time.strftime("%Y-%m-%d %H:%M:%S"),
                               "load_average_before": os.getloadavg(), **measure_solver(1000)}
         previous["solver"]["load_average_after"] = os.getloadavg()
@@ -426,54 +641,38 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     peer_python = ensure_peer_venv()
-    peer_cfg = {
-        # name: (dim, boxes, max samples, time budget s, cap per sample s)
-        "generation": {
-            "6x6/1": [[6, 6], 1, 100 if quick else 300, 30, 60],
-            "8x8/2": [[8, 8], 2, 50 if quick else 200, 30 if quick else 60, 60],
-            "10x10/4": [[10, 10], 4, 8 if quick else 40, 60 if quick else 360, 60 if quick else 120],
-        },
-        "steps": {"6x6/1": [[6, 6], 1, 1000 if quick else 3000], "10x10/4": [[10, 10], 4, 500 if quick else 1500]},
+    generation_plan = {
+        # name: (dim, boxes, peer samples a round, ours a round, peer samples at most, peer time budget s, cap per sample s)
+        "6x6/1": [[6, 6], 1, 20 if quick else 30, 20 if quick else 30, 100 if quick else 300, 30, 60],
+        "8x8/2": [[8, 8], 2, 10 if quick else 20, 20 if quick else 30, 50 if quick else 200, 30 if quick else 60, 60],
+        "10x10/4": [[10, 10], 4, 1, 10 if quick else 15, 8 if quick else 40, 60 if quick else 360, 60 if quick else 120],
     }
-    load_before = os.getloadavg()
-    print("peer (gym-sokoban 0.0.6) in its own venv ...", flush=True)
-    t0 = time.time()
-    proc = subprocess.run([str(peer_python), "-c", PEER_SCRIPT, json.dumps(peer_cfg)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(proc.stderr, file=sys.stderr)
-        return 1
-    peer = json.loads(proc.stdout.strip().splitlines()[-1])
-    peer_wall = time.time() - t0
-    print(f"  peer done in {peer_wall:.0f} s", flush=True)
+    step_rounds = args.rounds or (5 if quick else 10)
+    # name: (dim, boxes, peer steps of each label a round); ours: turns of each case a round
+    peer_steps = {"6x6/1": [[6, 6], 1, (1000 if quick else 3000) // step_rounds],
+                  "10x10/4": [[10, 10], 4, (500 if quick else 1500) // step_rounds]}
+    our_turns = (2000 if quick else 10000) // step_rounds
 
-    print("ours ...", flush=True)
-    ours_gen = measure_ours_generation(100 if quick else 300)
-    ours_steps = measure_ours_steps(2000 if quick else 10000)
+    load_before = os.getloadavg()
+    t0 = time.time()
+    print("gym-sokoban 0.0.6 (own venv, one process) and ours, in alternating rounds ...", flush=True)
+    peer = Peer(peer_python)
+    try:
+        peer_gen, ours_gen, ratios, gen_rounds = interleaved_generation(peer, generation_plan)
+        peer_steps_out, ours_steps, step_ratios, step_rows = interleaved_steps(peer, step_rounds, peer_steps, our_turns)
+    finally:
+        peer.close()
+    ratios.update(step_ratios)
+    wall = time.time() - t0
     load_after = os.getloadavg()
 
-    peer_gen = {}
-    for name, raw in peer["generation"].items():
-        peer_gen[name] = {
-            **_stats(raw["times_s"]),
-            "capped_samples": raw["capped"],
-            "cap_s": raw["cap_s"],
-            "generate_room_calls_median": float(np.median(raw["generate_room_calls"])),
-            "quality": check_peer_levels(raw["levels"], 20_000 if name != "10x10/4" else 5_000),
-        }
-
-    names = {"6x6/1": "TurnSokoban-v0", "8x8/2": "TurnSokoban-8x8-v0", "10x10/4": "TurnSokoban-10x10-v0"}
-    ratios = {}
-    for peer_name, env_id in names.items():
-        ratios[f"generation_median_speedup/{env_id}"] = peer_gen[peer_name]["median_ms"] / ours_gen[f"{env_id}/certified"]["median_ms"]
-    ragen = peer["steps"]["6x6/1"]["ragen_text_step"]["steps_per_s"]
-    for style in ("full", "compact"):
-        ratios[f"text_turn_steps_vs_ragen/TurnSokoban-v0/{style}/1_move"] = ours_steps[f"TurnSokoban-v0/{style}/1_move"]["turn_steps_per_s"] / ragen
-        ratios[f"moves_vs_ragen/TurnSokoban-v0/{style}/5_moves"] = ours_steps[f"TurnSokoban-v0/{style}/5_moves"]["moves_per_s"] / ragen
-
-    solver = measure_solver(200 if quick else 1000)
+    if args.no_solver:
+        solver = previous.get("solver", {})
+    else:
+        solver = {"script": "benchmarks/sokoban.py" + (" --quick" if quick else ""), **measure_solver(200 if quick else 1000)}
     result = {
         "solver": solver,
-        "script": "benchmarks/sokoban.py" + (" --quick" if quick else ""),
+        "script": "benchmarks/sokoban.py" + (" --quick" if quick else "") + (" --no-solver" if args.no_solver else ""),
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": {
             "cpus": os.cpu_count(),
@@ -481,9 +680,14 @@ def main(argv: list[str] | None = None) -> int:
             "load_average_before": load_before,
             "load_average_after": load_after,
         },
-        "peer": {"packages": PEER_PACKAGES, "generation": peer_gen, "steps": peer["steps"], "wall_s": peer_wall},
+        "method": "peer and ours alternate in rounds (order swapped every other round); each ratio is the median of "
+                  "per-round ratios with min/max over rounds and an order-statistic interval for the median "
+                  "(coverage >= 95% where the number of rounds allows); 'pooled' is the ratio over all samples",
+        "wall_s": wall,
+        "peer": {"packages": PEER_PACKAGES, "generation": peer_gen, "steps": peer_steps_out},
         "ours": {"generation": ours_gen, "steps": ours_steps},
         "ratios": ratios,
+        "rounds": {"generation": gen_rounds, "steps": step_rows},
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=1) + "\n")
