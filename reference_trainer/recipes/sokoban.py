@@ -4,7 +4,7 @@ SFT on the env's optimal expert until its validation success stops improving, th
 are split by content (``split=``: the level itself, not its seed): every training input plays
 ``"train"`` levels, choices are made on ``"validation"``, results are reported on ``"test"``.
 The suite's one run stops SFT at ``suite_sft_steps`` (SFT seeds 1 and 2 peaked at step 900 on
-validation, seed 0 at 1,400: 2.5 minutes more of a core). Why each setting: ``docs/experiments.md``;
+validation, seed 0 at 1,400: 2.5 minutes more of a core; up to 900 its best is step 900). Why each setting: ``docs/experiments.md``;
 what the recipe measures: ``docs/benchmarks.md``.
 """
 
@@ -44,4 +44,4 @@ def sokoban_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = SOK
 
 RECIPE = SOKOBAN = Recipe(name="sokoban", env_id=SOKOBAN_ENV, build=sokoban_tiny, rl_iterations=SOKOBAN_RL_ITERATIONS, metric="success",
                           what=f"greedy success on {SOKOBAN_EVAL_LEVELS} draws of TurnSokoban-v0 test levels (6x6, 1 box)",
-                          sft_minutes=6, rl_minutes=5, control_minutes=8, suite_sft_steps=1000)
+                          sft_minutes=6, rl_minutes=5, control_minutes=8, suite_sft_steps=900)

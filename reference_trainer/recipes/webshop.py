@@ -4,8 +4,8 @@ SFT on the env's expert (searching the instruction up to its options, buying the
 earns ``R = 1``) until its validation score stops improving, then RL. Goals are split by their
 instruction (``content_split=``): training plays ``"train"`` goals (as do the tokenizer's catalogs),
 choices are made on the 199 ``"validation"`` goals, results are reported on the 187 ``"test"`` goals,
-each played once. The suite's one run stops SFT at ``suite_sft_steps`` (its best validated weights
-come at step 150 of the plateau run's 300). Why each setting: ``docs/experiments.md``; what it
+each played once. The suite's one run stops SFT at ``suite_sft_steps``, the step of the plateau run's best validated
+weights (150 of 300). Why each setting: ``docs/experiments.md``; what it
 measures: ``docs/benchmarks.md``.
 """
 
@@ -50,4 +50,4 @@ def webshop_tiny(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = WEB
 
 RECIPE = Recipe(name="webshop", env_id=WEBSHOP_ENV, build=webshop_tiny, rl_iterations=WEBSHOP_RL_ITERATIONS, metric="score",
                 what=f"greedy WebShop score on the {WEBSHOP_EVAL_EPISODES} test goals (content_split='test', each once)",
-                sft_minutes=4.5, rl_minutes=4.5, control_minutes=5.5, suite_sft_steps=200)
+                sft_minutes=4.5, rl_minutes=4.5, control_minutes=5.5, suite_sft_steps=150)
