@@ -21,7 +21,7 @@ import pytest
 from agentgym_turn.core.serving import ServerLimits
 from agentgym_turn.searchqa.retrieval import Document, Hit, hits_to_json
 from agentgym_turn.searchqa.server import ANSWER_PIECE_BYTES, MAX_BODY_BYTES, RetrievalServer
-from agentgym_turn.searchqa.sources import generated_source, local_retriever
+from test_searchqa_server import bm25  # noqa: F401  (the generated world's BM25 retriever, a fixture)
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/statm") or not hasattr(socket, "TCP_INFO"),
                                 reason="reads RSS from /proc and TCP states with TCP_INFO (Linux)")
@@ -81,12 +81,6 @@ def post(url, payload):
     req = urllib.request.Request(url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST")
     with urllib.request.urlopen(req, timeout=30) as resp:
         return resp.status, resp.headers, resp.read()
-
-
-@pytest.fixture(scope="module")
-def bm25():
-    source = generated_source()
-    return local_retriever(source.key, source.corpus, "bm25")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ stays bounded, and a warning when a server is bound beyond this machine without 
 
 import argparse
 import asyncio
-import http.client
 import json
 
 import gymnasium as gym
@@ -24,6 +23,7 @@ from agentgym_turn.searchqa.retrieval import BM25Retriever, HTTPRetriever, Retri
 from agentgym_turn.searchqa.server import RetrievalServer
 from agentgym_turn.webshop.server import WebShopServer
 from raw_http import raw_exchange
+from test_webshop_site import request
 
 TOKEN = "s3cret-Token_for.tests~0123456789"
 CORPUS = Corpus(ids=["1", "2"], contents=['"A"\nalpha beta', '"B"\ngamma delta'])
@@ -44,16 +44,6 @@ def guarded(request):
     server.start()
     yield request.param, server, path
     server.stop()
-
-
-def request(server, method, path, body=None, headers=None):
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        resp = conn.getresponse()
-        return resp.status, dict(resp.getheaders()), resp.read().decode("utf-8")
-    finally:
-        conn.close()
 
 
 def bearer(token):
