@@ -398,8 +398,7 @@ class Policy(nn.Module):
         n = len(prompts)
         if turn_cache is not None and (keys is None or len(keys) != n):
             raise ValueError("generate: turn_cache needs one key per prompt.")
-        layer_count = len(getattr(_kv_cache(self.lm.config, 1), "layers", None) or ()) if turn_cache is not None and use_cache else 0
-        reuse = layer_count > 0 and (not turn_cache.keys or len(turn_cache.keys) == layer_count)  # a cache made of layers
+        reuse = turn_cache is not None and use_cache and self._layered_cache
         held = [turn_cache.cached_prefix(k, p) for k, p in zip(keys, prompts)] if reuse else [0] * n
         past = max(held) if held else 0
         new_parts = [p[c:] for p, c in zip(prompts, held)]  # what runs through the model now
@@ -463,6 +462,14 @@ class Policy(nn.Module):
         if reuse:
             self._keep_turn(turn_cache, cache, keys, prompts, out_ids, start_mask, len(tokens))
         return out_ids, out_lp
+
+    @functools.cached_property
+    def _layered_cache(self) -> bool:
+        """Whether this model's KV cache is made of plain layers, whose kept positions a :class:`TurnCache` can gather
+        (not sliding windows, not a transformers without cache layers)."""
+        layer_class = _preallocated_layer()
+        layers = getattr(_kv_cache(self.lm.config, 1), "layers", None)
+        return layer_class is not None and bool(layers) and all(isinstance(layer, layer_class) for layer in layers)
 
     @staticmethod
     def _keep_turn(turn_cache: TurnCache, cache: Any, keys: list[int], prompts: list[list[int]], responses: list[list[int]],
