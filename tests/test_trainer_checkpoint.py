@@ -41,6 +41,17 @@ import test_trainer_checkpoint as t
 from reference_trainer.trainer import Trainer
 tr = Trainer(t._config({tiny!r}, {out!r}))
 tr.train_iteration()  # an optimizer with state, a moved weight average
+if {pause}:  # stop inside the second save, after the policy is written and before the state: the parent kills it there
+    import time
+    import reference_trainer.policy as policy
+    saves, save_policy = [], policy.save_policy
+    def paused(*args, **kwargs):
+        save_policy(*args, **kwargs)
+        saves.append(1)
+        if len(saves) == 2:
+            print("inside", flush=True)
+            time.sleep(600)
+    policy.save_policy = paused
 print("ready", flush=True)
 i = {start}
 while True:
@@ -67,19 +78,27 @@ def test_a_save_killed_at_random_moments_always_leaves_a_whole_checkpoint(tiny_d
     path = tmp_path / "run" / "checkpoint"
     rng = random.Random(0)
     iteration, interrupted = None, 0
-    for kill in range(6):
+    for kill in range(4):
         start = 0 if iteration is None else iteration + 1
-        code = _SAVER.format(tests=str(TESTS), root=str(ROOT), tiny=tiny_dir, out=str(tmp_path / "run"), start=start, path=str(path))
+        pause = kill == 2  # one kill lands inside a save for sure; the others at random moments
+        code = _SAVER.format(tests=str(TESTS), root=str(ROOT), tiny=tiny_dir, out=str(tmp_path / "run"), start=start, path=str(path),
+                             pause=pause)
         child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = []
         try:
             assert child.stdout.readline().strip() == "ready", child.stderr.read()
-            time.sleep(rng.uniform(0.05, 1.5))
+            if pause:
+                while (line := child.stdout.readline().strip()) != "inside":
+                    assert line, child.stderr.read()
+                    lines.append(line)
+            else:
+                time.sleep(rng.uniform(0.05, 1.5))
             child.send_signal(signal.SIGKILL)
             out, _ = child.communicate(timeout=60)
         finally:
             if child.poll() is None:
                 child.kill()
-        saved = [int(line) for line in out.split()]
+        saved = [int(line) for line in lines + out.split()]
         assert child.returncode == -signal.SIGKILL
         if iteration is None and not saved and not path.is_symlink():
             continue  # killed before the very first save finished: nothing to load yet
@@ -89,9 +108,11 @@ def test_a_save_killed_at_random_moments_always_leaves_a_whole_checkpoint(tiny_d
         assert got in (last, last + 1) if saved else got in (last, start), (kill, saved, got)
         iteration = got
         leftovers = [p.name for p in path.parent.iterdir() if p.name.startswith(("checkpoint.", ".checkpoint."))]
-        interrupted += any(not (path.parent / n / checkpoint.STATE_FILE).exists() for n in leftovers)
+        half_written = any(not (path.parent / n / checkpoint.STATE_FILE).exists() for n in leftovers)
+        assert half_written or not pause, leftovers
+        interrupted += half_written
     assert iteration is not None and iteration > 0
-    assert interrupted > 0  # at least one kill landed inside a save
+    assert interrupted > 0  # the paused kill landed inside a save
     # the next save clears what the interrupted ones left: one version directory remains
     tr = Trainer(_config(tiny_dir, tmp_path / "run2", resume=str(path)))
     assert tr.iteration == iteration
