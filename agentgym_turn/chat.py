@@ -26,6 +26,7 @@ from typing import Any, Callable
 import gymnasium as gym
 from gymnasium import spaces
 
+from .core.args import is_int
 from .core.spaces import TurnText
 
 __all__ = ["ChatView", "ChatSpace", "Message", "split_first_message", "DEFAULT_REWARD_TEMPLATE"]
@@ -162,7 +163,7 @@ class ChatView(gym.Wrapper):
         system_prompt: str | None = None,
     ):
         super().__init__(env)
-        if history_window is not None and (isinstance(history_window, bool) or not isinstance(history_window, int) or history_window < 1):
+        if history_window is not None and not is_int(history_window, 1):
             raise ValueError(f"ChatView: history_window must be None or an integer >= 1, got {history_window!r}.")
         if reward_template is not None:
             if not isinstance(reward_template, str):

@@ -32,6 +32,10 @@ from typing import Any, Callable
 
 import torch
 
+try:  # python -m benchmarks.gpu_check, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/gpu_check.py: this folder comes first on the import path
+    import common
 
 QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
                   num_key_value_heads=2, vocab_size=151_936, max_position_embeddings=32_768, rope_theta=1e6,
@@ -112,8 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         dict(gen_batch=64, gen_tokens=128, train_batch=16, train_len=1024, chunk=1024, tasks=32, micro=8, max_new=48, repeats=2)
     cuda = device.startswith("cuda")
     dtype = resolve_dtype("auto", device, bf16_supported=cuda and torch.cuda.is_bf16_supported())
-    result: dict = {"device": torch.cuda.get_device_name(device) if cuda else "cpu",
-                    "torch": torch.__version__, "transformers": transformers.__version__,
+    result: dict = {"device": torch.cuda.get_device_name(device) if cuda else "cpu", **common.machine(),
                     "dtype": f"{dtype} autocast (--dtype auto), float32 weights"}
     with tempfile.TemporaryDirectory() as tmp:
         tiny = build_tiny("TurnSokoban-v0", Path(tmp) / "tiny", env_kwargs={"prompt_style": "compact"})
@@ -193,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(result, indent=1)
     print(text)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n")
+        common.write_json(args.out, result)
     return 0 if result["finite"] else 1
 
 

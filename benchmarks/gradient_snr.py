@@ -15,12 +15,12 @@ Writes ``benchmarks/results/gradient_snr.json``.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+try:  # python -m benchmarks.gradient_snr, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/gradient_snr.py: this folder comes first on the import path
+    import common
 
 
 def main() -> None:
@@ -28,7 +28,7 @@ def main() -> None:
     ap.add_argument("--policy", required=True, help="an SFT policy directory (benchmarks/learning.py writes runs/learning/sft_policy)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[128, 512, 1024])
     ap.add_argument("--repeats", type=int, default=2, help="independent pairs per size")
-    ap.add_argument("--out", default=str(HERE / "results" / "gradient_snr.json"))
+    ap.add_argument("--out", default=str(common.RESULTS / "gradient_snr.json"))
     args = ap.parse_args()
 
     import numpy as np
@@ -74,12 +74,10 @@ def main() -> None:
     rows.append({"levels": "4 fixed", "episodes": 128, "cosines": values, "mean": float(np.mean(values))})
     print(f"4 fixed levels,   128 episodes: cosine {np.mean(values):+.3f}", flush=True)
     trainer.close()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({
+    common.write_json(args.out, {
         "what": "cosine similarity of Turn-PPO policy gradients from two independent batches, SFT start",
-        "policy": args.policy, "rows": rows, "seconds": time.perf_counter() - t0,
-        "machine": {"python": platform.python_version(), "processor": platform.processor(), "threads": 1},
-    }, indent=1))
+        "policy": args.policy, "rows": rows, "seconds": time.perf_counter() - t0, "machine": common.machine(threads=1),
+    })
     print(f"wrote {args.out}")
 
 

@@ -24,15 +24,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "install_size.json"
+try:  # python -m benchmarks.install_size, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/install_size.py: this folder comes first on the import path
+    import common
+
+RESULTS = common.RESULTS / "install_size.json"
 #: The extras measured on top of the base install, in this order (each adds no torch).
 LIGHT_EXTRAS = ("parquet", "fast-search", "browser")
 MIB = 1 << 20
@@ -96,7 +99,7 @@ def _run(cmd: list[str], **kwargs: Any) -> str:
 
 def build_wheel(out_dir: Path) -> Path:
     """The project's wheel, built from this checkout into ``out_dir``."""
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out_dir), str(ROOT)])
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out_dir), str(common.ROOT)])
     (wheel,) = out_dir.glob("agentgym_turn-*.whl")
     return wheel
 
@@ -147,10 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         "per installed distribution (its RECORD's files), and what each light extra adds installed on top, in order; "
         "plus what that base install plays (one expert episode per env_ids() id, seed 0)",
         "wheel": wheel.name,
-        "python": sys.version.split()[0],
-        "pip": pip_version,
-        "platform": platform.platform(),
-        "machine": platform.machine(),
+        **common.machine(pip=pip_version),
         "empty_venv_mib": empty["venv_mib"],
         "base": base,
         "base_checks": checks,
@@ -158,9 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         "not_measured": {"train": "torch (CPU build pinned by the Makefile), transformers, tokenizers, matplotlib",
                          "dense": "sentence-transformers (needs torch)", "trl": "trl, transformers (need torch)"},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2, ensure_ascii=True) + "\n")
-    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    common.write_json(args.out, payload, indent=2, ensure_ascii=True)
+    print(f"wrote {common.shown(args.out)}")
     failed = [env_id for env_id, r in checks["plays"].items() if not r["success"]]
     print(f"expert episodes: {len(checks['plays']) - len(failed)}/{len(checks['plays'])} solved; "
           f"TurnWebShopBrowser-v0: {checks['browser_make_error']}")

@@ -33,17 +33,16 @@ import hashlib
 import json
 import multiprocessing as mp
 import os
-import platform
 import sys
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-if str(ROOT) not in sys.path:  # run as a script from anywhere
-    sys.path.insert(0, str(ROOT))
+from reference_trainer.recipes import RECIPES  # no torch import
 
-from reference_trainer.recipes import RECIPES  # noqa: E402  (no torch import)
+try:  # python -m benchmarks.learning, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/learning.py: this folder comes first on the import path
+    import common
 
 PRESETS = ["ppo", "turn-ppo", "s-ppo", "st-ppo", "grpo"]
 #: Only the ratio's level changes (Turn-PPO's turn GAE, gamma 0.99, lambda 0.9, budget and everything else kept).
@@ -181,10 +180,7 @@ def _strip(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _machine(args: argparse.Namespace) -> dict[str, Any]:
-    import torch
-
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(), "torch": torch.__version__,
-            "threads_per_run": 1, "jobs": args.jobs}
+    return common.machine(threads_per_run=1, jobs=args.jobs)
 
 
 def validation(name: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -323,9 +319,9 @@ def _per_seed_table(result: dict[str, Any]) -> str:
 
 def plot(result: dict[str, Any], path: Path) -> Path:
     """Validation: the test metric of each start and run. Variants: per-iteration sampled metric and clip fraction."""
-    from reference_trainer.plots import _pyplot
+    from reference_trainer.plots import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     metric = result["metric"]
     if "kind" not in result:
         fig, ax = plt.subplots(figsize=(7, 3.8))
@@ -408,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=0, help="RL iterations per run (default: the recipe's budget; stress: half)")
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="processes at a time (one thread each)")
     ap.add_argument("--work", default="runs/learning", help="where policies, run folders and finished jobs go")
-    ap.add_argument("--out-dir", default=str(HERE / "results"))
+    ap.add_argument("--out-dir", default=str(common.RESULTS))
     ap.add_argument("--markdown", action="store_true", help="only print the docs tables of the saved results")
     ap.add_argument("--check", type=Path, help="recompute the intervals and the test/train overlap of a saved result")
     ap.add_argument("--cached-only", action="store_true", help="report the finished jobs in --work, run none (summary says if complete)")
@@ -429,8 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"### {name}{suffix}\n\n{markdown(json.loads(out.read_text()))}\n")
             continue
         result = variants(name, args, kind) if kind else validation(name, args)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, separators=(",", ":")))
+        common.write_json(out, result, indent=None, separators=(",", ":"))
         png = plot(result, out.with_suffix(".png"))
         print(markdown(result))
         print(f"wrote {out} and {png}", flush=True)

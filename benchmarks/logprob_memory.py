@@ -18,13 +18,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
-from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results" / "logprob_memory.json"
+try:  # python -m benchmarks.logprob_memory, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/logprob_memory.py: this folder comes first on the import path
+    import common
+
+RESULTS = common.RESULTS / "logprob_memory.json"
 
 
 def _rss_mib() -> float:
@@ -67,8 +70,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.case:  # the child process
         print(json.dumps(one_case(*args.case)))
         return 0
-    import torch
-
     rows = []
     for size in args.sizes:
         tokens, vocab = map(int, size.lower().split("x"))
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                      "full_logits_mib": round(tokens * vocab * 4 / 2**20, 1)}
         for name, chunk in (("unchunked", 0), ("chunked", args.chunk)):
             p = subprocess.run([sys.executable, "-m", "benchmarks.logprob_memory", "--case", str(tokens), str(args.hidden),
-                                str(vocab), str(chunk)], capture_output=True, text=True, cwd=Path(__file__).parent.parent,
+                                str(vocab), str(chunk)], capture_output=True, text=True, cwd=common.ROOT,
                                env={**os.environ, "MALLOC_MMAP_THRESHOLD_": str(128 * 1024)})
             if p.returncode != 0:
                 raise SystemExit(f"case V={vocab} chunk={chunk} failed:\n{p.stderr[-2000:]}")
@@ -87,9 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
     result = {"what": "peak RSS above baseline of the log-prob + entropy loss, forward and backward, float32 on CPU, "
                       "one process per case, MALLOC_MMAP_THRESHOLD_=131072 (benchmarks/logprob_memory.py)",
-              "torch": torch.__version__, "machine": platform.machine(), "cases": rows}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+              **common.machine(), "cases": rows}
+    common.write_json(args.out, result)
     print(json.dumps(result, indent=1))
     return 0
 

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+try:  # python -m benchmarks.openenv_client, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/openenv_client.py: this folder comes first on the import path
+    import common
+
 INVALID = ["", "I would rather not.", "<answer>unclosed", "é\x00🙂 <search>"]
 
 # Played in process by the project's Python: the local transcript of each seed, with its actions.
@@ -56,7 +58,7 @@ def start_server(python: str, env_id: str, max_sessions: int) -> tuple[subproces
         [python, "-m", "agentgym_turn", "serve", "env", env_id, "--port", "0", "--max-sessions", str(max_sessions), "--expert"],
         stderr=subprocess.PIPE,
         text=True,
-        cwd=ROOT,
+        cwd=common.ROOT,
     )
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -111,25 +113,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--agentgym-python", required=True, help="the project's Python (its virtual environment's bin/python)")
     p.add_argument("--env-ids", nargs="+", default=["TurnSokoban-v0", "TurnWebShop-v0", "TurnSearchQA-v0"])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "openenv_client.json"))
+    p.add_argument("--out", default=str(common.RESULTS / "openenv_client.json"))
     args = p.parse_args(argv)
 
     import openenv  # noqa: F401  (fails here, early, outside an OpenEnv environment)
-    from importlib.metadata import version
 
     from openenv.cli._validation import validate_running_environment
 
     report: dict[str, Any] = {
-        "openenv": version("openenv"),
-        "openenv_core": version("openenv-core") if _installed("openenv-core") else None,
-        "python": platform.python_version(),
+        "openenv": common.installed_version("openenv"),
+        "openenv_core": common.installed_version("openenv-core"),
+        **common.machine(),
         "envs": {},
     }
     for env_id in args.env_ids:
         local = json.loads(
             subprocess.run(
                 [args.agentgym_python, "-c", _LOCAL, env_id, json.dumps(args.seeds), json.dumps(INVALID)],
-                capture_output=True, text=True, check=True, cwd=ROOT,
+                capture_output=True, text=True, check=True, cwd=common.ROOT,
             ).stdout
         )
         proc, url = start_server(args.agentgym_python, env_id, max_sessions=4)
@@ -159,19 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         proc.terminate()
         proc.wait(timeout=60)
     print(f"capacity: {report['capacity_refusal']}")
-    Path(args.out).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    common.write_json(args.out, report, ensure_ascii=False)
     print(f"wrote {args.out}")
     return 0 if all(e["mismatches"] == 0 for e in report["envs"].values()) else 1
-
-
-def _installed(name: str) -> bool:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        version(name)
-        return True
-    except PackageNotFoundError:
-        return False
 
 
 if __name__ == "__main__":

@@ -25,10 +25,7 @@ seconds, plus the slowest input per id. "Well under a second" per step is the ba
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import signal
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -38,7 +35,12 @@ import gymnasium as gym
 import agentgym_turn
 from agentgym_turn.testing.linearity import WORST_RESPONSES, worst_response
 
-RESULTS = Path(__file__).resolve().parent / "results" / "parsers.json"
+try:  # python -m benchmarks.parsers, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/parsers.py: this folder comes first on the import path
+    import common
+
+RESULTS = common.RESULTS / "parsers.json"
 LIMIT = 65_536  # the default action-length limit: longer responses are rejected before parsing
 
 
@@ -140,16 +142,12 @@ def main(argv: list[str] | None = None) -> int:
         "at the 65,536-character action limit and at half of it; the slowest of up to three env states per input; "
         "ratio_full_to_half near 2 is linear, near 4 quadratic (given only where the half-length step takes 5 ms or more)",
         "budget_seconds": args.budget,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "machine": platform.machine(),
+        **common.machine(),
         "results": results,
     }
-    if args.out.exists() and args.only:  # keep the other ids' rows when re-measuring a few
-        old = json.loads(args.out.read_text())
-        payload["results"] = {**old.get("results", {}), **results}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2, ensure_ascii=True) + "\n")
+    if args.only:  # keep the other ids' rows when re-measuring a few
+        payload["results"] = {**common.read_json(args.out, {}).get("results", {}), **results}
+    common.write_json(args.out, payload, indent=2, ensure_ascii=True)
     print(f"wrote {args.out.name}")
     for env_id, r in results.items():
         s = r["slowest"]

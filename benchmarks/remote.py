@@ -13,21 +13,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 
 import agentgym_turn  # noqa: F401  (registers the ids)
 
-ROOT = Path(__file__).resolve().parent.parent
+try:  # python -m benchmarks.remote, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/remote.py: this folder comes first on the import path
+    import common
 
 
 def record_episodes(env_id: str, seeds: list[int]) -> list[tuple[int, list[str]]]:
@@ -131,11 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--env-ids", nargs="+", default=["TurnSokoban-v0", "TurnWebShop-v0"])
     p.add_argument("--episodes", type=int, default=40)
     p.add_argument("--clients", type=int, default=16)
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "remote.json"))
+    p.add_argument("--out", default=str(common.RESULTS / "remote.json"))
     args = p.parse_args(argv)
     report: dict[str, Any] = {
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
+        **common.machine(),
         "note": "server in its own process, clients as threads of the benchmark process, same machine; only reset/step timed",
         "clients": args.clients,
         "envs": {},
@@ -143,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     for env_id in args.env_ids:
         report["envs"][env_id] = measure(env_id, args.episodes, args.clients)
         print(env_id, json.dumps(report["envs"][env_id]), flush=True)
-    Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    common.write_json(args.out, report)
     print(f"wrote {args.out}")
     return 0
 

@@ -42,10 +42,7 @@ when its load average is above its core count at the start.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -55,8 +52,12 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
+try:  # python -m benchmarks.scaling, or imported by the tests
+    from benchmarks import common, scaling_trainer
+except ModuleNotFoundError:  # python benchmarks/scaling.py: this folder comes first on the import path
+    import common
+    import scaling_trainer
+
 COUNTS = (1, 2, 4, 8, 16, 32)
 SLEEPY_ID = "ScalingSleepySokoban-v0"
 STEP_DELAY_S = 0.010
@@ -139,7 +140,7 @@ def serve_retriever(delay_s: float, processes: int = 1) -> int:
     """Run the retrieval server over the generated corpus (``delay_s`` late per request) until killed."""
     from agentgym_turn.searchqa.retrieval import BM25Retriever
     from agentgym_turn.searchqa.server import RetrievalServer
-    from agentgym_turn.searchqa.sources import generated_source
+    from agentgym_turn.searchqa.source import generated_source
 
     retriever = BM25Retriever(generated_source().corpus)
     server = RetrievalServer(DelayedRetriever(retriever, delay_s) if delay_s else retriever)
@@ -154,7 +155,7 @@ class RetrieverProcess:
     def __init__(self, delay_s: float, processes: int = 1):
         self.proc = subprocess.Popen([sys.executable, __file__, "--serve-retriever", str(delay_s), "--serve-processes", str(processes)],
                                      stdout=subprocess.PIPE,
-                                     text=True, cwd=ROOT)
+                                     text=True, cwd=common.ROOT)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line.startswith("serving at "):
@@ -289,10 +290,9 @@ def summarize(rollout: dict[str, Any]) -> dict[str, Any]:
 
 def plot(result: dict[str, Any], path: Path) -> None:
     """Speed-up against env count: the env batch alone (left) and whole rollouts with the stub policy (right)."""
-    import matplotlib
+    from reference_trainer.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rollout = result.get("rollout", {})
     counts = sorted({r["envs"] for e in rollout.values() for r in e["rows"]})
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=("rollout", "trainer"), help="run one part only (the other keeps its stored result)")
     parser.add_argument("--envs", nargs="*", choices=sorted(ENVS), help="rollout part: these envs only")
     parser.add_argument("--min-turns", type=int, default=200, help="turns timed per measurement (after a warm-up chunk)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "scaling.json")
+    parser.add_argument("--out", type=Path, default=common.RESULTS / "scaling.json")
     parser.add_argument("--serve-retriever", type=float, metavar="DELAY_S", help=argparse.SUPPRESS)
     parser.add_argument("--serve-processes", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -334,9 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     load = os.getloadavg()[0]
     cpus = os.cpu_count() or 1
-    previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+    previous = common.read_json(args.out, {})
     result: dict[str, Any] = {
-        "machine": {"cpus": cpus, "load_average_at_start": round(load, 2), "shared": load > cpus / 2, "python": platform.python_version()},
+        "machine": common.machine(load_average_at_start=round(load, 2), shared=load > cpus / 2),
         "notes": NOTES,
         "method": "instant stub policy (fixed response, no model); turns/s over chunks of n episodes after one warm-up chunk; "
                   "*_speedup = turns/s at n envs / turns/s at 1 env in the same mode; env_* = env batch alone, rollout_* = collect()",
@@ -349,25 +349,19 @@ def main(argv: list[str] | None = None) -> int:
     elif "rollout" in previous:
         result["rollout"] = previous["rollout"]
     if args.only != "rollout":
-        if importlib.util.find_spec("scaling_trainer") is not None:
-            from scaling_trainer import measure
-
-            try:
-                result["trainer"] = measure([1, 2])
-            except Exception as exc:  # keep the rollout part; say how to redo this one
-                print(f"scaling_trainer.measure failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-                result["trainer"] = {"error": f"{type(exc).__name__}: {exc}",
-                                     "rerun": "python benchmarks/scaling.py --only trainer (or benchmarks/scaling_trainer.py)"}
-        else:
-            result["trainer"] = {"missing": "benchmarks/scaling_trainer.py is not there yet"}
+        try:
+            result["trainer"] = scaling_trainer.measure([1, 2])
+        except Exception as exc:  # keep the rollout part; say how to redo this one
+            print(f"scaling_trainer.measure failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            result["trainer"] = {"error": f"{type(exc).__name__}: {exc}",
+                                 "rerun": "python benchmarks/scaling.py --only trainer (or benchmarks/scaling_trainer.py)"}
     elif "trainer" in previous:
         result["trainer"] = previous["trainer"]
     if "rollout" in result:
         result["summary"] = summarize(result["rollout"])
     result["machine"]["load_average_at_end"] = round(os.getloadavg()[0], 2)
     result["machine"]["shared"] = max(load, os.getloadavg()[0]) > cpus / 2  # others' jobs held part of the cores
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    common.write_json(args.out, result)
     plot(result, args.out.with_suffix(".png"))
     print(f"wrote {args.out} and {args.out.with_suffix('.png')}")
     return 0

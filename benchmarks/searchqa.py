@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import importlib.util
 import os
-import platform
 import re
 import resource
 import statistics
@@ -36,15 +36,19 @@ import tempfile
 import time
 from pathlib import Path
 
+import bm25s
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from agentgym_turn.core.bm25 import B, K1, NUMBA_MIN_DOCS, BM25Index, tokenize_many
+from agentgym_turn.searchqa.corpus import render_corpus
+from agentgym_turn.searchqa.generator.questions import generate_questions
+from agentgym_turn.searchqa.generator.world import WorldConfig, generate_world
+from agentgym_turn.searchqa.retrieval import BM25Retriever, HTTPRetriever
 
-from agentgym_turn.core.bm25 import BM25Index, tokenize_many  # noqa: E402
-from agentgym_turn.searchqa.corpus import render_corpus  # noqa: E402
-from agentgym_turn.searchqa.generator.questions import generate_questions  # noqa: E402
-from agentgym_turn.searchqa.retrieval import BM25Retriever, HTTPRetriever  # noqa: E402
-from agentgym_turn.searchqa.generator.world import WorldConfig, generate_world  # noqa: E402
+try:  # python -m benchmarks.searchqa, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/searchqa.py: this folder comes first on the import path
+    import common
 
 #: Passages of the default world (``WorldConfig()``), used to pick the scale for a target size.
 TARGET_P50_MS_AT_1M = 20.0  # the bar
@@ -84,7 +88,7 @@ def start_server(corpus_path: Path, index_dir: Path) -> tuple[subprocess.Popen, 
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentgym_turn.cli", "serve", "retriever", "--corpus", str(corpus_path),
          "--index-dir", str(index_dir), "--port", "0"],
-        stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        stderr=subprocess.PIPE, text=True, cwd=common.ROOT,
     )
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -105,7 +109,11 @@ def bench_size(target: int, n_queries: int, base_passages: int, workdir: Path, h
     print(f"[{len(corpus):,} passages] generated in {gen_s:.1f}s; indexing ...", file=sys.stderr, flush=True)
 
     t = time.perf_counter()
-    index = BM25Index.build(corpus.contents)
+    # BM25Index.build's default analyzer and length norm, keeping the bm25s object: "raw_bm25s" times it without our wrapper
+    backend = "numba" if len(corpus) >= NUMBA_MIN_DOCS and importlib.util.find_spec("numba") else "numpy"
+    raw = bm25s.BM25(k1=K1, b=B, method="lucene", backend=backend)
+    raw.index(tokenize_many(corpus.contents), show_progress=False)
+    index = BM25Index(raw, len(corpus))
     build_s = time.perf_counter() - t
     t = time.perf_counter()
     index.warmup()
@@ -115,7 +123,6 @@ def bench_size(target: int, n_queries: int, base_passages: int, workdir: Path, h
         retriever.retrieve([q], 3)
 
     in_process = percentiles(time_each(lambda q: retriever.retrieve([q], 3), queries))
-    raw = index._retriever  # the bm25s object: tokenise + retrieve, no wrapper
     kwargs = {"n_threads": 1} if index.backend == "numba" else {}
     raw_stats = percentiles(time_each(lambda q: raw.retrieve(tokenize_many([q]), k=3, show_progress=False, **kwargs), queries))
     batch = queries[:256]
@@ -174,7 +181,7 @@ def bench_env(episodes: int, workdir: Path, http: bool) -> dict:
     import gymnasium as gym
 
     import agentgym_turn  # noqa: F401
-    from agentgym_turn.searchqa.sources import generated_source
+    from agentgym_turn.searchqa.source import generated_source
 
     def run(env) -> tuple[float, int]:
         steps = 0
@@ -197,7 +204,7 @@ def bench_env(episodes: int, workdir: Path, http: bool) -> dict:
            "steps_per_s_in_process": round(steps / elapsed, 1), "episodes_per_s_in_process": round(episodes / elapsed, 1)}
     if http:
         proc = subprocess.Popen([sys.executable, "-m", "agentgym_turn.cli", "serve", "retriever", "--generated", "--port", "0"],
-                                stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                                stderr=subprocess.PIPE, text=True, cwd=common.ROOT)
         try:
             url = None
             assert proc.stderr is not None
@@ -220,7 +227,7 @@ def bench_env(episodes: int, workdir: Path, http: bool) -> dict:
 FIRST_QUERY_CODE = """
 import json, statistics, sys, time
 from agentgym_turn.searchqa.retrieval import BM25Retriever
-from agentgym_turn.searchqa.sources import generated_source
+from agentgym_turn.searchqa.source import generated_source
 scale, warm = float(sys.argv[1]), sys.argv[2] == "1"
 t = time.perf_counter(); source = generated_source(0, scale); gen = time.perf_counter() - t
 t = time.perf_counter(); r = BM25Retriever.build(source.corpus, warmup=warm, show_progress=False); build = time.perf_counter() - t
@@ -239,7 +246,7 @@ def bench_first_query(scale: float) -> dict:
     out = {}
     for warm in (False, True):
         proc = subprocess.run([sys.executable, "-c", FIRST_QUERY_CODE, str(scale), "1" if warm else "0"],
-                              capture_output=True, text=True, cwd=ROOT, check=True)
+                              capture_output=True, text=True, cwd=common.ROOT, check=True)
         row = json.loads(proc.stdout.strip().splitlines()[-1])
         row["first_over_later"] = round(row["first_query_ms"] / max(row["later_query_p50_ms"], 1e-3), 1)
         out["with_warmup" if warm else "without_warmup"] = row
@@ -295,16 +302,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--first-query-scale", type=float, default=10.0,
                    help="world scale for the first-query measurement (10: about 60k passages, numba backend)")
     p.add_argument("--parser-repeats", type=int, default=3, help="timed steps per worst-case response")
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "searchqa.json"))
+    p.add_argument("--out", default=str(common.RESULTS / "searchqa.json"))
     p.add_argument("--only", nargs="+", choices=SECTIONS, default=None,
                    help="run only these sections and update them in an existing --out file (the rest is kept)")
     args = p.parse_args(argv)
     sections = set(args.only or SECTIONS)
 
     out = Path(args.out)
-    results = json.loads(out.read_text()) if args.only and out.exists() else {"benchmark": "searchqa"}
-    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-               "load_avg_at_start": [round(x, 2) for x in os.getloadavg()]}
+    results = common.read_json(out, {"benchmark": "searchqa"}) if args.only else {"benchmark": "searchqa"}
+    machine = common.machine(load_avg_at_start=[round(x, 2) for x in os.getloadavg()])
     if args.only:
         results.setdefault("machine_by_section", {}).update({name: machine for name in sections})
     else:
@@ -321,8 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         results["parsers_worst_case_step_s"] = bench_parsers(args.parser_repeats)
     machine["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     machine["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    common.write_json(out, results, indent=2)
     print(json.dumps(results, indent=2))
     return 0
 

@@ -50,7 +50,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from agentgym_turn.searchqa.generator.questions import Question
-from agentgym_turn.searchqa.sources import generated_source
+from agentgym_turn.searchqa.source import generated_source
+
+try:  # python -m benchmarks.searchqa_mcq_leak, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/searchqa_mcq_leak.py: this folder comes first on the import path
+    import common
 
 
 def _number(option: str) -> float | None:
@@ -487,11 +492,9 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "searchqa_mcq_leak",
               **measure(args.seeds, args.questions, train_seeds=args.train_seeds, train_questions=args.train_questions,
                         scan=args.scan)}
-    text = json.dumps(result, indent=1)
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-    print(text)
+        common.write_json(args.out, result)
+    print(json.dumps(result, indent=1))
     return 0
 
 

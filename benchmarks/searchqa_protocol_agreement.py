@@ -35,6 +35,7 @@ import io
 import json
 import sys
 import tempfile
+import weakref
 import zlib
 from collections import defaultdict
 from pathlib import Path
@@ -43,12 +44,15 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from agentgym_turn.searchqa.env import TurnSearchQAEnv
+from agentgym_turn.searchqa.retrieval import Document, Hit
 
-from agentgym_turn.searchqa.env import TurnSearchQAEnv  # noqa: E402
-from agentgym_turn.searchqa.retrieval import Document, Hit  # noqa: E402
+try:  # python -m benchmarks.searchqa_protocol_agreement, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/searchqa_protocol_agreement.py: this folder comes first on the import path
+    import common
 
-FIXTURE = ROOT / "tests" / "data" / "searchqa_protocol_cases.json"
+FIXTURE = common.ROOT / "tests" / "data" / "searchqa_protocol_cases.json"
 MAX_TURNS = 4  # Search-R1's max_turns; the env's turn limit is max_turns + 1 (the final turn cannot search)
 TOPK = 3
 
@@ -266,17 +270,24 @@ def build_fixture(peer_root: Path, n: int) -> dict:
 
 
 # ---------------------------------------------------------------------------------------- our side
+#: The :class:`FixtureRetriever` of each env :func:`make_env` built: :func:`replay` reads the queries the env sent it.
+RETRIEVER_OF: weakref.WeakKeyDictionary[TurnSearchQAEnv, FixtureRetriever] = weakref.WeakKeyDictionary()
+
+
 def make_env(workdir: Path, protocol: str, questions: list[dict] | None = None, passages: list[str] | None = None) -> TurnSearchQAEnv:
     """The env over the fixture's questions and :class:`FixtureRetriever` (turn limit is the caller's: MAX_TURNS + 1)."""
     path = workdir / "questions.jsonl"
     path.write_text("".join(json.dumps(q) + "\n" for q in (questions or QUESTIONS)))
-    return TurnSearchQAEnv(dataset_path=str(path), retriever=FixtureRetriever(passages), topk=TOPK, max_searches=MAX_TURNS,
-                       protocol=protocol, format_penalty=0.0)
+    retriever = FixtureRetriever(passages)
+    env = TurnSearchQAEnv(dataset_path=str(path), retriever=retriever, topk=TOPK, max_searches=MAX_TURNS,
+                          protocol=protocol, format_penalty=0.0)
+    RETRIEVER_OF[env] = retriever
+    return env
 
 
 def replay(env: TurnSearchQAEnv, episode: dict) -> dict:
     """Our env's outcome of every turn of ``episode``, in the fixture's terms (under the registered turn limit, MAX_TURNS + 1)."""
-    retriever = env._retriever
+    retriever = RETRIEVER_OF[env]
     limited = gym.wrappers.TimeLimit(env, max_episode_steps=MAX_TURNS + 1)
     prompt, _ = limited.reset(options={"question_id": episode["question"]})
     turns, total = [], 0.0

@@ -26,20 +26,23 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
-import platform
 import statistics
 import sys
 import threading
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results" / "servers.json"
+try:  # python -m benchmarks.servers, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/servers.py: this folder comes first on the import path
+    import common
+
+RESULTS = common.RESULTS / "servers.json"
 
 
 def _load_retriever(clients: int, seconds: float) -> dict:
     from agentgym_turn.searchqa.server import RetrievalServer
-    from agentgym_turn.searchqa.sources import generated_source, local_retriever
+    from agentgym_turn.searchqa.source import generated_source, local_retriever
 
     source = generated_source()
     retriever = local_retriever(source.key, source.corpus, "bm25")
@@ -228,8 +231,8 @@ def _load_site(sessions: int, rounds: int, idle_timeout: float = 30.0) -> dict:
             "scores_differing_from_in_process": len(wrong_scores),
             "idle_timeout_s": idle_timeout,
             "server_rss": rss,
-            "machine": {"cpus": os.cpu_count(), "load_average_1min_at_end": round(os.getloadavg()[0], 2),
-                        "note": "client threads in this process, the site in its own process, on the same machine"},
+            "machine": common.machine(load_average_1min_at_end=common.load_average(),
+                                      note="client threads in this process, the site in its own process, on the same machine"),
             "wall_seconds": round(time.monotonic() - started, 2),
         }
     finally:
@@ -250,17 +253,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site-idle-timeout", type=float, default=30.0,
                         help="the site's --idle-timeout (default 30 s: above the slowest gap between one session's requests under load)")
     parser.add_argument("--only", choices=("retriever", "site"), help="run one server's load only")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON, updated in place (default benchmarks/results/servers.json)")
     args = parser.parse_args(argv)
     result: dict = {}
     if args.only != "site":
-        result["machine"] = {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(), "load_average_1min_at_end": round(os.getloadavg()[0], 2)}
+        result["machine"] = common.machine(load_average_1min_at_end=common.load_average())
         result["retriever_connection_per_request"] = _load_retriever(args.clients, args.seconds)
     if args.only != "retriever":
         result["webshop_site_sessions"] = _load_site(args.site_sessions, args.site_rounds, args.site_idle_timeout)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    previous = common.read_json(args.out, {})
     previous.update(result)
-    RESULTS.write_text(json.dumps(previous, indent=2) + "\n")
+    common.write_json(args.out, previous, indent=2)
     print(json.dumps(result, indent=2))
     return 0
 

@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -58,9 +57,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "sokoban.json"
-PEER_VENV = ROOT / "benchmarks" / ".peer-venv"
+try:  # python -m benchmarks.sokoban, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/sokoban.py: this folder comes first on the import path
+    import common
+
+RESULTS = common.RESULTS / "sokoban.json"
+PEER_VENV = common.BENCHMARKS / ".peer-venv"
 PEER_PACKAGES = ["gym==0.26.2", "gym-sokoban==0.0.6", "numpy<2"]
 VARIANTS = {
     # id: (dim, boxes)
@@ -629,15 +632,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-solver", action="store_true",
                         help="skip the solver measurements; the 'solver' entry of the previous results is kept")
     parser.add_argument("--rounds", type=int, help="rounds of the step comparison (default 10, 5 with --quick)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default benchmarks/results/sokoban.json)")
     args = parser.parse_args(argv)
     quick = args.quick
-    previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    previous = common.read_json(args.out, {})
     if args.solver_only:
         previous["solver"] = {"script": "benchmarks/sokoban.py --solver-only", "when": time.strftime("%Y-%m-%d %H:%M:%S"),
                               "load_average_before": os.getloadavg(), **measure_solver(1000)}
         previous["solver"]["load_average_after"] = os.getloadavg()
-        RESULTS.write_text(json.dumps(previous, indent=1) + "\n")
-        print(f"wrote {RESULTS.relative_to(ROOT)}")
+        common.write_json(args.out, previous)
+        print(f"wrote {common.shown(args.out)}")
         return 0
 
     peer_python = ensure_peer_venv()
@@ -674,12 +678,7 @@ def main(argv: list[str] | None = None) -> int:
         "solver": solver,
         "script": "benchmarks/sokoban.py" + (" --quick" if quick else "") + (" --no-solver" if args.no_solver else ""),
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_average_before": load_before,
-            "load_average_after": load_after,
-        },
+        "machine": common.machine(load_average_before=load_before, load_average_after=load_after),
         "method": "peer and ours alternate in rounds (order swapped every other round); each ratio is the median of "
                   "per-round ratios with min/max over rounds and an order-statistic interval for the median "
                   "(coverage >= 95% where the number of rounds allows); 'pooled' is the ratio over all samples",
@@ -689,10 +688,9 @@ def main(argv: list[str] | None = None) -> int:
         "ratios": ratios,
         "rounds": {"generation": gen_rounds, "steps": step_rows},
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=1) + "\n")
+    common.write_json(args.out, result)
     print(json.dumps({"ratios": ratios}, indent=1))
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    print(f"wrote {common.shown(args.out)}")
     return 0
 
 

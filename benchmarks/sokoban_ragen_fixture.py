@@ -36,7 +36,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+try:  # python -m benchmarks.sokoban_ragen_fixture, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/sokoban_ragen_fixture.py: this folder comes first on the import path
+    import common
+
+ROOT = common.ROOT
 OUT = ROOT / "tests" / "data" / "sokoban_ragen.json"
 SEED = 20251201
 N_RESPONSES = 400
@@ -130,10 +135,13 @@ def _episodes(n: int, rng: random.Random) -> list[dict]:
     """Episodes played in ``TurnSokoban-v0`` (ragen style) by expert and random responses."""
     import gymnasium as gym
 
-    sys.path.insert(0, str(ROOT))
-    import agentgym_turn  # noqa: F401
-    from agentgym_turn.sokoban.board import apply_move
+    common.import_package(ROOT / "agentgym_turn")  # registers the ids, installed or not
+    from agentgym_turn.sokoban.board import apply_move, mask_of
     from agentgym_turn.sokoban.constants import MOVE_BY_NAME
+    from agentgym_turn.sokoban.render import grid_rows
+
+    def grid(u) -> str:  # the state text of a ragen-style env: its grid, cells unseparated
+        return "\n".join(grid_rows(u.board, mask_of(u.boxes), u.player, u.symbols, "", crop_border=not u.show_border))
 
     gym_floats = {-1: -0.1, 9: -0.1 + 1, 109: -0.1 + 1 + 10, -11: -0.1 + -1}  # _calc_reward's sums
     episodes = []
@@ -145,8 +153,8 @@ def _episodes(n: int, rng: random.Random) -> list[dict]:
         done = False
         while not done:
             response = u.expert_action() if rng.random() < 0.5 else _response(rng)
-            state = u._grid()
-            before = (u._boxes, u._player)
+            state = grid(u)
+            before = (mask_of(u.boxes), u.player)
             _, _, terminated, truncated, info = env.step(response)
             # The per-move rewards, summed as EnvStateManager.step's _execute_actions does.
             acc: float | int = 0
@@ -157,7 +165,7 @@ def _episodes(n: int, rng: random.Random) -> list[dict]:
                 acc += gym_floats[res.reward_tenths]
             turns.append({"state": state, "response": response, "reward": acc, "played": len(info["executed_moves"])})
             done = terminated or truncated
-        turns.append({"state": u._grid()})
+        turns.append({"state": grid(u)})
         episodes.append({"seed": seed, "turns": turns})
     return episodes
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -31,8 +30,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "webshop.json"
+try:  # python -m benchmarks.webshop, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/webshop.py: this folder comes first on the import path
+    import common
+
+RESULTS = common.RESULTS / "webshop.json"
 REFERENCE_EPISODES_PER_S = 4.7  # original WebShop text env, 1k products (shared/MEASURED.md)
 
 
@@ -55,21 +58,20 @@ def measure_size(n: int) -> dict:
     import numpy as np
 
     from agentgym_turn.webshop import search as search_mod
-    from agentgym_turn.webshop.env import SHOPS, TurnWebShopEnv
-    from agentgym_turn.webshop.generator import GeneratedShop, ShopSource
+    from agentgym_turn.webshop.env import TurnWebShopEnv
+    from agentgym_turn.webshop.generator import GeneratedShop
+    from agentgym_turn.webshop.source import SHOPS, ShopSource
 
     t0 = time.perf_counter()
     shop = GeneratedShop(n, seed=0)
     t1 = time.perf_counter()
     layout = shop.index_layout()
-    index = search_mod._index_from_layout(*layout, backend="auto")
+    index = search_mod.index_from_layout(*layout, backend="auto")
     t2 = time.perf_counter()
     index.warmup()
     t3 = time.perf_counter()
     build_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    engine = search_mod.ProductSearch.__new__(search_mod.ProductSearch)
-    engine.shop, engine.index, engine.asin_of = shop, index, search_mod._Asins(shop)
-    search_mod._CACHE[(shop.key, "auto")] = engine
+    engine = search_mod.search_for(shop, index=index)  # the env finds this engine, built from the timed index
     SHOPS.put(ShopSource("generated", n, 0), shop)
     queries = [shop.goal(g).instruction_text for g in range(300)]
     lat = []
@@ -132,8 +134,7 @@ def _scripted_episode(env, seed: int) -> float:
     option, buy. Returns the reward."""
     env.reset(seed=seed)
     goal = env.goal
-    env.step(f"search[{goal.instruction_text.split(' with ')[0]}]")
-    acts = env._available_actions()
+    acts = env.step(f"search[{goal.instruction_text.split(' with ')[0]}]")[4]["available_actions"]
     products = [a for a in acts if a not in ("back to search", "next >", "< prev")]
     env.step(f"click[{products[0]}]")
     product = env.shop.product(env.state.product)
@@ -179,13 +180,14 @@ def measure_episodes(episodes: int) -> dict:
     t = time.perf_counter()
     steps = 0
     for s in range(300):
-        env.reset(seed=s)
+        acts = env.reset(seed=s)[1]["available_actions"]
         for _ in range(15):
-            acts = env._available_actions()
             a = f"click[{acts[rng.integers(len(acts))]}]" if acts else "search[" + env.goal.instruction_text[:40] + "]"
             steps += 1
-            if env.step(a)[2]:
+            _, _, terminated, _, info = env.step(a)
+            if terminated:
                 break
+            acts = info["available_actions"]
     random_sps = steps / (time.perf_counter() - t)
     t = time.perf_counter()
     steps = 0
@@ -215,7 +217,6 @@ def measure_episodes(episodes: int) -> dict:
 _ORIGINAL_DRIVER = r"""
 import json, os, sys, time
 t0 = time.perf_counter()
-sys.path.insert(0, os.path.join(os.getcwd(), "WebShop"))
 from web_agent_site.envs.web_agent_text_env import WebAgentTextEnv
 t_import = time.perf_counter() - t0
 env = WebAgentTextEnv(observation_mode="text", num_products=1000, human_goals=False)
@@ -310,7 +311,8 @@ def side_by_side(folder: Path, python: str, repeats: int, original_episodes: int
     ours_env = TurnWebShopEnv(data_path=str(data), human_goals=False, goal_split="all")
     for s in range(50):
         _scripted_episode(ours_env, s)
-    driver = subprocess.Popen([python, "-c", _ORIGINAL_DRIVER], cwd=folder, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    driver = subprocess.Popen([python, "-c", _ORIGINAL_DRIVER], cwd=folder, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(folder / "WebShop")})  # the original's package, not installed
     first = json.loads(_json_line(driver))
     pairs = []
     seed = 1000
@@ -359,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-sizes", action="store_true", help="measure the catalog sizes only (the rest of the results file is kept)")
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)  # internal: one size, in this process
     parser.add_argument("--episodes-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default benchmarks/results/webshop.json)")
     args = parser.parse_args(argv)
     if args.size:
         print(json.dumps(measure_size(args.size)))
@@ -370,27 +373,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.only_original:
         sizes = []
     if args.only_sizes:
-        out = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-        out["sizes_machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(), "load_avg_at_start": os.getloadavg()}
+        out = common.read_json(args.out, {})
+        out["sizes_machine"] = common.machine(load_avg_at_start=os.getloadavg())
         out["sizes"] = []
         for n in sizes:
-            res = subprocess.run([sys.executable, __file__, "--size", str(n)], capture_output=True, text=True, check=True, cwd=ROOT)
+            res = subprocess.run([sys.executable, __file__, "--size", str(n)], capture_output=True, text=True, check=True, cwd=common.ROOT)
             out["sizes"].append(json.loads(res.stdout.strip().splitlines()[-1]))
             print(out["sizes"][-1], flush=True)
         out["sizes_machine"]["load_avg_at_end"] = os.getloadavg()
-        RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-        print(f"wrote {RESULTS}")
+        common.write_json(args.out, out, indent=2)
+        print(f"wrote {args.out}")
         return 0
-    out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_avg_at_start": os.getloadavg()}, "sizes": []}
-    if RESULTS.exists() and args.only_original:
-        previous = json.loads(RESULTS.read_text())
-        out["sizes"] = previous.get("sizes", [])
+    out = {"machine": common.machine(load_avg_at_start=os.getloadavg()), "sizes": []}
+    if args.only_original:
+        out["sizes"] = common.read_json(args.out, {}).get("sizes", [])
     for n in sizes:
-        res = subprocess.run([sys.executable, __file__, "--size", str(n)], capture_output=True, text=True, check=True, cwd=ROOT)
+        res = subprocess.run([sys.executable, __file__, "--size", str(n)], capture_output=True, text=True, check=True, cwd=common.ROOT)
         row = json.loads(res.stdout.strip().splitlines()[-1])
         print(row, flush=True)
         out["sizes"].append(row)
-    res = subprocess.run([sys.executable, __file__, "--episodes-only", "--episodes", str(args.episodes)], capture_output=True, text=True, check=True, cwd=ROOT)
+    res = subprocess.run([sys.executable, __file__, "--episodes-only", "--episodes", str(args.episodes)], capture_output=True, text=True, check=True, cwd=common.ROOT)
     out["episodes"] = json.loads(res.stdout.strip().splitlines()[-1])
     print(out["episodes"], flush=True)
     if args.original_dir and args.original_python:
@@ -404,9 +406,8 @@ def main(argv: list[str] | None = None) -> int:
         out["episodes"]["speedup_vs_original_same_run"] = run["speedup"]
         print(run["speedup"], flush=True)
     out["machine"]["load_avg_at_end"] = os.getloadavg()
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    common.write_json(args.out, out, indent=2)
+    print(f"wrote {args.out}")
     return 0
 
 

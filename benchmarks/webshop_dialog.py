@@ -21,17 +21,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import agentgym_turn  # noqa: F401 - registers the ids
+from agentgym_turn.multiagent.assistant_env import silent_assistant_action
 
-import agentgym_turn  # noqa: E402,F401 - registers the ids
-from agentgym_turn.multiagent.assistant_env import silent_assistant_action  # noqa: E402
+try:  # python -m benchmarks.webshop_dialog, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/webshop_dialog.py: this folder comes first on the import path
+    import common
 
 
 def _expert(env) -> str:
@@ -101,10 +102,9 @@ def main() -> None:
             "never_asks/lucky_guess": measure(lucky_guess, args.goals, "full"),
         },
     }
-    text = json.dumps(results, indent=1)
-    print(text)
+    print(json.dumps(results, indent=1))
     if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
+        common.write_json(args.out, results)
 
 
 if __name__ == "__main__":

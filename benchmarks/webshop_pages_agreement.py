@@ -38,8 +38,13 @@ import tempfile
 import types
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "webshop_pages_agreement.json"
+try:  # python -m benchmarks.webshop_pages_agreement, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/webshop_pages_agreement.py: this folder comes first on the import path
+    import common
+
+ROOT = common.ROOT
+RESULTS = common.RESULTS / "webshop_pages_agreement.json"
 FIXTURES = ROOT / "tests" / "data" / "webshop_pages_original.json"
 
 #: Products added to the generated ones to exercise the original's quirks.
@@ -125,7 +130,7 @@ class _OurRanking:
 def make_original(peer_dir: Path, folder: Path, human_goals: bool, show_attrs: bool, ours):
     """The original ``WebAgentTextEnv`` on the catalog in ``folder``, searching with our ranking."""
     _stub_modules()
-    sys.path.insert(0, str(peer_dir))
+    common.import_package(peer_dir / "web_agent_site")
     from web_agent_site.engine import engine
     from web_agent_site.envs import web_agent_text_env as text_env
 
@@ -182,7 +187,7 @@ def compare(peer_dir: Path, episodes: int, products: int, fixture_episodes: int)
         for human in (False, True):  # synthetic goals without the Attributes button, human goals with it
             ours = {
                 mode: TurnWebShopEnv(data_path=str(folder), human_goals=human, observation_mode=mode, goal_split="all",
-                                     list_actions=False, show_attributes=human)
+                                     list_actions=False, show_attributes=human, render_mode="ansi")
                 for mode in ("text", "text_rich")
             }
             original = make_original(peer_dir, folder, human, human, ours["text"])
@@ -196,8 +201,7 @@ def compare(peer_dir: Path, episodes: int, products: int, fixture_episodes: int)
                 assert goals[g]["asin"] == ours_goal.asin, (g, goals[g]["asin"], ours_goal.asin)
                 goals[g]["instruction_text"] = ours_goal.instruction_text
                 original.reset(session=g)
-                for env in ours.values():
-                    env.reset(seed=e, options={"goal_index": g})
+                infos = {mode: env.reset(seed=e, options={"goal_index": g})[1] for mode, env in ours.items()}
                 record = {"goal_index": g, "human_goals": human, "steps": []}
                 action = None
                 for t in range(16):
@@ -208,10 +212,10 @@ def compare(peer_dir: Path, episodes: int, products: int, fixture_episodes: int)
                         "available_actions": original.get_available_actions()["clickables"],
                     }
                     kind = original.server.get_page_name(original.state["url"]) or "search"
-                    mine = {
-                        "text": ours["text"]._page_text(),
-                        "text_rich": ours["text_rich"]._page_text(),
-                        "available_actions": ours["text"]._available_actions(),
+                    mine = {  # render() is the page; the info of the last reset or step lists its clickables
+                        "text": ours["text"].render(),
+                        "text_rich": ours["text_rich"].render(),
+                        "available_actions": infos["text"]["available_actions"],
                     }
                     report["steps"] += 1
                     page = report["pages"].setdefault(kind, {"seen": 0, "text": 0, "text_rich": 0, "available_actions": 0})
@@ -235,8 +239,7 @@ def compare(peer_dir: Path, episodes: int, products: int, fixture_episodes: int)
                     target = ours_goal.asin if ours_goal.asin in edge_asins else None
                     action = _choose(rng, theirs["available_actions"], ours_goal.instruction_text, kind, target)
                     original.step(action)
-                    for env in ours.values():
-                        env.step(action)
+                    infos = {mode: env.step(action)[4] for mode, env in ours.items()}
                 report["episodes"] += 1
                 if len(report["fixtures"]) < fixture_episodes * (1 + human) and e < fixture_episodes:
                     report["fixtures"].append(record)
@@ -266,8 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "first_mismatches": report["mismatches"][:10],
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    common.write_json(RESULTS, summary, indent=2, ensure_ascii=False)
     print(json.dumps({k: summary[k] for k in ("episodes", "pages_compared", "edge_item_pages", "edge_item_pages_with_quote_or_non_ascii_choice", "equal_fraction")}, indent=1))
     shown = set()
     for m in report["mismatches"]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import subprocess
 import sys
@@ -31,8 +30,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "webshop_ranking.json"
+try:  # python -m benchmarks.webshop_ranking, or imported by the tests
+    from benchmarks import common, webshop_pages_agreement
+except ModuleNotFoundError:  # python benchmarks/webshop_ranking.py: this folder comes first on the import path
+    import common
+    import webshop_pages_agreement
+
+RESULTS = common.RESULTS / "webshop_ranking.json"
 
 
 def _queries(shop, n: int, rng: random.Random) -> list[str]:
@@ -76,11 +80,10 @@ def measure(num_products: int, num_queries: int) -> dict:
     from agentgym_turn.webshop.loader import LoadedShop
     from agentgym_turn.webshop.search import SEARCH_RETURN_N, rank_hits
     from pyserini.search.lucene import LuceneSearcher
-    from webshop_pages_agreement import write_catalog
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        write_catalog(folder, num_products)
+        webshop_pages_agreement.write_catalog(folder, num_products)
         shop = LoadedShop(folder, human_goals=False)
         texts = shop.index_texts()
         asins = [shop.product(i).asin for i in range(shop.num_products)]
@@ -126,9 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         "java": subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0],
         "sizes": [measure(n, args.queries) for n in args.products],
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    common.write_json(RESULTS, results, indent=2)
+    print(f"wrote {common.shown(RESULTS)}")
     return 0
 
 

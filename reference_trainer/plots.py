@@ -7,10 +7,11 @@ from typing import Any, Sequence
 
 from .metrics import read_metrics
 
-__all__ = ["plot_run", "plot_comparison", "plot_learning"]
+__all__ = ["plot_run", "plot_comparison", "plot_learning", "pyplot"]
 
 
-def _pyplot():
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the file-only Agg backend, so figures render without a display."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -32,7 +33,7 @@ def _save(plt: Any, fig: Any, path: str | Path, title: str) -> Path:
 def plot_run(metrics: str | Path | Sequence[dict[str, Any]], path: str | Path, title: str = "") -> Path:
     """Two panels: success (training rollouts and held-out evaluation) and clip fractions, per iteration."""
     records = read_metrics(metrics) if isinstance(metrics, (str, Path)) else list(metrics)
-    plt = _pyplot()
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
     train = [r for r in records if r.get("phase") == "train"]
     evals = [r for r in records if r.get("phase") == "eval"]
@@ -56,7 +57,7 @@ def plot_run(metrics: str | Path | Sequence[dict[str, Any]], path: str | Path, t
 
 def plot_comparison(curves: dict[str, dict[str, list[float]]], path: str | Path, title: str = "") -> Path:
     """Side-by-side curves: ``curves[name] = {"x": [...], "success": [...], "clipfrac": [...]}``."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
     for name, c in curves.items():
         ax1.plot(c["x"], c["success"], "o-", label=name, markersize=3)
@@ -79,7 +80,7 @@ def plot_learning(curves: dict[str, dict[str, list[float]]], path: str | Path, t
 
     ``curves[preset] = {"x", "metric", "it", "clipfrac", "clipfrac_turn", "approx_kl", "grad_norm"}``.
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
     ax1, ax2, ax3, ax4 = axes
     for name, c in curves.items():

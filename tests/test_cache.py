@@ -105,7 +105,7 @@ def test_cache__rejects_a_bound_that_is_not_a_positive_int(bad):
 def test_sokoban__envs_share_generated_levels_through_one_cache():
     import gymnasium as gym
 
-    from agentgym_turn.sokoban.generator import GENERATED_LEVELS
+    from agentgym_turn.sokoban.source import GENERATED_LEVELS
 
     a, b = gym.make("TurnSokoban-v0").unwrapped, gym.make("TurnSokoban-v0").unwrapped
     a.reset(seed=11)
@@ -117,8 +117,7 @@ def test_sokoban__envs_share_generated_levels_through_one_cache():
 def test_webshop__envs_of_one_catalog_share_one_shop():
     import gymnasium as gym
 
-    from agentgym_turn.webshop.env import SHOPS
-    from agentgym_turn.webshop.generator import ShopSource
+    from agentgym_turn.webshop.source import SHOPS, ShopSource
 
     a = gym.make("TurnWebShop-v0", num_products=50).unwrapped
     b = gym.make("TurnWebShop-v0", num_products=50).unwrapped
@@ -129,7 +128,7 @@ def test_webshop__envs_of_one_catalog_share_one_shop():
 def test_searchqa__envs_of_one_world_share_one_source():
     import gymnasium as gym
 
-    from agentgym_turn.searchqa.sources import SOURCES
+    from agentgym_turn.searchqa.source import SOURCES
 
     a = gym.make("TurnSearchQA-v0", split="test", world_scale=0.05).unwrapped
     size = len(SOURCES)

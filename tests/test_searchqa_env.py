@@ -17,7 +17,7 @@ from agentgym_turn.searchqa.env import MAX_QUERY_CHARS, TurnSearchQAEnv, TurnSea
 from agentgym_turn.searchqa.reward import exact_match
 from agentgym_turn.searchqa.generator.questions import split_questions
 from agentgym_turn.searchqa.retrieval import HashingEncoder, SentenceTransformerEncoder
-from agentgym_turn.searchqa.sources import generated_source
+from agentgym_turn.searchqa.source import generated_source
 from agentgym_turn.searchqa.generator.world import WorldConfig
 from agentgym_turn.testing import strategies as st_turn
 

@@ -12,7 +12,7 @@ import pytest
 
 from agentgym_turn.searchqa.generator.questions import Question
 from agentgym_turn.searchqa.loader import load_flashrag
-from agentgym_turn.searchqa.sources import generated_source
+from agentgym_turn.searchqa.source import generated_source
 
 ROOT = Path(__file__).resolve().parents[1]
 

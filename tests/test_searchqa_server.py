@@ -15,7 +15,7 @@ import agentgym_turn  # noqa: F401
 from agentgym_turn.cli import main as cli_main
 from agentgym_turn.searchqa.retrieval import HTTPRetriever, RetrieverError, parse_retrieve_response
 from agentgym_turn.searchqa.server import RetrievalServer
-from agentgym_turn.searchqa.sources import generated_source, local_retriever
+from agentgym_turn.searchqa.source import generated_source, local_retriever
 from retriever_cli import start_retriever, write_corpus
 
 

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from agentgym_turn.searchqa.generator.questions import question_facts, split_questions
-from agentgym_turn.searchqa.sources import generated_source
+from agentgym_turn.searchqa.source import generated_source
 
 # template -> chain of attributes from the first entity searched (single-hop and bridge)
 CHAINS = {

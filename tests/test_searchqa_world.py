@@ -12,12 +12,12 @@ from agentgym_turn.searchqa.corpus import Corpus, render_corpus
 from agentgym_turn.searchqa.generator.names import RESERVED, Coiner, skeleton
 from agentgym_turn.searchqa.reward import normalize_answer
 from agentgym_turn.searchqa.generator.questions import SPLITS, generate_questions, split_questions
-from agentgym_turn.searchqa.sources import generated_source
+from agentgym_turn.searchqa.source import generated_source
 from agentgym_turn.searchqa.generator.world import WorldConfig, generate_world
 
 DIGEST_CODE = """
 import hashlib, json
-from agentgym_turn.searchqa.sources import generated_source
+from agentgym_turn.searchqa.source import generated_source
 s = generated_source(0, 1.0)
 h = hashlib.sha256()
 for c in s.corpus.contents: h.update(c.encode())

@@ -13,6 +13,8 @@ import threading
 from collections import OrderedDict
 from typing import Callable, Generic, Hashable, TypeVar
 
+from .args import is_int
+
 __all__ = ["ProcessCache"]
 
 V = TypeVar("V")
@@ -28,7 +30,7 @@ class ProcessCache(Generic[V]):
     """
 
     def __init__(self, name: str, max_entries: int):
-        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+        if not is_int(max_entries, 1):
             raise ValueError(f"max_entries of the {name!r} cache must be an int >= 1, got {max_entries!r}.")
         self.name = name
         self.max_entries = max_entries

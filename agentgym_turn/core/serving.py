@@ -42,6 +42,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .args import is_int, is_number
+
 __all__ = ["ServerLimits", "AppServer", "WRITE_BUFFER_HIGH", "HTTPError", "HostOriginGuard", "LOOPBACK_NAMES", "add_allow_host_argument", "TokenGuard", "RateLimit", "RateLimiter", "TOKEN_ENV", "add_access_arguments", "access_options", "check_token", "is_loopback", "read_body", "loads_strict", "parse_json", "json_error_handlers"]
 
 
@@ -588,11 +590,11 @@ class RateLimit:
     loopback: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.rate, bool) or not isinstance(self.rate, (int, float)) or not self.rate > 0:
+        if not is_number(self.rate) or not self.rate > 0:
             raise ValueError(f"rate must be a positive number of requests a second, got {self.rate!r}.")
         for name in ("burst", "max_clients"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_int(value, 1):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
 
 
@@ -763,7 +765,7 @@ class AppServer:
         accept on the one listening socket, so requests use that many cores. Every bound of
         :class:`ServerLimits` then applies per process. The copies exit with this one.
         """
-        if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        if not is_int(processes, 1):
             raise ValueError(f"processes must be a positive integer, got {processes!r}.")
         if processes == 1:
             self._run()

@@ -23,6 +23,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from ..core.args import is_int
+
 __all__ = ["VerlAgentEnvs", "build_envs", "text_projection"]
 
 
@@ -56,7 +58,7 @@ class VerlAgentEnvs:
         env_kwargs: dict[str, Any] | None = None,
     ):
         for name, value in (("env_num", env_num), ("group_n", group_n)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_int(value, 1):
                 raise ValueError(f"VerlAgentEnvs: {name} must be an integer >= 1, got {value!r}.")
         import agentgym_turn  # noqa: F401  (registers the ids in a Ray worker too)
 

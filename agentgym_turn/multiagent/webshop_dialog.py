@@ -15,6 +15,7 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 
 from ..core import InvalidAction, TurnText, find_tagged, sanitize_text, snippet, strip_think
+from ..core.args import is_int
 from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH, DEFAULT_MAX_OBSERVATION_LENGTH
 from ..webshop.env import TurnWebShopEnv
 from .customer import TERSENESS, GoalFacts, customer_answer, disclosed, goal_facts, opening_request
@@ -180,7 +181,7 @@ shop page's clickables) and `active_agent` (whose move it is now).
         **shop_kwargs: Any,
     ):
         super().__init__()
-        if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1:
+        if not is_int(max_cycles, 1):
             raise ValueError(f"max_cycles must be a positive int (moves of either agent), got {max_cycles!r}.")
         if not math.isfinite(message_cost):
             raise ValueError(f"message_cost must be a finite number, got {message_cost!r}.")

@@ -27,6 +27,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from ..core.args import is_number
 from ..core.spaces import TurnText
 from .protocol import ACTION_FIELD, SHOWN_REWARD_KEY, dumps, parse_observation_payload, served_spec_from_schemas
 
@@ -109,7 +110,7 @@ class RemoteTurnEnv(gym.Env[str, str]):
         token: str | None = None,
     ):
         for name, value in (("connect_timeout", connect_timeout), ("message_timeout", message_timeout)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            if not is_number(value) or not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}.")
         if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
             raise ValueError("token must be a non-empty string of printable ASCII characters (the server's --token).")
@@ -277,7 +278,7 @@ class RemoteTurnEnv(gym.Env[str, str]):
         (``TurnEnv.shown_reward``: search QA shows only its format part mid-episode); ``reward`` from a server
         that sends none."""
         shown = getattr(self, "_shown", None)  # the last step's, as the server sent it
-        return float(shown) if isinstance(shown, (int, float)) and not isinstance(shown, bool) else reward
+        return float(shown) if is_number(shown) else reward
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":

@@ -36,6 +36,7 @@ import json
 import math
 from typing import Any
 
+from ..core.args import is_int, is_number
 from ..core.serving import loads_strict
 
 __all__ = [
@@ -158,7 +159,7 @@ def parse_client_message(raw: str | bytes, *, max_bytes: int) -> tuple[str, dict
 def _check_reset(data: dict[str, Any]) -> dict[str, Any]:
     errors = []
     seed = data.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+    if seed is not None and not is_int(seed, 0):
         errors.append(_field_error("int_type", ["data", "seed"], "seed must be a non-negative integer or null", seed))
     options = data.get("options")
     if options is not None and not isinstance(options, dict):
@@ -238,7 +239,7 @@ def parse_observation_payload(data: Any) -> tuple[str, float | None, bool, bool,
         raise ValueError("the server's observation has no 'info' object")
     if not isinstance(terminated, bool) or not isinstance(truncated, bool):
         raise ValueError("the server's observation lacks boolean 'terminated' and 'truncated'")
-    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
+    if reward is not None and not is_number(reward):
         raise ValueError(f"the server's reward is not a number: {reward!r}")
     return text, (None if reward is None else float(reward)), terminated, truncated, info
 
@@ -316,7 +317,7 @@ def served_spec_from_schemas(schemas: Any) -> dict[str, Any]:
     except (KeyError, TypeError) as err:
         raise ValueError(f"the /schema answer lacks {err}; is this an agentgym-turn env server (`agentgym-turn serve env ID`)?") from None
     for key in ("max_action_length", "max_observation_length"):
-        if isinstance(spec[key], bool) or not isinstance(spec[key], int) or spec[key] < 0:
+        if not is_int(spec[key], 0):
             raise ValueError(f"the /schema answer's {key} is not a non-negative integer: {spec[key]!r}")
     if isinstance(spec["render_fps"], float) and not math.isfinite(spec["render_fps"]):
         spec["render_fps"] = None

@@ -42,6 +42,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ..core.args import is_int
 from ..core.serving import (
     AppServer, HTTPError, RateLimit, ServerLimits, access_options, add_access_arguments, add_allow_host_argument, json_error_handlers,
     parse_json, read_body,
@@ -173,9 +174,9 @@ class EnvSessions:
 
     def __init__(self, spec: ServedEnvSpec, *, max_sessions: int = DEFAULT_MAX_SESSIONS, workers: int = DEFAULT_WORKERS,
                  expert: bool = False, client_content: bool = False):
-        if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
+        if not is_int(max_sessions, 1):
             raise ValueError(f"max_sessions must be a positive integer, got {max_sessions!r}.")
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        if not is_int(workers, 1):
             raise ValueError(f"workers must be a positive integer, got {workers!r}.")
         self.spec = spec
         self.max_sessions = max_sessions
@@ -209,7 +210,7 @@ class EnvSessions:
         names = getattr(env.unwrapped, "content_reset_options", frozenset())
         if self.client_content or not names or not isinstance(options, dict):
             return
-        sent = sorted(k for k in names if k in options and (isinstance(options[k], bool) or not isinstance(options[k], int)))
+        sent = sorted(k for k in names if k in options and not is_int(options[k]))
         if sent:
             raise PermissionError(f"reset option(s) {sent} carry content this server would have to process (a level to "
                                   "solve, for example): refused. Pass an index into the env's own tasks, or start the server "
@@ -443,7 +444,7 @@ def build_app(
         except (ValueError, RecursionError):
             return _json(_jsonrpc_error(-32700, "Parse error", None))
         request_id = payload.get("id") if isinstance(payload, dict) else None
-        request_id = request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
+        request_id = request_id if isinstance(request_id, str) or is_int(request_id) else None
         if not isinstance(payload, dict) or payload.get("jsonrpc") != "2.0" or not isinstance(payload.get("method"), str):
             return _json(_jsonrpc_error(-32600, "Invalid request: a JSON-RPC 2.0 object with 'jsonrpc': '2.0' and a 'method'", request_id))
         if payload["method"] in ("tools/list", "tools/call"):
@@ -555,7 +556,7 @@ class EnvServer(AppServer):
     ):
         if idle_timeout is not None and not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be a positive number of seconds or None, got {idle_timeout!r}.")
-        if max_message_bytes is not None and (isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes < 1024):
+        if max_message_bytes is not None and not is_int(max_message_bytes, 1024):
             raise ValueError(f"max_message_bytes must be an integer of at least 1024, got {max_message_bytes!r}.")
         self.spec = describe_env(env_id, env_kwargs)
         self.sessions = EnvSessions(self.spec, max_sessions=max_sessions, workers=workers, expert=expert, client_content=client_content)

@@ -10,7 +10,7 @@ Modules, each one concept:
 * :mod:`.corpus`: passages (wiki-18 jsonl format) and the rendering of a world into them;
 * :mod:`.retrieval`: BM25, dense and HTTP retrievers; :mod:`.protocol`: Search-R1's tags and blocks;
 * :mod:`.server`: the ``/retrieve`` server (``agentgym-turn serve retriever``);
-* :mod:`.sources`: per-process cache of worlds, corpora and indexes;
+* :mod:`.source`: where questions and passages come from (a generated world or files), cached per process;
 * :mod:`.env`: :class:`TurnSearchQAEnv` (``TurnSearchQA-v0``) and :class:`TurnSearchQAMCQEnv`
   (``TurnSearchQA-MCQ-v0``).
 
@@ -33,7 +33,7 @@ _EXPORTS = {
     "token_f1": ".reward",
     "normalize_answer": ".reward",
     "Corpus": ".corpus",
-    "generated_source": ".sources",
+    "generated_source": ".source",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

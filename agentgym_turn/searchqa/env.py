@@ -6,9 +6,8 @@ import re
 import zlib
 from typing import Any, Sequence
 
-import numpy as np
-
 from ..core import InvalidAction, TagMatch, TurnEnv, TurnOutcome, find_tagged, snippet
+from ..core.args import is_int, is_number
 from ..core.splits import check_content_split, content_key, content_split
 from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH, DEFAULT_MAX_OBSERVATION_LENGTH
 from .reward import LETTERS, choice_index, exact_match, token_f1
@@ -17,7 +16,7 @@ from .expert import oracle_response
 from .generator.questions import QUESTION_TYPES, TEMPLATES, Question, split_questions
 from .retrieval import HTTPRetriever, Retriever
 from .corpus import first_sentences
-from .sources import Source, file_source, generated_source, local_retriever
+from .source import Source, file_source, generated_source, local_retriever
 
 __all__ = ["TurnSearchQAEnv", "TurnSearchQAMCQEnv", "DEFAULT_PROMPT", "DEFAULT_MCQ_PROMPT", "MAX_QUERY_CHARS", "PROTOCOLS"]
 
@@ -262,12 +261,11 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             max_action_length=max_action_length,
             max_observation_length=max_observation_length,
         )
-        if isinstance(topk, bool) or not isinstance(topk, int) or topk < 1:
+        if not is_int(topk, 1):
             raise ValueError(f"topk must be a positive integer, got {topk!r}.")
-        if isinstance(max_searches, bool) or not isinstance(max_searches, int) or max_searches < 0:
+        if not is_int(max_searches, 0):
             raise ValueError(f"max_searches must be a non-negative integer, got {max_searches!r}.")
-        if passage_sentences is not None and (isinstance(passage_sentences, bool) or not isinstance(passage_sentences, int)
-                                              or passage_sentences < 1):
+        if passage_sentences is not None and not is_int(passage_sentences, 1):
             raise ValueError(f"passage_sentences must be None (whole passages) or a positive integer, got {passage_sentences!r}.")
         if prompt_template is not None:
             if not isinstance(prompt_template, str) or "{question}" not in prompt_template:
@@ -289,7 +287,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         if not set(recall) <= set(known):
             raise ValueError(f"expert_recall must name question templates among {known}, got {list(expert_recall)!r}.")
         self.expert_recall = frozenset(recall)
-        if isinstance(expert_recall_rate, bool) or not isinstance(expert_recall_rate, (int, float)) or not 0 <= expert_recall_rate <= 1:
+        if not is_number(expert_recall_rate) or not 0 <= expert_recall_rate <= 1:
             raise ValueError(f"expert_recall_rate must be a number in [0, 1], got {expert_recall_rate!r}.")
         self.expert_recall_rate = float(expert_recall_rate)
         self.split = split
@@ -392,7 +390,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             index = self._by_id[qid]
         elif "question_index" in options:
             raw = options["question_index"]
-            if isinstance(raw, bool) or not isinstance(raw, (int, np.integer)):
+            if not is_int(raw, numpy=True):
                 raise ValueError(f"options['question_index'] must be an integer, got {raw!r}")
             index = int(raw)
             if not 0 <= index < len(self._questions):

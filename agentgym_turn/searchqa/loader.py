@@ -35,6 +35,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..core.args import is_int, is_number
 from ..core.files import DataFileError, check_data_path
 from ..extras import require
 from .corpus import iter_json_objects, open_text, render_corpus
@@ -90,7 +91,7 @@ def _answer_index(row: dict, choices: list[str], where: str) -> int:
         return LETTERS.find(letter.upper())
     golds = row.get("golden_answers")
     first = golds[0] if isinstance(golds, list) and golds else golds
-    if isinstance(first, int) and not isinstance(first, bool) and 0 <= first < len(choices):
+    if is_int(first, 0, len(choices) - 1):
         return first
     if isinstance(first, str):
         s = first.strip()
@@ -120,7 +121,7 @@ def _question(row: dict, where: str, default_id: str, template: str) -> Question
     choices = [] if choices is None else choices
     if hasattr(choices, "tolist"):
         choices = choices.tolist()
-    if not isinstance(choices, list) or not all(isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in choices):
+    if not isinstance(choices, list) or not all(isinstance(c, str) or is_number(c) for c in choices):
         raise DataFileError(f"{where}: 'choices' must be a list of strings.")
     if len(choices) > len(LETTERS):
         raise DataFileError(

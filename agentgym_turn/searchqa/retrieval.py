@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from ..core.args import is_int
 from ..extras import require
 from .corpus import Corpus
 from .protocol import format_passages
@@ -95,7 +96,7 @@ def hits_to_json(hits: Sequence[Sequence[Hit]], *, return_scores: bool) -> list[
 
 
 def _check_topk(topk: int) -> int:
-    if isinstance(topk, bool) or not isinstance(topk, (int, np.integer)) or topk < 1:
+    if not is_int(topk, 1, numpy=True):
         raise ValueError(f"topk must be a positive integer, got {topk!r}.")
     return int(topk)
 

@@ -34,6 +34,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
+from ..core.args import is_int
 from ..core.serving import (
     AppServer, HTTPError, RateLimit, ServerLimits, access_options, add_access_arguments, add_allow_host_argument, json_error_handlers,
     parse_json, read_body,
@@ -75,7 +76,7 @@ def parse_request(payload: Any, default_topk: int) -> tuple[list[str], int, bool
     topk = payload.get("topk")
     if topk is None or topk == 0:
         topk = default_topk  # Search-R1's server falls back to its --topk for a falsy topk
-    if isinstance(topk, bool) or not isinstance(topk, int) or not 1 <= topk <= MAX_TOPK:
+    if not is_int(topk, 1, MAX_TOPK):
         raise HTTPError(422, f"'topk' must be an integer from 1 to {MAX_TOPK}")
     if len(queries) * topk > MAX_PASSAGES:
         raise HTTPError(413, f"len(queries) * topk must be at most {MAX_PASSAGES:,}; split the request")
@@ -232,7 +233,7 @@ class RetrievalServer(AppServer):
         token: str | None = None,
         rate_limit: RateLimit | None = RateLimit(),
     ):
-        if isinstance(default_topk, bool) or not isinstance(default_topk, int) or not 1 <= default_topk <= MAX_TOPK:
+        if not is_int(default_topk, 1, MAX_TOPK):
             raise ValueError(f"default_topk must be an integer from 1 to {MAX_TOPK}, got {default_topk!r}.")
         limits = limits or ServerLimits(max_body_bytes=MAX_BODY_BYTES)
         app = build_app(retriever, default_topk=default_topk, limits=limits)
@@ -277,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``agentgym-turn serve retriever``."""
     args = build_parser().parse_args(list(argv) if argv is not None else None)
-    from .sources import corpus_source, file_key, generated_source, local_retriever
+    from .source import corpus_source, file_key, generated_source, local_retriever
 
     if args.processes < 1:
         print(f"--processes must be at least 1, got {args.processes}.", file=sys.stderr)

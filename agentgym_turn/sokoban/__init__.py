@@ -2,6 +2,7 @@
 
 * :mod:`.generator` – gym-sokoban's generation method, seeded and certified.
 * :mod:`.loader` – the :class:`Level` record and the Boxoban/XSB text format (user level files).
+* :mod:`.source` – where an env's levels come from: :class:`SokobanGenerator` or :class:`LevelFile`.
 * :mod:`.reward` – gym-sokoban's reward constants and the reward of a push.
 * :mod:`.expert` – shortest plans from any state, and a resting move once none exists.
 * :mod:`.board` – static geometry (dead squares, push distances) and the rules of play.
@@ -18,8 +19,8 @@ from ..core.exports import lazy_exports
 
 _EXPORTS = {
     "TurnSokobanEnv": ".env",
-    "SokobanGenerator": ".generator",
-    "LevelFile": ".loader",
+    "SokobanGenerator": ".source",
+    "LevelFile": ".source",
     "Board": ".board",
     "board_for": ".board",
     "is_deadlocked": ".board",

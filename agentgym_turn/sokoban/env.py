@@ -5,19 +5,18 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, NamedTuple, Sequence
 
-import numpy as np
-
+from ..core.args import bool_arg, int_arg, is_int, is_number
 from ..core.parsing import InvalidAction, TagMatch, find_tagged, snippet, split_moves
 from ..core.turn_env import TurnEnv, TurnOutcome
 from .board import Board, apply_move, board_for, cells_of, is_deadlocked, mask_of
 from .constants import CELL_KINDS, CELL_WORDS, MOVE_BY_NAME, MOVE_NAMES, resolve_symbols
 from .expert import answer_text, idle_move, no_plan_reason, plan_from
-from .generator import SokobanGenerator, bool_arg, int_arg
-from .loader import Level, LevelFile, parse_level
+from .loader import Level, parse_level
 from .ragen import parse_ragen_response, ragen_prefix, ragen_reward_text, ragen_turn_block
 from .render import grid_rows, rgb_array
 from .reward import PENALTY_BOX_OFF_TARGET, PENALTY_FOR_STEP, REWARD_BOX_ON_TARGET, REWARD_FINISHED
 from .solver import DEFAULT_SOLVER_BUDGET, SolveResult
+from .source import LevelFile, SokobanGenerator
 from .splits import check_split, level_split
 
 __all__ = ["TurnSokobanEnv", "PROMPT_STYLES", "DEFAULT_MAX_MOVES", "LEVEL_KEYWORDS"]
@@ -250,7 +249,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         render_mode: str | None = None,
         **kwargs: Any,
     ):
-        if isinstance(format_penalty, bool) or not isinstance(format_penalty, (int, float, np.integer, np.floating)):
+        if not is_number(format_penalty, numpy=True):
             raise ValueError(f"format_penalty must be a finite number (RAGEN: -0.1), got {format_penalty!r}.")
         for name in ("max_action_length", "max_observation_length"):
             if name in kwargs:
@@ -329,7 +328,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
             level = self.levels[int(self.np_random.integers(len(self.levels)))]
         elif isinstance(choice, Level):
             level = choice
-        elif isinstance(choice, (int, np.integer)) and not isinstance(choice, bool):
+        elif is_int(choice, numpy=True):
             if self.levels is None:
                 raise ValueError("options['level'] is an index, but the env has no levels= to index; pass levels= or a level text.")
             if not -len(self.levels) <= int(choice) < len(self.levels):

@@ -24,16 +24,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core.cache import ProcessCache
+from ..core.args import is_int
 from .board import Board, cells_of, player_distances, walk_path
 from .constants import OPPOSITE
 from .loader import Level
 from .solver import DEFAULT_SOLVER_BUDGET, replay, solve
 
-__all__ = [
-    "GeneratedLevel", "GenerationError", "SokobanGenerator", "generate_level", "room_topology", "default_gen_steps",
-    "int_arg", "bool_arg", "dim_arg",
-]
+__all__ = ["GeneratedLevel", "GenerationError", "generate_level", "room_topology", "default_gen_steps", "dim_arg"]
 
 # The five 3x3 stamps of gym-sokoban's random walk.
 _MASKS = np.array(
@@ -49,35 +46,16 @@ _MASKS = np.array(
 _WALK_DIRECTIONS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 
 
-def int_arg(name: str, value: Any, minimum: int, *, allow_none: bool = False) -> int | None:
-    """``value`` as an int >= ``minimum``, or a ValueError naming the parameter and the fix."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        none = " or None" if allow_none else ""
-        raise ValueError(f"{name} must be an integer >= {minimum}{none}, got {value!r}; e.g. {name}={max(minimum, 1)}.")
-    if int(value) < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}.")
-    return int(value)
-
-
-def bool_arg(name: str, value: Any) -> bool:
-    """``value`` as a bool, or a ValueError naming the parameter."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}.")
-    return bool(value)
-
-
 def dim_arg(dim: Any) -> tuple[int, int]:
     """``dim`` as ``(rows, cols)``: one int for a square, or two ints; at least 3x3."""
     fix = "give dim=(rows, cols) with two integers, e.g. dim=(6, 6), or one integer for a square, e.g. dim=6"
-    if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
+    if is_int(dim, numpy=True):
         pair: Any = (dim, dim)
     elif isinstance(dim, Sequence) and not isinstance(dim, str) and len(dim) == 2:
         pair = tuple(dim)
     else:
         raise ValueError(f"dim={dim!r} is not a grid size; {fix}.")
-    if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in pair):
+    if not all(is_int(v, numpy=True) for v in pair):
         raise ValueError(f"dim={dim!r} is not a grid size; {fix}.")
     rows, cols = int(pair[0]), int(pair[1])
     if min(rows, cols) < 3:
@@ -305,64 +283,3 @@ def generate_level(
         f"no {rows}x{cols} level with {num_boxes} box(es) and an optimal solution of "
         f"{min_moves}..{max_moves} moves in {max_attempts} attempts; widen the range or raise max_attempts."
     )
-
-
-#: Generated levels by (level seed, generator): evaluation re-uses seeds, so a re-reset is free.
-GENERATED_LEVELS: ProcessCache[GeneratedLevel] = ProcessCache("sokoban generated levels", 4096)
-
-
-@dataclass(frozen=True)
-class SokobanGenerator:
-    """Where ``TurnSokobanEnv``'s levels come from when none are loaded: :func:`generate_level`
-    with these settings, one level per seed (drawn from the env's ``np_random``).
-
-    Everything that decides the level a seed gives, and nothing else: the episode's move cap,
-    the prompt and the rewards never change it. Arguments are checked (a ValueError names the
-    bad one); ``dim`` may be one int for a square.
-
-    Attributes:
-        dim: ``(rows, cols)`` of the grid, outer walls included.
-        num_boxes: Boxes (and targets) per level.
-        min_moves, max_moves: Range of the optimal solution length (``max_moves=None``: no limit).
-        num_gen_steps: Random-walk steps carving a room (None: gym-sokoban's ``1.7 * (rows + cols)``).
-        solver_budget: Push states the solver may expand to certify a level.
-    """
-
-    dim: tuple[int, int] = (6, 6)
-    num_boxes: int = 1
-    min_moves: int = 1
-    max_moves: int | None = 10
-    num_gen_steps: int | None = None
-    solver_budget: int = DEFAULT_SOLVER_BUDGET
-
-    def __post_init__(self) -> None:
-        checked = {
-            "dim": dim_arg(self.dim),
-            "num_boxes": int_arg("num_boxes", self.num_boxes, 1),
-            "min_moves": int_arg("min_moves", self.min_moves, 1),
-            "max_moves": int_arg("max_moves", self.max_moves, 1, allow_none=True),
-            "num_gen_steps": int_arg("num_gen_steps", self.num_gen_steps, 1, allow_none=True),
-            "solver_budget": int_arg("solver_budget", self.solver_budget, 0),
-        }
-        if checked["max_moves"] is not None and checked["min_moves"] > checked["max_moves"]:
-            raise ValueError(
-                f"min_moves={self.min_moves} exceeds max_moves={checked['max_moves']}: no level can satisfy both; "
-                "lower min_moves or raise max_moves."
-            )
-        for name, value in checked.items():
-            object.__setattr__(self, name, value)
-
-    def level(self, level_seed: int) -> GeneratedLevel:
-        """The level of ``level_seed`` (made once per process, then cached)."""
-        return GENERATED_LEVELS.get(
-            (level_seed, self),
-            lambda: generate_level(
-                np.random.default_rng(level_seed),
-                self.dim,
-                self.num_boxes,
-                min_moves=self.min_moves,
-                max_moves=self.max_moves,
-                num_gen_steps=self.num_gen_steps,
-                solver_budget=self.solver_budget,
-            ),
-        )

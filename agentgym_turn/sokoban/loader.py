@@ -19,16 +19,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping
 
-from ..core.cache import ProcessCache
 from ..core.files import DataFileError, iter_text_lines
 from .constants import BOXOBAN_SYMBOLS
 
-if TYPE_CHECKING:  # the solver imports board.py, which imports this module
-    from .solver import SolveResult
-
-__all__ = ["Level", "LevelFile", "LevelFormatError", "parse_level", "parse_levels", "load_levels", "builtin_levels_path"]
+__all__ = ["Level", "LevelFormatError", "parse_level", "parse_levels", "load_levels", "builtin_levels_path"]
 
 # character -> (wall, target, box, player)
 _READ: dict[str, tuple[bool, bool, bool, bool]] = {}
@@ -287,77 +283,3 @@ def load_levels(path: str | os.PathLike | Iterable[str | os.PathLike]) -> list[L
 def builtin_levels_path() -> Path:
     """The directory of the hand-checked levels shipped with the package."""
     return Path(__file__).with_name("data")
-
-
-#: Plans of loaded levels by (level, solver budget): a levels file is played many times.
-SOLVED_LEVELS: ProcessCache["SolveResult"] = ProcessCache("sokoban solved levels", 4096)
-
-
-@dataclass(frozen=True)
-class LevelFile:
-    """Where ``TurnSokobanEnv``'s levels come from when they are loaded: these levels, one drawn
-    per reset from the env's ``np_random`` (or picked with ``reset(options={"level": i})``).
-
-    Attributes:
-        levels: The levels (at least one).
-        solver_budget: Push states the solver may expand to solve a level (then as much again
-            for a weighted search when no shortest plan is proven within it).
-        verify: Solve every level now, so a level with no solution (or none found within the
-            budget) fails at once naming its file and line; ``False`` defers that to the reset
-            that draws it.
-    """
-
-    levels: tuple[Level, ...]
-    solver_budget: int
-    verify: bool = True
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.levels, tuple) or not self.levels or not all(isinstance(lv, Level) for lv in self.levels):
-            raise ValueError(
-                "levels must be a level file, a directory of level files, or a non-empty list of Level objects; "
-                f"got {type(self.levels).__name__}."
-            )
-        if self.verify:
-            for level in self.levels:
-                self.solution(level)  # raises, naming file and line, if the level is not playable
-
-    @classmethod
-    def load(cls, levels: str | os.PathLike | Sequence[Level] | Any, *, solver_budget: int, verify: bool = True) -> "LevelFile":
-        """The levels of a Boxoban file, a directory of them, or a list of :class:`Level`."""
-        if isinstance(levels, (str, os.PathLike)):
-            return cls(tuple(load_levels(levels)), solver_budget, verify)
-        if isinstance(levels, Sequence) and not isinstance(levels, str):
-            return cls(tuple(levels), solver_budget, verify)
-        return cls(levels, solver_budget, verify)
-
-    def solution(self, level: Level) -> "SolveResult":
-        """A plan for ``level`` within ``solver_budget`` (cached per process); raises
-        :class:`LevelFormatError` naming the level's file and line when there is none."""
-        return SOLVED_LEVELS.get((level, self.solver_budget), lambda: solve_loaded_level(level, self.solver_budget))
-
-
-def solve_loaded_level(level: Level, solver_budget: int) -> "SolveResult":
-    """A plan for a loaded level within ``solver_budget`` expansions (a proven shortest one when the
-    budget allows, else a weighted search's); raises :class:`LevelFormatError` naming the level's
-    file and line when it has no solution or none was found."""
-    from .board import board_for, mask_of
-    from .solver import SolveResult, solve
-
-    board = board_for(level)
-    result = solve(board, mask_of(level.boxes), level.player, max_expansions=solver_budget)
-    if result.moves is None and not result.unsolvable:
-        # No proof within the budget: a weighted search still gives a plan to report.
-        fast = solve(board, mask_of(level.boxes), level.player, max_expansions=solver_budget, weight=3.0)
-        if fast.unsolvable:
-            result = fast
-        elif fast.moves is not None:
-            result = SolveResult(fast.moves, False, False, result.lower_bound, result.expansions + fast.expansions)
-    where = f"{level.origin}: level {level.name}" if level.origin else f"level {level.name or '(options)'}"
-    if result.unsolvable:
-        raise LevelFormatError(f"{where} has no solution (proven by search); fix or remove it.")
-    if result.moves is None:
-        raise LevelFormatError(
-            f"{where}: no plan found within solver_budget={solver_budget:,} expanded push states "
-            "(the limit on the solver's work per level); raise solver_budget, or remove the level."
-        )
-    return result

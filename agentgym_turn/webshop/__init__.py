@@ -1,6 +1,7 @@
 """TurnWebShop: an offline, faithful and light WebShop simulator (see ``docs/envs/webshop.md``).
 
-* :mod:`.generator` – the generated catalog and goals (:class:`ShopSource` names a shop);
+* :mod:`.generator` – the generated catalog and goals;
+* :mod:`.source` – which shop an env plays in (:class:`ShopSource`) and the per-process shop cache;
 * :mod:`.loader` – WebShop's own files (``items_shuffle*.json``, human goals);
 * :mod:`.reward` – WebShop's purchase reward; :mod:`.expert` – the oracle shopper;
 * :mod:`.goals`, :mod:`.product` – goal splits and weights, the product and goal records;
@@ -17,9 +18,9 @@ from ..core.exports import lazy_exports
 
 _EXPORTS = {
     "TurnWebShopEnv": ".env",
-    "shared_shop": ".env",
+    "shared_shop": ".source",
     "GeneratedShop": ".generator",
-    "ShopSource": ".generator",
+    "ShopSource": ".source",
     "LoadedShop": ".loader",
     "webshop_reward": ".reward",
     "Goal": ".product",

@@ -31,8 +31,8 @@ from urllib.parse import urlencode, urlsplit
 
 from ..core import InvalidAction, TurnEnv, TurnOutcome, parse_bracket_action, snippet
 from ..extras import require
-from .env import INTRO, TurnWebShopEnv, actions_line, exact_click_name
-from .text import OBSERVATION_MODES, format_strings, visible_strings
+from .env import INTRO, TurnWebShopEnv, exact_click_name
+from .text import OBSERVATION_MODES, actions_line, format_strings, visible_strings
 
 __all__ = ["TurnWebShopBrowserEnv", "find_chromium", "screenshot_item_page", "main"]
 

@@ -4,30 +4,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Collection
 
-from ..core import BracketAction, InvalidAction, TurnEnv, TurnOutcome, break_control_tokens, find_tagged, parse_bracket_action, snippet
-from ..core.cache import ProcessCache
+from ..core import BracketAction, InvalidAction, TurnEnv, TurnOutcome, find_tagged, parse_bracket_action, snippet
+from ..core.args import is_int
 from ..core.splits import content_key
 from . import expert as _expert
 from . import pages
-from .generator import ShopSource, shop_source
 from .goals import GoalPool
-from .product import Goal, Product
+from .product import Goal
 from .reward import REWARD_MODES
-from .text import OBSERVATION_MODES, format_strings, fragments_strings
+from .source import SHOPS, ShopSource, shared_shop, shop_source
+from .text import OBSERVATION_MODES, page_text, with_history
 
 __all__ = ["TurnWebShopEnv", "SHOPS", "shared_shop", "exact_click_name", "INTRO", "COMPACT_INTRO", "OBSERVATION_STYLES",
-           "actions_line", "compact_page", "product_link_name"]
-
-#: Shops by :class:`~.catalog.ShopSource`, made on first use and shared by every env of the process.
-SHOPS: ProcessCache[Any] = ProcessCache("webshop shops", 16)
-
-
-def shared_shop(source: ShopSource):
-    """The process-wide shop of ``source``, made on first use and shared by every env."""
-    return SHOPS.get(source, source.build)
-
+           "product_link_name"]
 
 _FIXED = {  # lower-cased button text -> role
     pages.BACK_TO_SEARCH.lower(): "back",
@@ -49,21 +40,6 @@ def product_link_name(asin: str) -> str:
     return name + PRODUCT_SUFFIX if name in RESERVED_NAMES else name
 
 
-def with_history(observation: str, actions: list[str], observations: list[str], num_prev_obs: int, num_prev_actions: int) -> str:
-    """WebShop's observation history (``WebAgentTextEnv.step``): the last ``num_prev_actions``
-    actions (``actions[-1]`` is this turn's) and ``num_prev_obs`` earlier observations
-    (``observations[-1]`` is the previous one), oldest first, then ``observation``, joined by
-    ``" [SEP] "``. A repeated action is flattened to one line with control-token shapes broken
-    (:func:`~agentgym_turn.core.parsing.break_control_tokens`): the agent's text never forges a line or a chat turn."""
-    parts = [observation]
-    for i in range(1, 1 + max(num_prev_obs, num_prev_actions)):
-        if len(actions) >= i and num_prev_actions >= i:
-            parts.append(break_control_tokens(" ".join(actions[-i].split())))
-        if len(observations) >= i and num_prev_obs >= i:
-            parts.append(observations[-i])
-    return " [SEP] ".join(reversed(parts))
-
-
 #: The first message's preamble, before the search page (also the browser env's).
 INTRO = (
     "You are shopping on WebShop. Find the product the instruction describes, choose its "
@@ -75,7 +51,7 @@ INTRO = (
 )
 
 
-#: ``observation_style`` values: WebShop's pages as they are, or the short pages of :func:`compact_page`.
+#: ``observation_style`` values: WebShop's pages as they are, or the short pages of :func:`~.text.compact_page`.
 OBSERVATION_STYLES = ("webshop", "compact")
 
 #: The first message's preamble in ``observation_style="compact"`` (the instruction follows).
@@ -83,41 +59,6 @@ COMPACT_INTRO = (
     "One action per turn: search[query] or click[x], x: a result's number, an option, next >, < prev, "
     "back to search, buy now.\n"
 )
-
-
-def compact_page(page: str, instruction: str, *, results: Sequence[Product] = (), first: int = 0, total: int = 0,
-                 page_no: int = 1, product: Product | None = None, options: Mapping[str, str] | None = None,
-                 score: float = 0.0) -> str:
-    """One page in ``observation_style="compact"``: plain lines, no instruction after the first
-    message, no list of actions (the page's clickables are its lines' ids, option values and the
-    buttons :data:`COMPACT_INTRO` names). A result's link is its number on the page (``1``, ``2``...),
-    not its ASIN: a short name a small model need not copy letter by letter.
-
-    ``page`` is the page kind (``search``, ``results``, ``item``, a sub-page or ``done``);
-    ``results`` the products shown on a results page and ``first`` the 0-based rank of the first
-    of them among ``total`` hits; ``product`` and ``options`` (option name -> chosen value) the item.
-    """
-    if page == "search":
-        return f"Instruction: {instruction}"
-    if page == "results":
-        if not results:
-            return f"No results on page {page_no} ({total} in all)."
-        lines = [f"Results {first + 1}-{first + len(results)} of {total}:"]
-        lines += [f"{k}: {p.title} {p.price_tag}" for k, p in enumerate(results, 1)]
-        return "\n".join(lines)
-    if page == "done":
-        return f"Bought {product.asin.lower() if product else ''}. Score: {score:.2f}"
-    assert product is not None
-    if page == "item":
-        lines = [f"{product.title} {product.price_tag}"]
-        chosen = options or {}
-        # a chosen group shows only its choice: every option click re-sends the page, so it shrinks as it fills
-        lines += [f"{name}: {chosen[name]} (chosen)" if name in chosen else f"{name}: {' | '.join(values)}"
-                  for name, values in product.options.items()]
-        return "\n".join(lines)
-    texts = {"Description": product.description, "Features": " | ".join(product.bullet_points),
-             "Reviews": f"{len(product.reviews)} reviews", "Attributes": ", ".join(product.attributes)}
-    return f"{page}: {texts.get(page, '')}"
 
 
 def exact_click_name(response: str, names: Collection[str]) -> str | None:
@@ -134,13 +75,6 @@ def exact_click_name(response: str, names: Collection[str]) -> str | None:
             if candidate in names:
                 return candidate
     return None
-
-
-def actions_line(page: str, clickables: list[str]) -> str:
-    """The list of available actions an observation ends with (``list_actions``), for page kind ``page``."""
-    if page == "search":
-        return "\n\nAvailable actions: search[<your query>]"
-    return "\n\nAvailable actions: " + ", ".join(f"click[{c}]" for c in clickables)
 
 
 @dataclass
@@ -301,7 +235,7 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         super().__init__(**kwargs)
         if observation_style not in OBSERVATION_STYLES:
             raise ValueError(f"observation_style must be one of {OBSERVATION_STYLES}, got {observation_style!r}.")
-        if isinstance(results_per_page, bool) or not isinstance(results_per_page, int) or results_per_page < 1:
+        if not is_int(results_per_page, 1):
             raise ValueError(f"results_per_page must be a positive int (WebShop's is 10), got {results_per_page!r}.")
         self.observation_style, self.results_per_page, self.goal_from_seed = observation_style, results_per_page, bool(goal_from_seed)
         self._reset_seed: int | None = None
@@ -312,7 +246,7 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
             raise ValueError(f"expert_browse must be one of {_expert.EXPERT_BROWSING}, got {expert_browse!r}.")
         self.expert_browse = expert_browse
         for name, value in (("num_prev_obs", num_prev_obs), ("num_prev_actions", num_prev_actions)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if not is_int(value, 0):
                 raise ValueError(f"{name} must be a non-negative int (WebShop's default is 0), got {value!r}.")
         self.num_prev_obs, self.num_prev_actions = num_prev_obs, num_prev_actions
         self._prev_obs: list[str] = []
@@ -355,23 +289,6 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         self._attach()
 
     # ------------------------------------------------------------ pages
-    def _fragments(self) -> list[str]:
-        s, goal = self.state, self.goal
-        instruction = self.shown_instruction if self.shown_instruction is not None else goal.instruction_text if goal else ""
-        if s.page == "search":
-            return pages.search_fragments(instruction)
-        if s.page == "results":
-            start = (s.page_no - 1) * self.results_per_page
-            shown = [self.shop.product(i) for i in s.results[start : start + self.results_per_page]]
-            return pages.results_fragments(instruction, s.keywords, s.page_no, len(s.results), shown)
-        if s.page == "done":
-            asin = self.shop.product(s.product).asin if s.product is not None else ""
-            return pages.done_fragments(asin, s.options, s.score)
-        product = self.shop.product(s.product)
-        if s.page == "item":
-            return pages.item_fragments(instruction, product, s.keywords, s.page_no, s.options, show_attributes=self.show_attributes)
-        return pages.sub_fragments(instruction, s.page, product, s.keywords, s.page_no, s.options)
-
     def _clickables(self) -> dict[str, tuple[str, Any]]:
         """Lower-cased clickable text -> (role, value), in the order of WebShop's available actions
         (``WebAgentTextEnv.get_available_actions``: buttons, then product links, then options)."""
@@ -402,35 +319,13 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
             out[pages.PREV_PAGE.lower()] = ("prev", None)
         return out
 
-    def _selection_url(self) -> str:
-        """The variable part of WebShop's item-page URL: keywords, results page, options as JSON
-        (``text_rich`` marks an option label by looking for it in this string, as WebShop does)."""
-        s = self.state
-        return f"{'+'.join(s.keywords)}/{s.page_no}/{json.dumps(s.options)}"
-
-    def _compact_text(self) -> str:
-        s, goal = self.state, self.goal
-        instruction = self.shown_instruction if self.shown_instruction is not None else goal.instruction_text if goal else ""
-        first = (s.page_no - 1) * self.results_per_page
-        shown = [self.shop.product(i) for i in s.results[first : first + self.results_per_page]] if s.page == "results" else []
-        product = self.shop.product(s.product) if s.product is not None else None
-        return compact_page(s.page, instruction, results=shown, first=first, total=len(s.results), page_no=s.page_no,
-                            product=product, options=s.options, score=s.score)
-
     def _page_text(self) -> str:
-        if self.observation_style == "compact":
-            return self._compact_text()
-        fragments = self._fragments()
-        if self.observation_mode == "html":
-            page = "".join(fragments)
-        else:
-            s = self.state
-            product = self.shop.product(s.product) if s.product is not None else None
-            url = self._selection_url() if product is not None and s.page == "item" else ""
-            page = format_strings(fragments_strings(fragments), self.observation_mode, visited_asins=s.visited, selection_url=url)
-        if not self.list_actions or self.state.page == "done":
-            return page
-        return page + actions_line(self.state.page, list(self._clickables()))
+        """The observation of the current page (:func:`~.text.page_text`), without the history."""
+        goal = self.goal
+        instruction = self.shown_instruction if self.shown_instruction is not None else goal.instruction_text if goal else ""
+        return page_text(self.state, self.shop, instruction, style=self.observation_style, mode=self.observation_mode,
+                         results_per_page=self.results_per_page, show_attributes=self.show_attributes,
+                         clickables=self._clickables if self.list_actions else None)
 
     # ------------------------------------------------------------ TurnEnv API
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:

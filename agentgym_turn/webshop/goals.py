@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..core.args import is_int
 from ..core.cache import ProcessCache
 from ..core.splits import check_content_split
 from ..core.splits import content_split as content_split_of
@@ -132,7 +133,7 @@ def select_goals(
     """
     if filter_goals is not None and not callable(filter_goals):
         raise ValueError(f"filter_goals must be a function (index, goal dict) -> bool, got {type(filter_goals).__name__}.")
-    if isinstance(limit_goals, bool) or not isinstance(limit_goals, (int, np.integer)) or (limit_goals != -1 and limit_goals < 1):
+    if not is_int(limit_goals, numpy=True) or (limit_goals != -1 and limit_goals < 1):
         raise ValueError(f"limit_goals must be -1 (no limit) or a positive int, got {limit_goals!r}.")
     kept: Sequence[int] = range(shop.num_goals)
     if filter_goals is None and (limit_goals == -1 or limit_goals >= shop.num_goals):

@@ -55,7 +55,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from ..core.files import DataFileError, check_data_path, read_data_bytes
-from .generator import NO_PRICE_UPPER
+from .generator.catalog import NO_PRICE_UPPER
 from .product import Goal, Product, Review
 from .generator.vocab import PRICE_RANGE
 

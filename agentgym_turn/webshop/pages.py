@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from html import escape
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
 from .product import Product
@@ -27,6 +27,7 @@ __all__ = [
     "BACK_TO_SEARCH", "NEXT_PAGE", "PREV_PAGE", "BUY_NOW", "SEARCH", "SUB_PAGES",
     "search_page", "results_page", "item_page", "sub_page", "done_page",
     "Fragment", "options_json", "search_fragments", "results_fragments", "item_fragments", "sub_fragments", "done_fragments",
+    "page_fragments",
 ]
 
 BACK_TO_SEARCH = "Back to Search"
@@ -292,6 +293,25 @@ def done_fragments(asin: str, options: Mapping[str, str], reward: float) -> list
         ),
         _TAIL,
     ]
+
+
+def page_fragments(state: Any, shop: Any, instruction: str, results_per_page: int, *, show_attributes: bool) -> list[str]:
+    """The fragments of the page an env's session shows: ``state`` is the env's page state (page
+    kind, keywords, results, page number, product, options, score) and ``shop`` its catalog."""
+    s = state
+    if s.page == "search":
+        return search_fragments(instruction)
+    if s.page == "results":
+        start = (s.page_no - 1) * results_per_page
+        shown = [shop.product(i) for i in s.results[start : start + results_per_page]]
+        return results_fragments(instruction, s.keywords, s.page_no, len(s.results), shown)
+    if s.page == "done":
+        asin = shop.product(s.product).asin if s.product is not None else ""
+        return done_fragments(asin, s.options, s.score)
+    product = shop.product(s.product)
+    if s.page == "item":
+        return item_fragments(instruction, product, s.keywords, s.page_no, s.options, show_attributes=show_attributes)
+    return sub_fragments(instruction, s.page, product, s.keywords, s.page_no, s.options)
 
 
 def _joined(fragments_fn):

@@ -30,7 +30,7 @@ ANALYZER = "lucene"
 LENGTH_NORM = "lucene"
 
 
-def _index_from_layout(pieces: list[str], slots: np.ndarray, backend: str):
+def index_from_layout(pieces: list[str], slots: np.ndarray, backend: str):
     """A :class:`BM25Index` whose document ``i`` is the concatenation of the pieces in ``slots[i]``."""
     from ..core.bm25 import BM25Index, tokenize_many
 
@@ -99,7 +99,7 @@ class _Asins:
     whole product where the shop can say it cheaply (a generated shop computes it)."""
 
     def __init__(self, shop):
-        from .generator import GeneratedShop, asin_for
+        from .generator.catalog import GeneratedShop, asin_for
 
         self._shop = shop
         self._fast = (lambda i: asin_for(i, shop.seed)) if isinstance(shop, GeneratedShop) else None
@@ -111,16 +111,19 @@ class _Asins:
 class ProductSearch:
     """The search engine of one catalog: ``search(query)`` gives up to 50 product indices."""
 
-    def __init__(self, shop, *, backend: str = "auto"):
+    def __init__(self, shop, *, backend: str = "auto", index=None):
+        """``index``: the shop's index built and warmed up beforehand (:func:`index_from_layout`), used as is."""
         from ..core.bm25 import BM25Index
 
         self.shop = shop
-        layout = getattr(shop, "index_layout", None)
-        if layout is not None:
-            self.index = _index_from_layout(*layout(), backend=backend)
-        else:
-            self.index = BM25Index.build(list(shop.index_texts()), backend=backend, analyzer=ANALYZER, length_norm=LENGTH_NORM)
-        self.index.warmup()
+        if index is None:
+            layout = getattr(shop, "index_layout", None)
+            if layout is not None:
+                index = index_from_layout(*layout(), backend=backend)
+            else:
+                index = BM25Index.build(list(shop.index_texts()), backend=backend, analyzer=ANALYZER, length_norm=LENGTH_NORM)
+            index.warmup()
+        self.index = index
         self.asin_of = _Asins(shop)
 
     def search(self, query: str, k: int = SEARCH_RETURN_N) -> list[int]:
@@ -137,11 +140,12 @@ _CACHE: dict[tuple, ProductSearch] = {}
 _LOCK = threading.Lock()
 
 
-def search_for(shop, *, backend: str = "auto") -> ProductSearch:
-    """The process-wide :class:`ProductSearch` of ``shop`` (built on first use, keyed by ``shop.key``)."""
+def search_for(shop, *, backend: str = "auto", index=None) -> ProductSearch:
+    """The process-wide :class:`ProductSearch` of ``shop`` (built on first use, keyed by ``shop.key``;
+    ``index``: a prebuilt index that first use takes instead of building one)."""
     key = (shop.key, backend)
     with _LOCK:
         found = _CACHE.get(key)
         if found is None:
-            found = _CACHE[key] = ProductSearch(shop, backend=backend)
+            found = _CACHE[key] = ProductSearch(shop, backend=backend, index=index)
         return found

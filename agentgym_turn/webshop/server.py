@@ -53,6 +53,7 @@ from urllib.parse import parse_qs, quote
 
 import numpy as np
 
+from ..core.args import is_int, is_number
 from ..core.serving import (
     AppServer, HTTPError, RateLimit, ServerLimits, access_options, add_access_arguments, add_allow_host_argument, parse_json, read_body,
 )
@@ -224,9 +225,9 @@ class WebShopSite:
         clock: Callable[[], float] = time.monotonic,
         **env_kwargs: Any,
     ):
-        if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
+        if not is_int(max_sessions, 1):
             raise ValueError(f"max_sessions must be a positive int (e.g. 1000), got {max_sessions!r}.")
-        if isinstance(idle_timeout, bool) or not isinstance(idle_timeout, (int, float)) or not idle_timeout > 0:
+        if not is_number(idle_timeout) or not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be a positive number of seconds (e.g. 1800), got {idle_timeout!r}.")
         for fixed in ("observation_mode", "list_actions", "render_mode"):
             if fixed in env_kwargs:
@@ -431,7 +432,7 @@ def build_app(site: WebShopSite, *, limits: ServerLimits | None = None):
         values: dict[str, int | None] = {}
         for key in ("goal_index", "seed"):
             v = payload.get(key)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**63):
+            if v is not None and not is_int(v, 0, 2**63 - 1):
                 return JSONResponse({"detail": f"'{key}' must be a non-negative integer"}, status_code=422)
             values[key] = v
         if values["goal_index"] is not None and values["goal_index"] >= site.num_goals:

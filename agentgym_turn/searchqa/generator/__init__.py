@@ -4,10 +4,21 @@
 * :mod:`.world` – :func:`generate_world`, the knowledge base (people, places, works, organisations);
 * :mod:`.questions` – single-hop, bridge and comparison questions with oracle search plans and splits.
 
-The passages a world renders into live in :mod:`agentgym_turn.searchqa.corpus`.
+The passages a world renders into live in :mod:`agentgym_turn.searchqa.corpus`, which reads
+:mod:`.world` while :mod:`.questions` reads the rendered corpus; so names below load their module
+on first use, and importing :mod:`.world` does not import :mod:`.questions`.
 """
 
-from .world import World, WorldConfig, generate_world
-from .questions import SPLITS, Question, generate_questions, split_questions
+from ...core.exports import lazy_exports
 
-__all__ = ["SPLITS", "Question", "World", "WorldConfig", "generate_questions", "generate_world", "split_questions"]
+_EXPORTS = {
+    "World": ".world",
+    "WorldConfig": ".world",
+    "generate_world": ".world",
+    "SPLITS": ".questions",
+    "Question": ".questions",
+    "generate_questions": ".questions",
+    "split_questions": ".questions",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

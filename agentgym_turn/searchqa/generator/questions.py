@@ -24,15 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
+from ..corpus import RenderedWorld
 from ..reward import LETTERS, normalize_answer
 from .world import WORK_ROLES, World, _rng
-
-if TYPE_CHECKING:  # corpus.py imports the generator: a run-time import would be circular
-    from ..corpus import RenderedWorld
 
 __all__ = [
     "Question", "Hop", "generate_questions", "split_questions", "question_facts", "SPLITS", "QUESTION_TYPES", "TEMPLATES",

@@ -15,9 +15,7 @@ first four multiples of $10 above the price, the larger one). Goal ``g`` targets
 
 from __future__ import annotations
 
-import os
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
@@ -26,69 +24,13 @@ import numpy as np
 from ..product import Goal, Product, Review
 from .vocab import BRANDS, CATEGORIES, OPTION_POOLS, PRICE_RANGE, USES, ProductType
 
-__all__ = ["GeneratedShop", "ShopSource", "asin_for", "index_for_asin", "price_upper_for", "shop_source", "DEFAULT_NUM_GOALS_MIN"]
+__all__ = ["GeneratedShop", "asin_for", "index_for_asin", "price_upper_for", "DEFAULT_NUM_GOALS_MIN", "NO_PRICE_UPPER"]
 
 #: A generated shop has ``max(num_products, DEFAULT_NUM_GOALS_MIN)`` goals, so the test (0-499)
 #: and eval (500-1499) splits are full and the train split is non-empty at any size.
 DEFAULT_NUM_GOALS_MIN = 2_000
 #: Goals with no price text use WebShop's sentinel ceiling.
 NO_PRICE_UPPER = 1_000_000.0
-
-def _whole_number(name: str, value, example: str) -> int:
-    """``value`` as an int (an int, or a string of one), else a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer, str)):
-        raise ValueError(f"{name} must be a whole number (e.g. {name}={example}), got {value!r}.")
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number (e.g. {name}={example}), got {value!r}.") from None
-
-
-@dataclass(frozen=True)
-class ShopSource:
-    """Which shop an env plays in: a generated catalog (``kind="generated"``) or WebShop's files
-    (``kind="files"``, ``path``), with the catalog arguments that change it. Hashable: the key of
-    the process-wide shop cache."""
-
-    kind: str
-    num_products: int | None
-    seed: int
-    path: str | None = None
-    human_goals: bool | None = None
-
-    def build(self):
-        """Make the shop (slow: generate or read the catalog); envs share it through the cache."""
-        if self.kind == "generated":
-            return GeneratedShop(num_products=self.num_products, seed=self.seed)
-        from ..loader import LoadedShop
-
-        return LoadedShop(self.path, num_products=self.num_products, human_goals=self.human_goals, seed=self.seed)
-
-
-def shop_source(*, num_products=None, data_path=None, human_goals=None, catalog_seed=0) -> ShopSource:
-    """The :class:`ShopSource` that ``TurnWebShop-v0``'s catalog arguments describe, checked.
-
-    A generated shop without ``data_path`` (``num_products`` defaults to 1,000, at least 10), else
-    WebShop's files at ``data_path`` (``num_products=None``: every product of the file).
-    A malformed argument raises ``ValueError`` naming it and an accepted value.
-    """
-    seed = _whole_number("catalog_seed", catalog_seed, "0")
-    if human_goals is not None and not isinstance(human_goals, (bool, np.bool_)):
-        raise ValueError(f"human_goals must be True, False or None (human goals when the file exists), got {human_goals!r}.")
-    n = None if num_products is None else _whole_number("num_products", num_products, "1000")
-    if data_path is None:
-        n = 1000 if n is None else n
-        if n < 10:
-            raise ValueError(f"num_products must be at least 10 for a generated catalog (e.g. num_products=1000), got {n}.")
-        if human_goals:
-            raise ValueError("human_goals=True needs WebShop's files: pass data_path=... too (a generated catalog has synthetic goals).")
-        return ShopSource("generated", n, seed)
-    if not isinstance(data_path, (str, os.PathLike)):
-        raise ValueError(f"data_path must be a path to WebShop's data/ folder or an items_shuffle*.json file, got {data_path!r}.")
-    if n is not None and n < 1:
-        raise ValueError(f"num_products must be at least 1 (or None for every product of the file), got {n}.")
-    return ShopSource("files", n, seed, os.fspath(data_path), None if human_goals is None else bool(human_goals))
-
 
 # ---------------------------------------------------------------- flat type table
 _TYPES: list[tuple[int, ProductType]] = [(c, t) for c, spec in enumerate(CATEGORIES) for t in spec.types]

@@ -1,5 +1,8 @@
 """Where an env's questions and passages come from, loaded once per process and shared.
 
+Questions and their corpus come from a generated world (:func:`generated_source`) or from
+files (:func:`file_source`, :func:`corpus_source`); :func:`local_retriever` indexes a corpus.
+
 Generating a world, reading a corpus file and building an index are the slow parts of making a
 TurnSearchQA env; every env (and the retrieval server) in a process that asks for the same
 source gets the same objects, so ``gymnasium.make`` is cheap after the first call and vector

@@ -1,0 +1,58 @@
+"""Checks of constructor arguments shared by every env, so each rule is written once.
+
+A bool is an ``int`` in Python, so ``True`` would pass a plain ``isinstance(x, int)``: every
+check here refuses bools where a number is asked for. The predicates (:func:`is_int`,
+:func:`is_number`) let a caller keep its own message; :func:`int_arg`, :func:`bool_arg` and
+:func:`whole_number` raise a ValueError naming the argument and an accepted value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["bool_arg", "int_arg", "is_int", "is_number", "whole_number"]
+
+
+def is_int(value: Any, minimum: int | None = None, maximum: int | None = None, *, numpy: bool = False) -> bool:
+    """``value`` is an int (not a bool; a numpy integer too when ``numpy``) within ``[minimum, maximum]``."""
+    kinds = (int, np.integer) if numpy else int
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        return False
+    return (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+
+
+def is_number(value: Any, *, numpy: bool = False) -> bool:
+    """``value`` is an int or a float (not a bool; numpy scalars too when ``numpy``)."""
+    kinds = (int, float, np.integer, np.floating) if numpy else (int, float)
+    return not isinstance(value, bool) and isinstance(value, kinds)
+
+
+def int_arg(name: str, value: Any, minimum: int, *, allow_none: bool = False) -> int | None:
+    """``value`` as an int >= ``minimum``, or a ValueError naming the parameter and the fix."""
+    if value is None and allow_none:
+        return None
+    if not is_int(value, numpy=True):
+        none = " or None" if allow_none else ""
+        raise ValueError(f"{name} must be an integer >= {minimum}{none}, got {value!r}; e.g. {name}={max(minimum, 1)}.")
+    if int(value) < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}.")
+    return int(value)
+
+
+def bool_arg(name: str, value: Any) -> bool:
+    """``value`` as a bool, or a ValueError naming the parameter."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
+
+
+def whole_number(name: str, value: Any, example: str) -> int:
+    """``value`` as an int (an int, or a string of one), else a ValueError naming ``name``."""
+    if not (is_int(value, numpy=True) or isinstance(value, str)):
+        raise ValueError(f"{name} must be a whole number (e.g. {name}={example}), got {value!r}.")
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number (e.g. {name}={example}), got {value!r}.") from None

@@ -1,0 +1,158 @@
+"""Where ``TurnSokobanEnv``'s levels come from: generated from a seed or loaded from files.
+
+* :class:`SokobanGenerator` – the settings of :func:`~.generator.generate_level`, one level per
+  seed, cached per process (:data:`GENERATED_LEVELS`);
+* :class:`LevelFile` – loaded levels (:mod:`.loader`) with their plans, solved once per process
+  (:data:`SOLVED_LEVELS`).
+
+A level's split is a function of its content (:mod:`.splits`). Imports run one way: the
+loader, board, solver and generator know nothing of this module; the env reads levels only here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core.args import int_arg
+from ..core.cache import ProcessCache
+from .board import board_for, mask_of
+from .generator import GeneratedLevel, dim_arg, generate_level
+from .loader import Level, LevelFormatError, load_levels
+from .solver import DEFAULT_SOLVER_BUDGET, SolveResult, solve
+
+__all__ = ["GENERATED_LEVELS", "SOLVED_LEVELS", "LevelFile", "SokobanGenerator", "solve_loaded_level"]
+
+#: Generated levels by (level seed, generator): evaluation re-uses seeds, so a re-reset is free.
+GENERATED_LEVELS: ProcessCache[GeneratedLevel] = ProcessCache("sokoban generated levels", 4096)
+
+
+@dataclass(frozen=True)
+class SokobanGenerator:
+    """Where ``TurnSokobanEnv``'s levels come from when none are loaded: :func:`generate_level`
+    with these settings, one level per seed (drawn from the env's ``np_random``).
+
+    Everything that decides the level a seed gives, and nothing else: the episode's move cap,
+    the prompt and the rewards never change it. Arguments are checked (a ValueError names the
+    bad one); ``dim`` may be one int for a square.
+
+    Attributes:
+        dim: ``(rows, cols)`` of the grid, outer walls included.
+        num_boxes: Boxes (and targets) per level.
+        min_moves, max_moves: Range of the optimal solution length (``max_moves=None``: no limit).
+        num_gen_steps: Random-walk steps carving a room (None: gym-sokoban's ``1.7 * (rows + cols)``).
+        solver_budget: Push states the solver may expand to certify a level.
+    """
+
+    dim: tuple[int, int] = (6, 6)
+    num_boxes: int = 1
+    min_moves: int = 1
+    max_moves: int | None = 10
+    num_gen_steps: int | None = None
+    solver_budget: int = DEFAULT_SOLVER_BUDGET
+
+    def __post_init__(self) -> None:
+        checked = {
+            "dim": dim_arg(self.dim),
+            "num_boxes": int_arg("num_boxes", self.num_boxes, 1),
+            "min_moves": int_arg("min_moves", self.min_moves, 1),
+            "max_moves": int_arg("max_moves", self.max_moves, 1, allow_none=True),
+            "num_gen_steps": int_arg("num_gen_steps", self.num_gen_steps, 1, allow_none=True),
+            "solver_budget": int_arg("solver_budget", self.solver_budget, 0),
+        }
+        if checked["max_moves"] is not None and checked["min_moves"] > checked["max_moves"]:
+            raise ValueError(
+                f"min_moves={self.min_moves} exceeds max_moves={checked['max_moves']}: no level can satisfy both; "
+                "lower min_moves or raise max_moves."
+            )
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+    def level(self, level_seed: int) -> GeneratedLevel:
+        """The level of ``level_seed`` (made once per process, then cached)."""
+        return GENERATED_LEVELS.get(
+            (level_seed, self),
+            lambda: generate_level(
+                np.random.default_rng(level_seed),
+                self.dim,
+                self.num_boxes,
+                min_moves=self.min_moves,
+                max_moves=self.max_moves,
+                num_gen_steps=self.num_gen_steps,
+                solver_budget=self.solver_budget,
+            ),
+        )
+
+
+#: Plans of loaded levels by (level, solver budget): a levels file is played many times.
+SOLVED_LEVELS: ProcessCache[SolveResult] = ProcessCache("sokoban solved levels", 4096)
+
+
+@dataclass(frozen=True)
+class LevelFile:
+    """Where ``TurnSokobanEnv``'s levels come from when they are loaded: these levels, one drawn
+    per reset from the env's ``np_random`` (or picked with ``reset(options={"level": i})``).
+
+    Attributes:
+        levels: The levels (at least one).
+        solver_budget: Push states the solver may expand to solve a level (then as much again
+            for a weighted search when no shortest plan is proven within it).
+        verify: Solve every level now, so a level with no solution (or none found within the
+            budget) fails at once naming its file and line; ``False`` defers that to the reset
+            that draws it.
+    """
+
+    levels: tuple[Level, ...]
+    solver_budget: int
+    verify: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.levels, tuple) or not self.levels or not all(isinstance(lv, Level) for lv in self.levels):
+            raise ValueError(
+                "levels must be a level file, a directory of level files, or a non-empty list of Level objects; "
+                f"got {type(self.levels).__name__}."
+            )
+        if self.verify:
+            for level in self.levels:
+                self.solution(level)  # raises, naming file and line, if the level is not playable
+
+    @classmethod
+    def load(cls, levels: str | os.PathLike | Sequence[Level] | Any, *, solver_budget: int, verify: bool = True) -> "LevelFile":
+        """The levels of a Boxoban file, a directory of them, or a list of :class:`Level`."""
+        if isinstance(levels, (str, os.PathLike)):
+            return cls(tuple(load_levels(levels)), solver_budget, verify)
+        if isinstance(levels, Sequence) and not isinstance(levels, str):
+            return cls(tuple(levels), solver_budget, verify)
+        return cls(levels, solver_budget, verify)
+
+    def solution(self, level: Level) -> SolveResult:
+        """A plan for ``level`` within ``solver_budget`` (cached per process); raises
+        :class:`LevelFormatError` naming the level's file and line when there is none."""
+        return SOLVED_LEVELS.get((level, self.solver_budget), lambda: solve_loaded_level(level, self.solver_budget))
+
+
+def solve_loaded_level(level: Level, solver_budget: int) -> SolveResult:
+    """A plan for a loaded level within ``solver_budget`` expansions (a proven shortest one when the
+    budget allows, else a weighted search's); raises :class:`LevelFormatError` naming the level's
+    file and line when it has no solution or none was found."""
+    board = board_for(level)
+    result = solve(board, mask_of(level.boxes), level.player, max_expansions=solver_budget)
+    if result.moves is None and not result.unsolvable:
+        # No proof within the budget: a weighted search still gives a plan to report.
+        fast = solve(board, mask_of(level.boxes), level.player, max_expansions=solver_budget, weight=3.0)
+        if fast.unsolvable:
+            result = fast
+        elif fast.moves is not None:
+            result = SolveResult(fast.moves, False, False, result.lower_bound, result.expansions + fast.expansions)
+    where = f"{level.origin}: level {level.name}" if level.origin else f"level {level.name or '(options)'}"
+    if result.unsolvable:
+        raise LevelFormatError(f"{where} has no solution (proven by search); fix or remove it.")
+    if result.moves is None:
+        raise LevelFormatError(
+            f"{where}: no plan found within solver_budget={solver_budget:,} expanded push states "
+            "(the limit on the solver's work per level); raise solver_budget, or remove the level."
+        )
+    return result

@@ -1,0 +1,1 @@
+"""The benchmark scripts (run ``python benchmarks/NAME.py --help``); :mod:`benchmarks.common` is what they share."""
