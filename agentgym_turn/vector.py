@@ -29,7 +29,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_shared_memor
 
 from .core.spaces import TurnText
 
-__all__ = ["make_vec", "make_group_vec", "GroupedVectorEnv", "SHARED_MEMORY_MESSAGE"]
+__all__ = ["make_vec", "make_group_vec", "GroupedVectorEnv", "SHARED_MEMORY_MESSAGE", "unbatch_info"]
 
 #: One sub-env: a registered id, or a factory returning an env.
 EnvSource = str | Callable[[], gym.Env]
@@ -47,6 +47,20 @@ def _refuse_text_shared_memory(space: TurnText, n: int = 1, ctx: ModuleType | No
     # A ValueError, not Gymnasium's CustomSpaceError, so AsyncVectorEnv does not replace the message.
     raise ValueError(SHARED_MEMORY_MESSAGE)
 
+
+def unbatch_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
+    """Sub-env ``i``'s info from a Gymnasium vector env's batched info dict (nested dicts too).
+
+    A key counts when its ``"_key"`` mask says sub-env ``i`` returned it; numpy scalars become
+    Python numbers, as the env returned them.
+    """
+    out = {}
+    for k, v in infos.items():
+        if k.startswith("_") or not infos.get("_" + k, np.ones(i + 1, bool))[i]:
+            continue
+        value = unbatch_info(v, i) if isinstance(v, dict) else v[i]
+        out[k] = value.item() if isinstance(value, np.generic) else value
+    return out
 
 
 def make_vec(

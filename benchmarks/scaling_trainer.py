@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import socket
 import statistics
 import sys
@@ -29,12 +28,12 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-if str(ROOT) not in sys.path:  # run as a script from anywhere
-    sys.path.insert(0, str(ROOT))
+try:  # python -m benchmarks.scaling_trainer, or imported by the tests
+    from benchmarks import common
+except ModuleNotFoundError:  # python benchmarks/scaling_trainer.py: this folder comes first on the import path
+    import common
 
-RESULT = HERE / "results" / "scaling_trainer.json"
+RESULT = common.RESULTS / "scaling_trainer.json"
 
 
 def _config(model_dir: str, out: str, tasks: int, iterations: int):
@@ -91,7 +90,7 @@ def measure(world_sizes: Sequence[int] = (1, 2), *, tasks: int = 32, iterations:
     import torch.multiprocessing as mp
 
     import agentgym_turn  # noqa: F401  (registers TurnSokoban-v0 for the tiny model's corpus)
-    from reference_trainer.tiny import TinySpec, build_tiny
+    from reference_trainer.tiny import build_tiny, spec_of
 
     for w in world_sizes:
         if tasks % (2 * w):
@@ -102,10 +101,8 @@ def measure(world_sizes: Sequence[int] = (1, 2), *, tasks: int = 32, iterations:
 
         cfg = _config("tiny", work, tasks, iterations)
         m = cfg.model
-        spec = TinySpec(arch=m.tiny_arch, vocab_size=m.tiny_vocab, hidden_size=m.tiny_hidden, num_layers=m.tiny_layers,
-                        num_heads=m.tiny_heads, intermediate_size=4 * m.tiny_hidden, rope_theta=m.tiny_rope_theta,
-                        init_std=m.tiny_init_std)
-        model_dir = str(build_tiny(SOKOBAN_ENV, Path(work) / "model", seed=m.tiny_seed, spec=spec, env_kwargs=dict(SOKOBAN_ENV_KWARGS)))
+        model_dir = str(build_tiny(SOKOBAN_ENV, Path(work) / "model", seed=m.tiny.seed, spec=spec_of(m.tiny),
+                                   env_kwargs=dict(SOKOBAN_ENV_KWARGS)))
         loads: dict[int, list[float]] = {w: [] for w in world_sizes}
         for _ in range(rounds):
             for w in world_sizes:
@@ -126,8 +123,7 @@ def measure(world_sizes: Sequence[int] = (1, 2), *, tasks: int = 32, iterations:
                        "minibatch_size": tasks // 2, "timed_iterations": iterations, "rounds": rounds, "backend": "gloo",
                        "threads_per_rank": 1,
                        "parallel": "ddp"}
-    out["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                      "torch": torch.__version__, "load_average_after": os.getloadavg()[0]}
+    out["machine"] = common.machine(load_average_after=os.getloadavg()[0])
     return out
 
 
@@ -140,8 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULT, help="result JSON (default benchmarks/results/scaling_trainer.json)")
     args = parser.parse_args(argv)
     result = measure(args.world_sizes, tasks=args.tasks, iterations=args.iterations, rounds=args.rounds)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    common.write_json(args.out, result)
     for w, rec in result["world_sizes"].items():
         print(f"world size {w}: step {rec['step_s']:.2f} s (rollout {rec['rollout_s']:.2f} s, update {rec['update_s']:.2f} s)"
               f"  speed-up {rec.get('speedup', float('nan')):.2f}x  load {max(rec['load_average_before']):.1f}")

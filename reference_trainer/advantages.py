@@ -20,33 +20,12 @@ import torch
 if TYPE_CHECKING:
     from .rollout import RolloutBatch
 
-__all__ = [
-    "ESTIMATORS",
-    "Estimator",
-    "Estimate",
-    "Rewards",
-    "batch_rewards",
-    "bootstrap_values",
-    "truncation_bootstrap_pos",
-    "token_gae",
-    "turn_gae",
-    "grpo",
-    "turns_to_tokens",
-    "outcome_rewards",
-    "episode_weights",
-    "masked_mean",
-    "masked_whiten",
-]
+__all__ = ["ESTIMATORS", "Estimator", "Estimate", "Rewards", "batch_rewards", "bootstrap_values", "truncation_bootstrap_pos", "token_gae",
+           "turn_gae", "grpo", "turns_to_tokens", "outcome_rewards", "episode_weights", "masked_mean", "masked_whiten"]
 
 
-def _masked_gae(
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    mask: torch.Tensor,
-    gamma: float,
-    lam: float,
-    bootstrap: torch.Tensor | None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _masked_gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float,
+                bootstrap: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """GAE along the last axis over the positions where ``mask`` is true.
 
     Masked-out positions are skipped: the next value and the running GAE are carried across
@@ -70,76 +49,39 @@ def _masked_gae(
 
 
 @torch.no_grad()
-def token_gae(
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    mask: torch.Tensor,
-    gamma: float = 1.0,
-    lam: float = 1.0,
-    bootstrap: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token-level GAE over action tokens (observation and padding tokens skipped).
+def token_gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0, lam: float = 1.0,
+              bootstrap: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token-level GAE over the action tokens ``mask [B, L]`` (observation and padding tokens skipped).
 
-    Args:
-        rewards: ``[B, L]``; a turn's reward sits on its last action token (rewards at
-            mask-0 positions are ignored).
-        values: ``[B, L]``; ``values[b, t]`` is the value of the state just before token ``t``.
-        mask: ``[B, L]`` bool, 1 on action tokens.
-        gamma, lam: Discount and GAE lambda (token PPO uses 1.0 and 1.0).
-        bootstrap: ``[B]`` value after the last action token (0 when terminated, the critic's
-            value of the final state when truncated); default zeros.
-
-    Returns:
-        ``(advantages, returns)``, each ``[B, L]``, zero at mask-0 positions. With
-        ``d_t = r_t + gamma * V_next(t) - V_t`` and ``A_t = d_t + gamma * lam * A_next(t)``,
-        where ``next(t)`` is the next action token of the same row; ``returns = A + V``.
+    ``rewards [B, L]``: a turn's reward on its last action token; ``values [B, L]``: ``values[b, t]`` is
+    the value of the state just before token ``t``; ``bootstrap [B]``: the value after the last action
+    token (0 when terminated, the critic's value of the final state when truncated; default 0).
+    Returns ``(advantages, returns)``, ``[B, L]``, 0 off the mask: ``d_t = r_t + gamma V_next(t) - V_t``,
+    ``A_t = d_t + gamma lam A_next(t)`` (``next(t)``: the next action token of the row), ``returns = A + V``.
     """
     return _masked_gae(rewards, values, mask, gamma, lam, bootstrap)
 
 
 @torch.no_grad()
-def turn_gae(
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    turn_mask: torch.Tensor,
-    gamma: float = 0.99,
-    lam: float = 0.9,
-    bootstrap: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Turn-level GAE (Turn-PPO): one value and one advantage per turn.
+def turn_gae(rewards: torch.Tensor, values: torch.Tensor, turn_mask: torch.Tensor, gamma: float = 0.99, lam: float = 0.9,
+             bootstrap: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Turn-level GAE (Turn-PPO): one value and one advantage per turn of ``turn_mask [B, K]``.
 
-    Args:
-        rewards: ``[B, K]``; ``r_h``, the env reward of turn ``h``.
-        values: ``[B, K]``; ``V(s_h)``, read at the last token of state ``s_h``.
-        turn_mask: ``[B, K]`` bool, 1 for the turns an episode has.
-        gamma, lam: Turn-PPO's defaults 0.99 and 0.9.
-        bootstrap: ``[B]``, ``V(s_{H+1})`` after the last valid turn: 0 when the episode
-            terminated, the critic's value of the final state when it was truncated.
-
-    Returns:
-        ``(advantages, returns)``, each ``[B, K]``: ``delta_h = r_h + gamma V(s_{h+1}) - V(s_h)``,
-        ``A_h = delta_h + gamma lam A_{h+1}``, ``G_h = A_h + V(s_h)``; zero on masked turns.
+    ``rewards [B, K]``: ``r_h``, the env reward of turn ``h``; ``values [B, K]``: ``V(s_h)``, read at the
+    last token of state ``s_h``; ``bootstrap [B]``: ``V(s_{H+1})`` after the last turn (0 when terminated).
+    Returns ``(advantages, returns)``, ``[B, K]``: ``delta_h = r_h + gamma V(s_{h+1}) - V(s_h)``,
+    ``A_h = delta_h + gamma lam A_{h+1}``, ``G_h = A_h + V(s_h)``; zero on masked turns.
     """
     return _masked_gae(rewards, values, turn_mask, gamma, lam, bootstrap)
 
 
 @torch.no_grad()
-def grpo(
-    scores: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6, scale_by_std: bool = True
-) -> torch.Tensor:
-    """GRPO's group-relative advantage of each rollout.
+def grpo(scores: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6, scale_by_std: bool = True) -> torch.Tensor:
+    """GRPO's group-relative advantage of each rollout: ``[B]``, ``(R_i - mean_g(R)) / (std_g(R) + eps)``.
 
-    Args:
-        scores: ``[B]`` episode scores (returns).
-        group_ids: ``[B]`` integer id of each rollout's task group.
-        eps: Added to the standard deviation.
-        scale_by_std: Divide by the group's standard deviation (``False``: Dr. GRPO's
-            mean-centring only).
-
-    Returns:
-        ``[B]``: ``(R_i - mean_g(R)) / (std_g(R) + eps)`` with the unbiased standard deviation of
-        the group; 0 for a rollout alone in its group (nothing to compare with) and for groups
-        whose scores are all equal.
+    ``scores [B]``: episode returns; ``group_ids [B]``: each rollout's task group. The standard deviation
+    is the group's unbiased one (``scale_by_std=False``: Dr. GRPO's mean-centring only); 0 for a rollout
+    alone in its group and for groups whose scores are all equal (nothing to compare).
     """
     scores = scores.float()
     _, inverse = torch.unique(group_ids, return_inverse=True)

@@ -8,11 +8,12 @@ saves the average when ``--ema-decay`` is set (formula: ``docs/algorithms.md``, 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import torch
 
-__all__ = ["ema_update"]
+__all__ = ["ema_update", "ema_step", "frozen_copy"]
 
 
 def ema_update(average: Sequence[torch.Tensor], current: Sequence[torch.Tensor], decay: float) -> list[torch.Tensor]:
@@ -26,3 +27,19 @@ def ema_update(average: Sequence[torch.Tensor], current: Sequence[torch.Tensor],
     if len(average) != len(current):
         raise ValueError(f"{len(average)} averaged tensors but {len(current)} current ones.")
     return [torch.lerp(a.float(), c.detach().float(), 1.0 - decay) for a, c in zip(average, current)]
+
+
+def frozen_copy(module: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``module`` without gradients (the KL reference and the weight average)."""
+    copied = copy.deepcopy(module).requires_grad_(False)
+    for q in copied.parameters():
+        q.grad = None
+    return copied
+
+
+@torch.no_grad()
+def ema_step(average: torch.nn.Module, current: torch.nn.Module, decay: float) -> None:
+    """Move the parameters of ``average`` in place to :func:`ema_update` of them and ``current``'s."""
+    averaged = list(average.parameters())
+    for q, new in zip(averaged, ema_update(averaged, list(current.parameters()), decay)):
+        q.copy_(new)

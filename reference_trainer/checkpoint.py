@@ -28,20 +28,21 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import re
 import secrets
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import torch
 
-if TYPE_CHECKING:
-    from .trainer import Trainer
+from . import distributed, policy
+from .averaging import frozen_copy
+from .policy import safe_torch_load
 
-__all__ = ["STATE_FILE", "TENSORS_FILE", "save", "resolve", "read_meta", "load_tensors", "save_trainer", "restore_trainer"]
+__all__ = ["STATE_FILE", "TENSORS_FILE", "save", "resolve", "read_meta", "load_tensors", "safe_torch_load", "save_trainer",
+           "restore_trainer"]
 
 STATE_FILE = "trainer_state.json"
 TENSORS_FILE = "state.pt"
@@ -169,51 +170,30 @@ def read_meta(path: str | os.PathLike, *, trainer: bool = False) -> dict[str, An
     return meta
 
 
-def safe_torch_load(file: str | os.PathLike) -> Any:
-    """``torch.load(file, weights_only=True)`` whose refusals name ``file`` and say what to do: a pickle with
-    Python objects (which could run code) and a truncated or corrupt file are ValueErrors."""
-    try:
-        return torch.load(file, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as e:
-        # torch's own message advises loading with weights_only=False: only the line naming what was refused is kept
-        what = next((line.strip() for line in str(e).splitlines() if "Unsupported" in line or "GLOBAL" in line), "")
-        raise ValueError(
-            f"{file}: refused to load: it holds Python objects other than tensors and plain containers, and "
-            "unpickling them could run code. A checkpoint saved by this trainer never does; do not resume from files "
-            f"of unknown origin.{' (' + what + ')' if what else ''}"
-        ) from None
-    except (EOFError, RuntimeError, OSError, ValueError) as e:
-        raise ValueError(f"{file}: not a whole checkpoint written by this trainer (truncated or corrupt: {type(e).__name__}). "
-                         "Load a directory a run wrote.") from None
-
-
 def load_tensors(path: str | os.PathLike) -> dict[str, Any]:
     """``state.pt`` of the checkpoint ``path``, unpickled with ``weights_only=True``: tensors and plain containers only."""
     return safe_torch_load(resolve(path) / TENSORS_FILE)
 
 
 # ---------------------------------------------------------------------- the trainer's state
-def save_trainer(trainer: "Trainer", path: str | os.PathLike) -> Path:
+def save_trainer(trainer: Any, path: str | os.PathLike) -> Path:
     """Weights, optimizer, scheduler, RNG states, KL reference, weight average and config of ``trainer``.
 
     Under torchrun every rank calls this: rank 0 writes (the weights and optimizer state are the same
     on every DDP rank), each rank's sampling generator is kept (``rank_generators``), and all ranks
     wait until the checkpoint is whole.
     """
-    from . import distributed
-    from .policy import save_policy
-
-    ctx = getattr(trainer, "dist", distributed.SINGLE)
+    ctx = trainer.dist
     ref, avg = trainer.ref_lm, trainer.averaged_lm
     generators = distributed.gather_objects(trainer.generator.get_state(), ctx)
-    full = distributed.full_state(getattr(trainer, "parallel", None), trainer.optimizer)  # FSDP: gathered on rank 0
+    full = trainer.parallel.full_state(trainer.optimizer)  # FSDP: gathered on rank 0
 
     def write(directory: Path) -> None:
         if full is None:
-            save_policy(trainer.policy, trainer.tokenizer, directory / "policy")
+            policy.save_policy(trainer.policy, trainer.tokenizer, directory / "policy")
             optimizer = trainer.optimizer.state_dict()
         else:
-            save_policy(_whole_policy(trainer, full[0]), trainer.tokenizer, directory / "policy")
+            policy.save_policy(_whole_policy(trainer, full[0]), trainer.tokenizer, directory / "policy")
             optimizer = _indexed_optimizer_state(full[1])
         state = {
             "optimizer": optimizer,
@@ -222,7 +202,7 @@ def save_trainer(trainer: "Trainer", path: str | os.PathLike) -> Path:
             "torch_global": torch.get_rng_state(),
             "ref_lm": ref.state_dict() if ref is not None and ref is not avg else None,  # (None: it is the average)
             "averaged_lm": avg.state_dict() if avg is not None else None,
-            "grad_scaler": trainer.scaler.state_dict() if getattr(trainer, "scaler", None) is not None else None,  # float16
+            "grad_scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,  # float16
         }
         if ctx.enabled:  # rank r resumes with its own generator when the world size is the same
             state["rank_generators"] = generators
@@ -239,15 +219,13 @@ def save_trainer(trainer: "Trainer", path: str | os.PathLike) -> Path:
     return path
 
 
-def _whole_policy(trainer: "Trainer", model_state: dict[str, Any]) -> Any:
+def _whole_policy(trainer: Any, model_state: dict[str, Any]) -> Any:
     """An unsharded CPU copy of an FSDP trainer's policy holding ``model_state`` (names of the wrapped objective)."""
-    from .policy import load_policy
-
     if trainer.model_path is None:
         raise ValueError("an FSDP checkpoint rebuilds the whole model from the directory it was loaded from: build the "
                          "Trainer from cfg.model.model (not from a policy object) to save under --parallel fsdp.")
     m = trainer.cfg.model
-    whole, _ = load_policy(trainer.model_path, device="cpu", dtype=m.dtype, critic=m.critic, critic_path=m.critic_model)
+    whole, _ = policy.load_policy(trainer.model_path, device="cpu", dtype=m.dtype, critic=m.critic, critic_path=m.critic_model)
     whole.load_state_dict({k.removeprefix("policy."): v for k, v in model_state.items()})
     return whole
 
@@ -261,27 +239,20 @@ def _indexed_optimizer_state(by_name: dict[str, Any]) -> dict[str, Any]:
             "param_groups": [{**g, "params": [index[n] for n in g["params"]]} for g in by_name["param_groups"]]}
 
 
-def restore_trainer(trainer: "Trainer", path: str | os.PathLike, frozen_copy: Callable[[torch.nn.Module], torch.nn.Module]) -> None:
+def restore_trainer(trainer: Any, path: str | os.PathLike) -> None:
     """Put the state saved by :func:`save_trainer` back into ``trainer`` (its policy was loaded from ``path/policy``)."""
-    from . import distributed
-
     meta, state = read_meta(path, trainer=True), load_tensors(path)
-    if not distributed.load_full_optimizer_state(getattr(trainer, "parallel", None), trainer.optimizer, state["optimizer"]):
-        trainer.optimizer.load_state_dict(state["optimizer"])
+    trainer.parallel.load_optimizer_state(trainer.optimizer, state["optimizer"])
     trainer.scheduler.load_state_dict(state["scheduler"])
-    if state.get("grad_scaler") and getattr(trainer, "scaler", None) is not None:  # a float16 run resumes at its loss scale
+    if state.get("grad_scaler") and trainer.scaler is not None:  # a float16 run resumes at its loss scale
         trainer.scaler.load_state_dict(state["grad_scaler"])
-    ranks = state.get("rank_generators")
-    ctx = getattr(trainer, "dist", None)
-    rank, world = (ctx.rank, ctx.world_size) if ctx is not None else (0, 1)
-    if ranks is not None and len(ranks) == world:
-        trainer.generator.set_state(ranks[rank])
-    elif rank == 0:
+    ranks, ctx = state.get("rank_generators"), trainer.dist
+    if ranks is not None and len(ranks) == ctx.world_size:
+        trainer.generator.set_state(ranks[ctx.rank])
+    elif ctx.rank == 0:
         trainer.generator.set_state(state["torch_generator"])
     else:  # another world size: rank 0 continues rank 0's stream, the others start fresh streams for this iteration
-        from .distributed import rank_seed
-
-        trainer.generator.manual_seed(rank_seed(trainer.cfg.train.seed + int(meta["iteration"]), rank))
+        trainer.generator.manual_seed(distributed.rank_seed(trainer.cfg.train.seed + int(meta["iteration"]), ctx.rank))
     torch.set_rng_state(state["torch_global"])
     if state.get("averaged_lm") is not None and trainer.averaged_lm is not None:
         trainer.averaged_lm.load_state_dict(state["averaged_lm"])  # (the KL reference too, when it is the average)

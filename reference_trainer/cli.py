@@ -28,7 +28,7 @@ import sys
 import typing
 from typing import Any, Sequence
 
-from .config import PRESETS, AlgoConfig, Config, ModelConfig, RolloutConfig, TrainConfig
+from .config import PRESETS, AlgoConfig, Config, ModelConfig, RolloutConfig, TinyConfig, TrainConfig
 from .recipes import RECIPES, SOKOBAN_RL_ITERATIONS
 
 __all__ = ["main", "build_parser", "config_from_args"]
@@ -65,14 +65,18 @@ def _optional(cast):
     return parse
 
 
-def _add_fields(parser: argparse.ArgumentParser, section: str, cls: type) -> None:
-    group = parser.add_argument_group(f"{section} ({cls.__doc__.strip().splitlines()[0]})")
+def _add_fields(parser: argparse.ArgumentParser, section: str, cls: type, prefix: str = "", group: Any = None) -> None:
+    group = group or parser.add_argument_group(f"{section} ({cls.__doc__.strip().splitlines()[0]})")
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
-        flag = "--" + f.name.replace("_", "-")
+        if f.name == "tiny":  # TinyConfig's fields: --tiny-hidden, ... (tiny_hidden, ... in from_preset and to_dict)
+            _add_fields(parser, section, TinyConfig, "tiny_", group)
+            continue
+        name = prefix + f.name
+        flag = "--" + name.replace("_", "-")
         help_text = f.metadata.get("help", "")
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        kw: dict[str, Any] = {"dest": f"{section}.{f.name}", "default": argparse.SUPPRESS}
+        kw: dict[str, Any] = {"dest": f"{section}.{name}", "default": argparse.SUPPRESS}
         hint = hints[f.name]
         if f.name == "env_kwargs":
             group.add_argument("--env-kwarg", action="append", type=_kv, metavar="NAME=VALUE",
@@ -160,7 +164,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
             base = Config.from_dict(read_meta(resume)["config"])
         except FileNotFoundError as e:
             raise SystemExit(f"--resume: {e}") from None
-        cfg = Config(**{s: dataclasses.replace(getattr(base, s), **given[s]) for s, _ in _SECTIONS})
+        cfg = base.replace(**{name: v for fields in given.values() for name, v in fields.items()})
         if cfg.algo.algo not in PRESETS:
             raise SystemExit(f"--algo {cfg.algo.algo!r} is not a preset; choose one of {sorted(PRESETS)}.")
     else:

@@ -12,13 +12,30 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ModelConfig", "RolloutConfig", "AlgoConfig", "TrainConfig", "Config", "PRESETS", "PRESET_ROLLOUT", "preset", "field_sections"]
+__all__ = ["TinyConfig", "ModelConfig", "RolloutConfig", "AlgoConfig", "TrainConfig", "Config", "PRESETS", "PRESET_ROLLOUT", "preset", "field_sections"]
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata={"help": help, **kw})
     return field(default=default, metadata={"help": help, **kw})
+
+
+@dataclass
+class TinyConfig:
+    """The tiny model (``--model tiny``): its sizes, seed, build directory and copy pretraining (``--tiny-*``)."""
+
+    arch: str = _f("qwen2", "tiny model: qwen2 (rotary positions) or gpt2 (learned absolute positions)", choices=("qwen2", "gpt2"))
+    hidden: int = _f(64, "tiny model: hidden size")
+    layers: int = _f(2, "tiny model: transformer layers")
+    heads: int = _f(4, "tiny model: attention heads")
+    vocab: int = _f(512, "tiny model: BPE vocabulary size")
+    rope_theta: float = _f(10_000.0, "tiny model: rotary base (smaller: finer position resolution over short contexts)")
+    init_std: float = _f(0.1, "tiny model: standard deviation of the random initial weights")
+    seed: int = _f(0, "tiny model: seed of its tokenizer corpus and weight init (independent of --seed)")
+    dir: str | None = _f(None, "where to build the tiny model (default: a cache under ~/.cache/agentgym-turn)")
+    pretrain: dict = _f({}, "tiny model: copy pretraining on expert episodes of many generated worlds before use, as "
+                        "fields of reference_trainer.tiny.PretrainSpec (e.g. {\"steps\": 150}); {}: none")
 
 
 @dataclass
@@ -34,17 +51,7 @@ class ModelConfig:
                                    "(0: all at once)")
     critic: str = _f("shared", "value head on the actor's trunk, or a separate critic model", choices=("shared", "separate"))
     critic_model: str | None = _f(None, "checkpoint for a separate critic (default: --model)")
-    tiny_arch: str = _f("qwen2", "tiny model: qwen2 (rotary positions) or gpt2 (learned absolute positions)", choices=("qwen2", "gpt2"))
-    tiny_hidden: int = _f(64, "tiny model: hidden size")
-    tiny_layers: int = _f(2, "tiny model: transformer layers")
-    tiny_heads: int = _f(4, "tiny model: attention heads")
-    tiny_vocab: int = _f(512, "tiny model: BPE vocabulary size")
-    tiny_rope_theta: float = _f(10_000.0, "tiny model: rotary base (smaller: finer position resolution over short contexts)")
-    tiny_init_std: float = _f(0.1, "tiny model: standard deviation of the random initial weights")
-    tiny_seed: int = _f(0, "tiny model: seed of its tokenizer corpus and weight init (independent of --seed)")
-    tiny_dir: str | None = _f(None, "where to build the tiny model (default: a cache under ~/.cache/agentgym-turn)")
-    tiny_pretrain: dict = _f({}, "tiny model: copy pretraining on expert episodes of many generated worlds before use, as "
-                             "fields of reference_trainer.pretrain.PretrainSpec (e.g. {\"steps\": 150}); {}: none")
+    tiny: TinyConfig = field(default_factory=TinyConfig, metadata={"help": "the tiny model (--tiny-* options)"})
 
 
 @dataclass
@@ -164,48 +171,54 @@ _SECTIONS: dict[str, type] = {"model": ModelConfig, "rollout": RolloutConfig, "a
 
 @dataclass
 class Config:
+    """The whole configuration. Its flat field names (those of the sections, ``tiny_<name>`` for the fields of
+    :class:`TinyConfig`) are the command line's options, :meth:`from_preset`'s keywords and the keys of
+    :meth:`to_dict` (the checkpoint's ``config``)."""
+
     model: ModelConfig = field(default_factory=ModelConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        d["model"].update({f"tiny_{k}": v for k, v in d["model"].pop("tiny").items()})
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Config":
-        return cls(
-            model=ModelConfig(**d.get("model", {})),
-            rollout=RolloutConfig(**d.get("rollout", {})),
-            algo=AlgoConfig(**d.get("algo", {})),
-            train=TrainConfig(**d.get("train", {})),
-        )
+        return cls().replace(**{name: v for section in _SECTIONS for name, v in d.get(section, {}).items()})
+
+    def replace(self, **fields: Any) -> "Config":
+        """A copy with ``fields`` (flat names, see the class docstring) set; an unknown name is a TypeError."""
+        owner = field_sections()
+        unknown = sorted(set(fields) - set(owner) - {"tiny"})
+        if unknown:
+            raise TypeError(f"unknown field(s) {unknown}; the fields are those of ModelConfig, TinyConfig (as tiny_<name>), "
+                            "RolloutConfig, AlgoConfig and TrainConfig (python -m reference_trainer train --help).")
+        tiny = fields.pop("tiny", self.model.tiny)
+        tiny = dataclasses.replace(TinyConfig(**tiny) if isinstance(tiny, dict) else tiny,
+                                   **{n[5:]: fields.pop(n) for n in list(fields) if owner[n] == "model.tiny"})
+        given: dict[str, dict[str, Any]] = {s: {} for s in _SECTIONS}
+        for name, value in fields.items():
+            given[owner[name]][name] = value
+        given["model"]["tiny"] = tiny
+        return Config(**{s: dataclasses.replace(getattr(self, s), **given[s]) for s in _SECTIONS})
 
     @classmethod
     def from_preset(cls, algo: str, **fields: Any) -> "Config":
-        """The configuration of preset ``algo``: its :data:`PRESETS` and :data:`PRESET_ROLLOUT` fields, then ``fields``.
-
-        ``fields`` are field names of any section (they are unique across sections), the same
-        names as the command line's options: ``Config.from_preset("grpo", lr=1e-3, env="X")``.
-        ``python -m reference_trainer train --algo NAME ...`` builds its config with this.
-        """
+        """The configuration of preset ``algo``: its :data:`PRESETS` and :data:`PRESET_ROLLOUT` fields, then ``fields``
+        (flat names: ``Config.from_preset("grpo", lr=1e-3, env="X", tiny_hidden=32)``).
+        ``python -m reference_trainer train --algo NAME ...`` builds its config with this."""
         if algo not in PRESETS:
             raise ValueError(f"unknown algo {algo!r}; choose one of {sorted(PRESETS)}.")
-        owner = field_sections()
-        unknown = sorted(set(fields) - set(owner))
-        if unknown:
-            raise TypeError(f"Config.from_preset: unknown field(s) {unknown}; the fields are those of ModelConfig, "
-                            "RolloutConfig, AlgoConfig and TrainConfig (python -m reference_trainer train --help).")
-        given: dict[str, dict[str, Any]] = {s: {} for s in _SECTIONS}
-        for name, value in {**PRESET_ROLLOUT.get(algo, {}), **PRESETS[algo], **fields, "algo": algo}.items():
-            given[owner[name]][name] = value
-        return cls(model=ModelConfig(**given["model"]), rollout=RolloutConfig(**given["rollout"]),
-                   algo=AlgoConfig(**given["algo"]), train=TrainConfig(**given["train"]))
+        return cls().replace(**{**PRESET_ROLLOUT.get(algo, {}), **PRESETS[algo], **fields, "algo": algo})
 
 
 def field_sections() -> dict[str, str]:
-    """Field name -> the section (``model``, ``rollout``, ``algo``, ``train``) that has it."""
-    return {f.name: section for section, cls in _SECTIONS.items() for f in dataclasses.fields(cls)}
+    """Flat field name -> the section that has it (``model``, ``rollout``, ``algo``, ``train``; ``model.tiny`` for ``tiny_*``)."""
+    owner = {f.name: section for section, cls in _SECTIONS.items() for f in dataclasses.fields(cls) if f.name != "tiny"}
+    return {**owner, **{f"tiny_{f.name}": "model.tiny" for f in dataclasses.fields(TinyConfig)}}
 
 
 #: Preset -> fields it sets. Token GAE uses gamma = lambda = 1 (Search-R1, verl); turn GAE

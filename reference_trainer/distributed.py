@@ -15,7 +15,7 @@ What each rank does (see ``docs/scaling.md``):
   (:func:`masked_whiten`, :func:`episode_weights`, :func:`all_reduce_sum`), so the loss of
   each minibatch is the single-process loss of the concatenated batch;
 * gradients are averaged by DDP (or reduce-scattered by FSDP) once per optimizer step, after
-  the last micro-batch of each rank (:func:`grad_sync`);
+  the last micro-batch of each rank (:mod:`reference_trainer.parallel`);
 * metrics are reduced before rank 0 logs them (:func:`gather_episodes`, :func:`reduce_steps`).
 
 The functions here take a :class:`DistContext` and are plain pass-throughs when it is a single
@@ -24,12 +24,10 @@ process, so world size 1 computes exactly what the single-process trainer comput
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import inspect
 import os
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -37,9 +35,8 @@ from torch import nn
 
 __all__ = ["DistContext", "SINGLE", "context_from_env", "setup", "device_for_rank", "shard_bounds", "shard", "rank_seed",
            "all_reduce_sum", "all_reduce_max", "gather_objects", "barrier", "masked_mean", "masked_whiten", "episode_weights",
-           "explained_variance", "gather_episodes", "reduce_steps", "reduce_times", "Objective", "wrap", "grad_sync",
-           "broadcast_module", "gathered", "extra_micro_batches", "full_state", "shutdown", "QuietLogger", "quiet_console",
-           "unreached_parameters", "PARALLEL_MODES"]
+           "explained_variance", "gather_episodes", "reduce_steps", "reduce_times", "broadcast_module", "shutdown", "QuietLogger",
+           "quiet_console", "PARALLEL_MODES"]
 
 #: ``--parallel`` choices: DDP replicates the model on every rank; FSDP shards parameters, gradients and optimizer state.
 PARALLEL_MODES = ("ddp", "fsdp")
@@ -126,15 +123,9 @@ def shutdown() -> None:
 
 
 def quiet_console() -> None:
-    """Keep this process off the console except for errors: for the ranks other than 0 under torchrun.
-
-    Every rank runs the same code, so rank 0 already shows each progress bar, log line and warning
-    once; the others would repeat them. Silenced here, for the whole process: the progress bars of
-    transformers and huggingface_hub (loading and saving weights), log records below ERROR, and
-    Python warnings. Errors, exceptions and their tracebacks still reach stderr. The trainer's own
-    bars are drawn by rank 0 only (``Trainer``); ``python -m reference_trainer`` calls this first on
-    the other ranks, before anything is loaded.
-    """
+    """Keep this process off the console except for errors: for the ranks other than 0 under torchrun, which
+    would repeat what rank 0 shows. Silences transformers' and huggingface_hub's progress bars, log records
+    below ERROR and Python warnings; errors and tracebacks still reach stderr."""
     import logging
     import warnings
 
@@ -342,129 +333,7 @@ def reduce_times(metrics: dict[str, float], ctx: DistContext) -> dict[str, float
     return {**metrics, **{k: float(v) for k, v in zip(keys, worst)}}
 
 
-# ---------------------------------------------------------------------- the wrapped model
-class Objective(nn.Module):
-    """``loss_fn(*args)`` as the ``forward`` of a module that owns ``policy``, so DDP/FSDP can wrap it.
-
-    The loss itself is the wrapped forward's output, so DDP's search for unused parameters (when a
-    loss leaves some without a gradient: :func:`unreached_parameters`) starts from exactly what is
-    differentiated.
-    """
-
-    def __init__(self, policy: nn.Module, loss_fn: Any):
-        super().__init__()
-        self.policy = policy
-        self._loss_fn = loss_fn
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self._loss_fn(*args, **kwargs)
-
-
-def unreached_parameters(objective: Objective, *, actor: bool, critic: bool) -> list[str]:
-    """Names of the trainable parameters of ``objective.policy`` that a loss reading the actor's
-    log-probs (``actor``) and/or the values (``critic``) never reaches: DDP must not wait for them.
-
-    The actor is the whole LM; the critic is the value head and the trunk it reads: the actor's
-    trunk when shared (tied output embeddings are then reached too), else the separate critic model.
-    Examples: a value head and critic without a critic's loss (GRPO); the actor's output layer, or
-    the whole actor with a separate critic, during a critic warm-up with no entropy or KL term.
-    """
-    policy = objective.policy
-    reached: set[int] = set()
-    if actor:
-        reached |= {id(q) for q in policy.lm.parameters()}
-    if critic:
-        trunk = policy.critic_trunk if policy.critic_trunk is not None else policy.actor_trunk
-        reached |= {id(q) for q in [*policy.value_head.parameters(), *trunk.parameters()]}
-    return [name for name, q in objective.named_parameters() if q.requires_grad and id(q) not in reached]
-
-
-def wrap(objective: Objective, ctx: DistContext, device: str, find_unused_parameters: bool = False) -> nn.Module | None:
-    """The objective wrapped for data parallelism (``None`` for one process).
-
-    DDP: buffers are not broadcast at each forward (ranks run different numbers of micro-batch
-    forwards; the buffers of an LM are constants). ``find_unused_parameters`` only when a loss
-    leaves some parameters without a gradient (:func:`unreached_parameters`): otherwise DDP would
-    search the autograd graph after every forward for nothing, and warn that it found none.
-    FSDP (``fully_shard``): every transformer block (each child of a model's layer list) is its own
-    unit and the rest is the root unit; parameters, gradients and AdamW's state are sharded.
-    """
-    if not ctx.enabled:
-        return None
-    if ctx.parallel == "ddp":
-        from torch.nn.parallel import DistributedDataParallel
-
-        ids = [torch.device(device).index] if device.startswith("cuda") else None
-        # newer PyTorch names the switch forward_sync_buffers (broadcast_buffers is deprecated there)
-        no_sync = ({"forward_sync_buffers": False} if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
-                   else {"broadcast_buffers": False})
-        return DistributedDataParallel(objective, device_ids=ids, find_unused_parameters=find_unused_parameters, **no_sync)
-    from torch.distributed.fsdp import fully_shard
-
-    for module in list(objective.modules()):
-        if isinstance(module, nn.ModuleList):  # a model's transformer blocks: one shard unit each
-            for block in module:
-                fully_shard(block)
-    fully_shard(objective)
-    # rollouts call the blocks without the root's forward: initialise the root's state now, or each block would make itself a root
-    objective._get_fsdp_state()._lazy_init()
-    return objective
-
-
-def _fsdp_modules(wrapped: nn.Module | None) -> list[nn.Module]:
-    """The FSDP units of ``wrapped`` (none under DDP or in one process)."""
-    if wrapped is None or hasattr(wrapped, "no_sync"):
-        return []
-    from torch.distributed.fsdp import FSDPModule
-
-    return [m for m in wrapped.modules() if isinstance(m, FSDPModule)]
-
-
-@contextlib.contextmanager
-def gathered(wrapped: nn.Module | None) -> Iterator[None]:
-    """FSDP: the whole model's parameters are gathered on every rank for the block, so ranks may run
-    different numbers of forward passes inside it (rollouts, scoring). DDP and one process: nothing to do.
-
-    Every rank must enter and leave the block together (gathering and freeing are collectives).
-    """
-    units = _fsdp_modules(wrapped)
-    for unit in units:
-        unit.set_reshard_after_forward(False, recurse=False)
-        unit.unshard()
-    try:
-        yield
-    finally:
-        for unit in units:
-            unit.reshard()
-            unit.set_reshard_after_forward(unit is not wrapped, recurse=False)  # FSDP's defaults: the root unit keeps its gather
-
-
-def extra_micro_batches(count: int, wrapped: nn.Module | None, ctx: DistContext) -> int:
-    """How many empty micro-batches this rank adds so that every rank runs as many as the busiest:
-    FSDP gathers parameters in each forward, a collective. 0 under DDP and in one process."""
-    if not _fsdp_modules(wrapped):
-        return 0
-    return int(all_reduce_max(torch.tensor(count), ctx)) - count
-
-
-@contextlib.contextmanager
-def grad_sync(wrapped: nn.Module | None, last: bool) -> Iterator[None]:
-    """Gradients are communicated only on each rank's ``last`` micro-batch of an optimizer step
-    (ranks may split their minibatch into different numbers of micro-batches)."""
-    if wrapped is None or last:
-        yield
-        return
-    if hasattr(wrapped, "no_sync"):  # DDP
-        with wrapped.no_sync():
-            yield
-        return
-    wrapped.set_requires_gradient_sync(False)  # FSDP: gradients accumulate unsharded until the last micro-batch
-    try:
-        yield
-    finally:
-        wrapped.set_requires_gradient_sync(True)
-
-
+# ---------------------------------------------------------------------- weights
 def broadcast_module(module: nn.Module, ctx: DistContext) -> None:
     """Copy rank 0's parameters and buffers of ``module`` to every rank (e.g. after a replicated SFT)."""
     if not ctx.enabled:
@@ -475,29 +344,3 @@ def broadcast_module(module: nn.Module, ctx: DistContext) -> None:
         for t in list(module.parameters()) + list(module.buffers()):
             if not hasattr(t, "to_local"):  # (an FSDP shard is rank-specific by design)
                 dist.broadcast(t.data, src=0)
-
-
-def full_state(wrapped: nn.Module | None, optimizer: torch.optim.Optimizer) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """FSDP: the whole model's and optimizer's state gathered on rank 0 (CPU tensors, keyed by parameter
-    name; empty on other ranks). Every rank must call it. ``None`` under DDP and in one process."""
-    if not _fsdp_modules(wrapped):
-        return None
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, get_optimizer_state_dict
-
-    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    return get_model_state_dict(wrapped, options=options), get_optimizer_state_dict(wrapped, optimizer, options=options)
-
-
-def load_full_optimizer_state(wrapped: nn.Module | None, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> bool:
-    """FSDP: load an optimizer state saved with parameter indices (any world size) into the sharded
-    optimizer; returns ``False`` (nothing done) under DDP and in one process."""
-    if not _fsdp_modules(wrapped):
-        return False
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
-
-    names = {id(q): name for name, q in wrapped.named_parameters()}
-    order = [names[id(q)] for g in optimizer.param_groups for q in g["params"]]
-    by_name = {"state": {order[int(i)]: s for i, s in state["state"].items()},
-               "param_groups": [{**g, "params": [order[int(i)] for i in g["params"]]} for g in state["param_groups"]]}
-    set_optimizer_state_dict(wrapped, optimizer, by_name, options=StateDictOptions(full_state_dict=True))
-    return True

@@ -34,14 +34,8 @@ def _rows(logits_fn: LogitsFn, hidden: torch.Tensor, target: torch.Tensor, with_
     return lp, ent
 
 
-def selected_logprobs(
-    logits_fn: LogitsFn,
-    hidden: torch.Tensor,
-    target: torch.Tensor,
-    *,
-    chunk_tokens: int = 0,
-    with_entropy: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+def selected_logprobs(logits_fn: LogitsFn, hidden: torch.Tensor, target: torch.Tensor, *, chunk_tokens: int = 0,
+                      with_entropy: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-probability and entropy of each chosen token, in float32.
 
     Args:

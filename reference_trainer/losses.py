@@ -21,23 +21,8 @@ from typing import Any, Callable, Iterable, Literal, NamedTuple
 import numpy as np
 import torch
 
-__all__ = [
-    "LOSSES",
-    "LossInputs",
-    "Metric",
-    "combine_parts",
-    "combine_steps",
-    "RATIO_LEVELS",
-    "CLIP_BIAS_CORRECTIONS",
-    "log_ratios",
-    "clipped_tokens",
-    "clip_bias_surrogate",
-    "clip_bias_scale",
-    "policy_loss",
-    "value_loss",
-    "kl_penalty",
-    "explained_variance",
-]
+__all__ = ["LOSSES", "LossInputs", "Metric", "combine_parts", "combine_steps", "RATIO_LEVELS", "CLIP_BIAS_CORRECTIONS", "log_ratios",
+           "clipped_tokens", "clip_bias_surrogate", "clip_bias_scale", "policy_loss", "value_loss", "kl_penalty", "explained_variance"]
 
 RATIO_LEVELS = ("token", "turn", "sequence")
 CLIP_BIAS_CORRECTIONS = ("none", "max1", "additive")
@@ -51,13 +36,8 @@ def _denominator(action_mask: torch.Tensor, num_tokens: float | int | torch.Tens
     return n.float().clamp(min=1.0)
 
 
-def log_ratios(
-    logp: torch.Tensor,
-    old_logp: torch.Tensor,
-    action_mask: torch.Tensor,
-    turn_ids: torch.Tensor,
-    ratio_level: RatioLevel = "token",
-) -> torch.Tensor:
+def log_ratios(logp: torch.Tensor, old_logp: torch.Tensor, action_mask: torch.Tensor, turn_ids: torch.Tensor,
+               ratio_level: RatioLevel = "token") -> torch.Tensor:
     """Per-token log importance ratio at the chosen granularity, ``[B, L]`` (0 off the mask).
 
     * ``"token"``: ``log r_t = logp_t - old_logp_t``;
@@ -97,13 +77,8 @@ def clipped_tokens(ratio: torch.Tensor, advantages: torch.Tensor, action_mask: t
     )
 
 
-def clip_bias_surrogate(
-    logp: torch.Tensor,
-    ratio: torch.Tensor,
-    advantages: torch.Tensor,
-    clipped: torch.Tensor,
-    num_tokens: torch.Tensor,
-) -> torch.Tensor:
+def clip_bias_surrogate(logp: torch.Tensor, ratio: torch.Tensor, advantages: torch.Tensor, clipped: torch.Tensor,
+                        num_tokens: torch.Tensor) -> torch.Tensor:
     """``C = (1/N) sum_{t clipped} sg(w_t) A_t logp_t``: its gradient is the policy-gradient
     mass that clipping removed (``w_t`` the token or turn ratio, treated as a constant)."""
     weight = torch.where(clipped, ratio.detach() * advantages, torch.zeros_like(ratio))
@@ -135,21 +110,10 @@ def grad_norm_of(scalar: torch.Tensor, params: Iterable[torch.Tensor]) -> float:
     return float(torch.stack(sq).sum().sqrt()) if sq else 0.0
 
 
-def policy_loss(
-    logp: torch.Tensor,
-    old_logp: torch.Tensor,
-    advantages: torch.Tensor,
-    action_mask: torch.Tensor,
-    turn_ids: torch.Tensor,
-    *,
-    ratio_level: RatioLevel = "token",
-    clip_eps: float = 0.2,
-    clip_bias_correction: str = "none",
-    clip_bias_const: float = 1.0,
-    params: Iterable[torch.Tensor] | None = None,
-    clip_bias_norm: float | None = None,
-    num_tokens: float | int | torch.Tensor | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
+def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, action_mask: torch.Tensor, turn_ids: torch.Tensor, *,
+                ratio_level: RatioLevel = "token", clip_eps: float = 0.2, clip_bias_correction: str = "none", clip_bias_const: float = 1.0,
+                params: Iterable[torch.Tensor] | None = None, clip_bias_norm: float | None = None,
+                num_tokens: float | int | torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
     """The clipped PPO surrogate at token, turn or sequence level, with optional correction.
 
     Per action token ``t`` of turn ``k``: ``l_t = -min(w A_t, clip(w, 1-eps, 1+eps) A_t)`` with
@@ -162,17 +126,11 @@ def policy_loss(
     parameters), or given as ``clip_bias_norm`` when the caller measured it over several
     micro-batches. When no token is clipped, ``C = 0`` and the loss is plain PPO's, exactly.
 
-    Args:
-        logp, old_logp: ``[B, L]`` log-probs of the sampled tokens (new, with grad; old, without).
-        advantages: ``[B, L]`` per-token advantages.
-        action_mask: ``[B, L]`` bool, the tokens the policy sampled.
-        turn_ids: ``[B, L]`` turn index of each token (used by ``"turn"``).
-        num_tokens: Denominator ``N`` (default: action tokens here).
-
-    Returns:
-        ``(loss, metrics)``; metrics: ``pg_loss``, ``clipfrac`` (token level), ``clipfrac_turn``
-        (turns with a clipped token), ``approx_kl`` (``mean((r - 1) - log r)`` over tokens),
-        ``ratio_mean``, ``ratio_max``, ``clip_bias_norm``, ``clip_bias_scale``.
+    ``logp``/``old_logp``: ``[B, L]`` log-probs of the sampled tokens (new, with grad; old); ``advantages``,
+    ``action_mask`` (the sampled tokens), ``turn_ids``: ``[B, L]``; ``num_tokens``: ``N`` (default: the action
+    tokens here). Returns ``(loss, metrics)``: ``pg_loss``, ``clipfrac`` (tokens), ``clipfrac_turn`` (turns with
+    a clipped token), ``approx_kl`` (``mean((r - 1) - log r)``), ``ratio_mean``, ``ratio_max``,
+    ``clip_bias_norm``, ``clip_bias_scale``.
     """
     mask = action_mask.bool()
     N = _denominator(mask, num_tokens)
@@ -222,14 +180,8 @@ def policy_loss(
     return loss, metrics
 
 
-def value_loss(
-    values: torch.Tensor,
-    old_values: torch.Tensor,
-    returns: torch.Tensor,
-    mask: torch.Tensor,
-    clip: float | None = 0.5,
-    num_values: float | int | torch.Tensor | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
+def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float | None = 0.5,
+               num_values: float | int | torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
     """``0.5 * max((V - R)^2, (clip(V, V_old - c, V_old + c) - R)^2)``, mean over ``mask``.
 
     ``clip=None`` drops the clipped term. Any shape; ``mask`` marks where values are trained
@@ -253,9 +205,8 @@ def value_loss(
     return loss, {"vf_loss": float(loss.detach()), "vf_clipfrac": float(vclip.sum() / n_local)}
 
 
-def kl_penalty(
-    logp: torch.Tensor, ref_logp: torch.Tensor, action_mask: torch.Tensor, num_tokens: float | int | torch.Tensor | None = None
-) -> torch.Tensor:
+def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, action_mask: torch.Tensor,
+               num_tokens: float | int | torch.Tensor | None = None) -> torch.Tensor:
     """Token-mean of the ``k3`` estimator of ``KL(pi || pi_ref)``: ``exp(d) - d - 1``, ``d = ref_logp - logp``."""
     mask = action_mask.bool()
     d = torch.where(mask, ref_logp - logp, torch.zeros_like(logp)).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)

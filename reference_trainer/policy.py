@@ -18,6 +18,7 @@ import functools
 import inspect
 import json
 import os
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -209,15 +210,8 @@ class Policy(nn.Module):
             (:func:`~reference_trainer.logprobs.selected_logprobs`).
     """
 
-    def __init__(
-        self,
-        lm: nn.Module,
-        critic_trunk: nn.Module | None = None,
-        *,
-        compute_dtype: torch.dtype | None = None,
-        vocab_limit: int | None = None,
-        logprob_chunk_tokens: int = 0,
-    ):
+    def __init__(self, lm: nn.Module, critic_trunk: nn.Module | None = None, *, compute_dtype: torch.dtype | None = None,
+                 vocab_limit: int | None = None, logprob_chunk_tokens: int = 0):
         super().__init__()
         self.lm = lm
         self.critic_trunk = critic_trunk
@@ -314,17 +308,8 @@ class Policy(nn.Module):
         """``[..., H] -> [..., V]`` float32 logits as sampled (see :meth:`_finish_logits`)."""
         return self._finish_logits(self.lm.get_output_embeddings()(hidden), temperature)
 
-    def evaluate(
-        self,
-        ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        positions: torch.Tensor,
-        *,
-        temperature: float = 1.0,
-        with_values: bool = True,
-        with_entropy: bool = True,
-        with_logp: bool = True,
-    ) -> PolicyOutput:
+    def evaluate(self, ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor, *, temperature: float = 1.0,
+                 with_values: bool = True, with_entropy: bool = True, with_logp: bool = True) -> PolicyOutput:
         """Log-probs (and entropies) of ``ids`` at ``positions``, and values at every position.
 
         Args:
@@ -368,19 +353,9 @@ class Policy(nn.Module):
 
     # ------------------------------------------------------------------ sampling
     @torch.no_grad()
-    def generate(
-        self,
-        prompts: list[list[int]],
-        *,
-        max_new_tokens: int,
-        stop_ids: frozenset[int],
-        pad_id: int,
-        generator: torch.Generator,
-        temperature: float = 1.0,
-        use_cache: bool = True,
-        turn_cache: TurnCache | None = None,
-        keys: list[int] | None = None,
-    ) -> tuple[list[list[int]], list[list[float]]]:
+    def generate(self, prompts: list[list[int]], *, max_new_tokens: int, stop_ids: frozenset[int], pad_id: int, generator: torch.Generator,
+                 temperature: float = 1.0, use_cache: bool = True, turn_cache: TurnCache | None = None,
+                 keys: list[int] | None = None) -> tuple[list[list[int]], list[list[float]]]:
         """Sample one response per prompt, token by token, with a KV cache.
 
         Prompts are left-padded into one batch. A row stops at its first id in ``stop_ids``
@@ -490,14 +465,8 @@ class Policy(nn.Module):
 
 
 # ---------------------------------------------------------------------- loading and saving
-def load_policy(
-    path: str | os.PathLike,
-    *,
-    device: str = "cpu",
-    dtype: str = "float32",
-    critic: str = "shared",
-    critic_path: str | os.PathLike | None = None,
-) -> tuple[Policy, Any]:
+def load_policy(path: str | os.PathLike, *, device: str = "cpu", dtype: str = "float32", critic: str = "shared",
+                critic_path: str | os.PathLike | None = None) -> tuple[Policy, Any]:
     """Load a policy and its tokenizer from a local checkpoint directory (no downloads).
 
     ``path`` is any directory ``AutoModelForCausalLM.from_pretrained`` reads (with a tokenizer
@@ -526,12 +495,28 @@ def load_policy(
         raise ValueError(f"critic must be 'shared' or 'separate', got {critic!r}.")
     policy = Policy(lm, critic_trunk, compute_dtype=DTYPES[dtype], vocab_limit=len(tokenizer))
     if (path / _VALUE_HEAD_FILE).exists():
-        from .checkpoint import safe_torch_load
-
         policy.value_head.load_state_dict(safe_torch_load(path / _VALUE_HEAD_FILE))
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return policy.to(device), tokenizer
+
+
+def safe_torch_load(file: str | os.PathLike) -> Any:
+    """``torch.load(file, weights_only=True)`` whose refusals name ``file`` and say what to do: a pickle with
+    Python objects (which could run code) and a truncated or corrupt file are ValueErrors."""
+    try:
+        return torch.load(file, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        # torch's own message advises loading with weights_only=False: only the line naming what was refused is kept
+        what = next((line.strip() for line in str(e).splitlines() if "Unsupported" in line or "GLOBAL" in line), "")
+        raise ValueError(
+            f"{file}: refused to load: it holds Python objects other than tensors and plain containers, and "
+            "unpickling them could run code. A checkpoint saved by this trainer never does; do not resume from files "
+            f"of unknown origin.{' (' + what + ')' if what else ''}"
+        ) from None
+    except (EOFError, RuntimeError, OSError, ValueError) as e:
+        raise ValueError(f"{file}: not a whole checkpoint written by this trainer (truncated or corrupt: {type(e).__name__}). "
+                         "Load a directory a run wrote.") from None
 
 
 def load_tokenizer(path: str | os.PathLike) -> Any:

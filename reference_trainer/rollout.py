@@ -12,8 +12,9 @@ template) would exceed ``max_context_tokens``, the episode ends as **truncated**
 (``truncation="context"``); the state is still appended when it fits, so the critic can
 bootstrap from it, otherwise the episode is bootstrapped with 0 and counted in the
 ``context_overflow`` metric. Nothing is ever cut silently. An env step that overruns
-``step_timeout_s`` (env modes ``threads``/``processes``, :mod:`reference_trainer.stepping`) ends
-its episode as truncated (``truncation="timeout"``) with no final state (bootstrapped with 0).
+``step_timeout_s`` (env modes ``threads``/``processes``: :class:`PoolEnvs` over
+:class:`~agentgym_turn.async_pool.AsyncTurnEnvPool`) ends its episode as truncated
+(``truncation="timeout"``) with no final state (bootstrapped with 0).
 """
 
 from __future__ import annotations
@@ -21,19 +22,20 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 import torch
 
+from agentgym_turn.async_pool import STEP_TIMEOUT_KEY, AsyncTurnEnvPool
 from agentgym_turn.chat import split_first_message
+from agentgym_turn.vector import unbatch_info
 
 from .policy import TurnCache
-from .stepping import STEP_TIMEOUT_KEY, unbatch_info
 from .tokenization import ROLE_ACTION, ChatFormat, Conversation
 
-__all__ = ["Episode", "EnvBatch", "ListEnvs", "VectorEnvs", "ENV_MODES", "make_envs", "collect", "RolloutBatch", "make_batch", "expert_episodes",
+__all__ = ["Episode", "EnvBatch", "ListEnvs", "VectorEnvs", "PoolEnvs", "ThreadEnvs", "ENV_MODES", "make_envs", "collect", "RolloutBatch", "make_batch", "expert_episodes",
            "episode_metrics"]
 
 
@@ -145,6 +147,60 @@ class VectorEnvs:
         self.vec.close()
 
 
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+def _plain(result: tuple) -> StepResult:
+    obs, r, term, trunc, info = result
+    return obs, float(r), bool(term), bool(trunc), info
+
+
+class PoolEnvs:
+    """Envs stepped at once by an :class:`~agentgym_turn.async_pool.AsyncTurnEnvPool` (env mode ``processes``).
+
+    Each :meth:`reset`/:meth:`step` is one ``reset_all``/``step_all`` of the pool: results keyed by
+    env index, so they equal serial stepping. A step past the pool's ``step_timeout_s`` returns
+    its timeout result, which :func:`collect` ends as truncated (``truncation="timeout"``); the
+    pool has replaced that env.
+    """
+
+    def __init__(self, pool: AsyncTurnEnvPool):
+        self.pool, self.num_envs = pool, pool.num_envs
+
+    @property
+    def timeouts(self) -> int:
+        """Steps cut off by the timeout so far."""
+        return self.pool.timeouts
+
+    def reset(self, seeds: Sequence[int]) -> list[str]:
+        return [obs for obs, _ in self.pool.reset_all([int(s) for s in seeds])]
+
+    def step(self, actions: dict[int, str]) -> dict[int, StepResult]:
+        return {i: _plain(r) for i, r in self.pool.step_all(actions).items()}
+
+    def split_first(self, index: int, observation: str) -> tuple[str, str]:
+        if self.pool.envs is None:
+            raise ValueError("split_system_prompt needs env_mode 'list', 'sync' or 'threads' (process sub-envs are in other processes).")
+        return split_first_message(self.pool.envs[index], observation)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class ThreadEnvs(PoolEnvs):
+    """:class:`PoolEnvs` over a thread pool (env mode ``threads``), whose ``then`` runs in the thread that
+    reset or stepped the env, right after its call: a rollout tokenises each observation there, while
+    other envs still wait on I/O. ``then`` counts towards the step timeout; a step cut off gets ``None``."""
+
+    def reset_then(self, seeds: Sequence[int], then: Callable[[str], Any]) -> list[tuple[str, Any]]:
+        pairs = self.pool.reset_all([int(s) for s in seeds], then=lambda r: then(r[0]))
+        return [(obs, extra) for (obs, _), extra in pairs]
+
+    def step_then(self, actions: dict[int, str], then: Callable[[StepResult], Any]) -> dict[int, tuple[StepResult, Any]]:
+        pairs = self.pool.step_all(actions, then=lambda r: then(_plain(r)))
+        return {i: (_plain(r), extra) for i, (r, extra) in pairs.items()}
+
+
 #: ``env_mode`` values of :func:`make_envs`.
 ENV_MODES = ("list", "sync", "async", "threads", "processes")
 
@@ -156,8 +212,9 @@ def make_envs(env_id: str, num_envs: int, mode: str = "list", *, env_workers: in
     Modes: ``"list"`` (one process, one env after another), ``"sync"`` or ``"async"`` Gymnasium
     vector envs (every sub-env stepped each turn), ``"threads"`` (active envs stepped at once by
     ``env_workers`` threads, 0: one per env; for envs that wait on I/O) or ``"processes"`` (one
-    worker process per env; for CPU-bound envs): see :mod:`reference_trainer.stepping`.
-    ``step_timeout_s > 0`` (threads and processes only) cuts off a step after that many seconds.
+    worker process per env; for CPU-bound envs), both an
+    :class:`~agentgym_turn.async_pool.AsyncTurnEnvPool`. ``step_timeout_s > 0`` (threads and
+    processes only) cuts off a step after that many seconds and replaces its env.
     """
     if mode not in ENV_MODES:
         raise ValueError(f"make_envs: env_mode must be one of {ENV_MODES}, got {mode!r}.")
@@ -170,12 +227,12 @@ def make_envs(env_id: str, num_envs: int, mode: str = "list", *, env_workers: in
     if mode == "list":
         return ListEnvs([gym.make(env_id, **env_kwargs) for _ in range(num_envs)])
     if mode in ("threads", "processes"):
-        from .stepping import ProcessEnvs, ThreadEnvs
-
-        fns = [functools.partial(gym.make, env_id, **env_kwargs)] * num_envs
-        if mode == "threads":
-            return ThreadEnvs(fns, workers=env_workers, step_timeout_s=step_timeout_s)
-        return ProcessEnvs(fns, step_timeout_s=step_timeout_s)
+        if isinstance(env_workers, bool) or not isinstance(env_workers, int) or env_workers < 0:
+            raise ValueError(f"make_envs: env_workers must be an integer >= 0 (0: one thread per env), got {env_workers!r}.")
+        # start_method=None: the platform's, so forked workers know the envs the trainer's imports registered
+        pool = AsyncTurnEnvPool([functools.partial(gym.make, env_id, **env_kwargs)] * num_envs, max_workers=env_workers or num_envs,
+                                executor="thread" if mode == "threads" else "process", step_timeout_s=step_timeout_s, start_method=None)
+        return ThreadEnvs(pool) if mode == "threads" else PoolEnvs(pool)
     from agentgym_turn import make_vec
 
     # Async: no autoreset. Gymnasium 1.4's async worker keeps a pending next-step autoreset across reset() when

@@ -7,16 +7,18 @@ and pretraining (when it builds the tiny model), its SFT demonstrations and its 
 test tasks are the group of its held-out evaluation. :func:`overlap` replays groups and compares
 the envs' :meth:`~agentgym_turn.core.TurnEnv.task_key` (the task's content, not its seed).
 
-The seed lists here are the ones the trainer, :mod:`reference_trainer.tiny` and
-:mod:`reference_trainer.pretrain` draw (they call these functions), so a record is what ran.
+The seed lists here are the ones the trainer and :mod:`reference_trainer.tiny` draw (they call
+these functions), so a record is what ran.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 import numpy as np
+
+from .tiny import PretrainSpec, TinySpec, corpus_seeds, pretrain_world_seeds, world_kwargs
 
 __all__ = ["rl_task_seeds", "corpus_seeds", "eval_group", "group", "merge_groups", "overlap", "pretrain_world_seeds", "sft_seeds", "task_keys",
            "training_groups"]
@@ -44,17 +46,6 @@ def merge_groups(groups: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(merged.values())
 
 
-def corpus_seeds(seed: int, episodes: int) -> list[int]:
-    """The reset seeds of a tokenizer corpus (:func:`reference_trainer.tiny.env_corpus`)."""
-    return list(range(int(seed), int(seed) + int(episodes)))
-
-
-def pretrain_world_seeds(seed: int, worlds: Sequence[int], episodes_per_world: int) -> list[list[int]]:
-    """The reset seeds of copy pretraining (:func:`reference_trainer.pretrain.world_episodes`), one list per world."""
-    rng = np.random.default_rng([int(seed), 2])
-    return [rng.integers(0, 2**31 - 1, size=episodes_per_world).tolist() for _ in worlds]
-
-
 def sft_seeds(seed: int, eval_seed: int, episodes: int) -> list[int]:
     """The reset seeds of the SFT demonstrations (:meth:`reference_trainer.trainer.Trainer.sft`): below ``eval_seed``."""
     return np.random.default_rng([int(seed), 1]).integers(0, int(eval_seed), size=int(episodes)).tolist()
@@ -77,13 +68,9 @@ def _tiny_groups(cfg: Any) -> list[dict[str, Any]]:
     if m.model != "tiny":
         return []
     kwargs = demo_env_kwargs(cfg)
-    if not m.tiny_pretrain:
-        from .tiny import TinySpec
-
-        return [group(env, kwargs, corpus_seeds(m.tiny_seed, TinySpec().corpus_episodes))]
-    from .pretrain import PretrainSpec, world_kwargs
-
-    spec = PretrainSpec.from_config(m.tiny_pretrain)
+    if not m.tiny.pretrain:
+        return [group(env, kwargs, corpus_seeds(m.tiny.seed, TinySpec().corpus_episodes))]
+    spec = PretrainSpec.from_config(m.tiny.pretrain)
     out = [group(env, world_kwargs(kwargs, w, spec), corpus_seeds(spec.seed, spec.corpus_episodes_per_world)) for w in spec.worlds]
     if spec.steps > 0:
         seeds = pretrain_world_seeds(spec.seed, spec.worlds, spec.episodes_per_world)

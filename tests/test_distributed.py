@@ -274,7 +274,7 @@ def test_rank_0_keeps_the_run_seed_and_other_ranks_get_other_streams():
 
 
 def test_tasks_that_do_not_split_over_the_ranks_are_refused_with_the_option_to_change(model_dir, tmp_path, monkeypatch):
-    from reference_trainer.trainer import _check_divisible
+    from reference_trainer.parallel import check_divisible as _check_divisible
 
     _check_divisible(_config(model_dir, str(tmp_path)), 1)
     with pytest.raises(ValueError, match="--tasks-per-iteration 8 does not split over 3 ranks"):
@@ -284,7 +284,7 @@ def test_tasks_that_do_not_split_over_the_ranks_are_refused_with_the_option_to_c
 
 
 def test_fsdp_refuses_the_options_it_cannot_shard_and_names_them(model_dir, tmp_path):
-    from reference_trainer.trainer import _check_fsdp
+    from reference_trainer.parallel import check_fsdp as _check_fsdp
 
     fsdp = distributed.DistContext(0, 2, 0, "fsdp")
     _check_fsdp(_config(model_dir, str(tmp_path), "turn-ppo"), fsdp)

@@ -25,7 +25,7 @@ import pytest
 
 import agentgym_turn  # noqa: F401  (registers the ids)
 from learning_checks import assert_ran_exactly_the_budget
-from reference_trainer.pretrain import PretrainSpec
+from reference_trainer.tiny import PretrainSpec
 from reference_trainer.recipes import RECIPES
 from reference_trainer.recipes.searchqa import SEARCHQA_RL_ITERATIONS
 from reference_trainer.stats import required_tasks
@@ -80,11 +80,11 @@ def test_the_test_questions_are_split_by_text_and_come_from_a_fresh_world():
 
 def test_the_model_pretrains_on_worlds_that_are_neither_trained_on_nor_held_out():
     cfg = _config()
-    spec = PretrainSpec.from_config(cfg.model.tiny_pretrain)
+    spec = PretrainSpec.from_config(cfg.model.tiny.pretrain)
     worlds = {cfg.rollout.env_kwargs.get("world_seed", 0), cfg.train.eval_env_kwargs["world_seed"], cfg.train.val_env_kwargs["world_seed"]}
     assert len(spec.worlds) >= 8 and spec.induction_heads > 0 and spec.steps > 0
     assert not worlds & set(spec.worlds)
-    assert cfg.model.model == "tiny" and cfg.model.tiny_arch == "qwen2"
+    assert cfg.model.model == "tiny" and cfg.model.tiny.arch == "qwen2"
 
 
 def test_the_demonstrations_are_the_env_expert_on_every_question_type():

@@ -23,7 +23,7 @@ import agentgym_turn  # noqa: F401
 from learning_checks import assert_control_gains_nothing, assert_ran_exactly_the_budget
 from reference_trainer.recipes import RECIPES
 from agentgym_turn.webshop.expert import best_reward
-from reference_trainer.pretrain import PretrainSpec
+from reference_trainer.tiny import PretrainSpec
 from reference_trainer.recipes.webshop import WEBSHOP_EVAL_EPISODES, WEBSHOP_RL_ITERATIONS, WEBSHOP_VAL_EPISODES
 
 
@@ -91,11 +91,11 @@ def test_the_demonstrations_copy_the_instruction_start_and_open_the_first_match(
 
 def test_the_model_is_the_many_catalog_tokenizer_and_copy_circuit_without_pretraining_steps():
     cfg = RECIPES["webshop"].build("turn-ppo", seed=0, out="unused")
-    spec = PretrainSpec.from_config(cfg.model.tiny_pretrain)
+    spec = PretrainSpec.from_config(cfg.model.tiny.pretrain)
     assert spec.steps == 0 and spec.induction_heads > 0 and spec.world_option == "catalog_seed"
     training_catalog = cfg.rollout.env_kwargs.get("catalog_seed", 0)
     assert training_catalog not in spec.worlds  # the tokenizer never reads the catalog RL and evaluation play
-    assert cfg.model.tiny_arch == "qwen2" and cfg.model.tiny_vocab == 2048
+    assert cfg.model.tiny.arch == "qwen2" and cfg.model.tiny.vocab == 2048
 
 
 @pytest.mark.slow

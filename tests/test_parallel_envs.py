@@ -15,10 +15,11 @@ import torch
 
 import parallel_envs  # noqa: F401  (registers SLOW_ID)
 import trainer_envs
+from agentgym_turn.async_pool import STEP_TIMEOUT_KEY, AsyncTurnEnvPool
+from agentgym_turn.vector import unbatch_info
 from parallel_envs import SLOW_ID, SlowCorridorEnv
 from reference_trainer.policy import load_policy
 from reference_trainer.rollout import collect, episode_metrics, make_envs
-from reference_trainer.stepping import STEP_TIMEOUT_KEY, ThreadEnvs, unbatch_info
 from reference_trainer.tokenization import ChatFormat
 
 
@@ -169,7 +170,7 @@ def test_step_timeout__is_refused_by_modes_that_cannot_cut_a_step():
     with pytest.raises(ValueError, match="env_workers.*threads"):
         make_envs(trainer_envs.ENV_ID, 2, "processes", env_workers=2)
     with pytest.raises(ValueError, match="step_timeout_s must be"):
-        ThreadEnvs([functools.partial(gym.make, trainer_envs.ENV_ID)], step_timeout_s=-1)
+        AsyncTurnEnvPool([functools.partial(gym.make, trainer_envs.ENV_ID)], step_timeout_s=-1)
 
 
 def test_unbatch_info__returns_each_sub_envs_own_info_with_nested_dicts():

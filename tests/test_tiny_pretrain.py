@@ -1,4 +1,4 @@
-"""Copy pretraining of the tiny model (``reference_trainer/pretrain.py``): the seeded induction
+"""Copy pretraining of the tiny model (``reference_trainer/tiny/pretrain.py``): the seeded induction
 circuit copies before any training, the previous-token head's scores peak where they should,
 and a pretrained build is an ordinary, cached checkpoint directory."""
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import agentgym_turn  # noqa: F401  (registers the ids)
-from reference_trainer.pretrain import (PretrainSpec, build_pretrained_tiny, pretrain_weights, previous_token_bias, seed_induction_heads,
+from reference_trainer.tiny.pretrain import (PretrainSpec, build_pretrained_tiny, pretrain_weights, previous_token_bias, seed_induction_heads,
                                         weighted_next_token_loss, world_episodes)
 
 
@@ -101,7 +101,7 @@ def test_zero_steps__builds_the_tokenizer_of_many_worlds_and_the_seeded_circuit_
 
 def test_world_option__each_world_is_a_webshop_catalog():
     """``world_option``/``scale_option`` name the env's own world options: WebShop's ``catalog_seed``, no scale."""
-    from reference_trainer.pretrain import world_kwargs
+    from reference_trainer.tiny.pretrain import world_kwargs
 
     spec = PretrainSpec(worlds=(1000, 1001), world_option="catalog_seed", scale_option=None, episodes_per_world=2)
     assert world_kwargs({"results_per_page": 3}, 1000, spec) == {"results_per_page": 3, "catalog_seed": 1000}

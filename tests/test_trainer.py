@@ -517,8 +517,9 @@ def test_sft_env_kwargs_override_the_env_options_of_expert_play_only(tmp_path):
 @pytest.mark.parametrize("flag", ["--eval-env-kwargs", "--sft-env-kwargs", "--tiny-pretrain"])
 def test_dict_options_take_a_json_object_on_the_command_line_and_refuse_anything_else(flag, capsys):
     args = build_parser().parse_args(["train", flag, '{"world_seed": 7}'])
-    section, name = ("model", "tiny_pretrain") if flag == "--tiny-pretrain" else ("train", flag[2:].replace("-", "_"))
-    assert getattr(getattr(config_from_args(args), section), name) == {"world_seed": 7}
+    cfg = config_from_args(args)
+    got = cfg.model.tiny.pretrain if flag == "--tiny-pretrain" else getattr(cfg.train, flag[2:].replace("-", "_"))
+    assert got == {"world_seed": 7}
     for bad in ("world_seed=7", "[1, 2]"):
         with pytest.raises(SystemExit):
             build_parser().parse_args(["train", flag, bad])

@@ -80,7 +80,7 @@ def sokoban_config(name: str, tiny_dir: str, out: str):
 
     algo, extra = SOKOBAN_CASES[name]
     cfg = sokoban_tiny(algo, out=out, **_SOKOBAN_SMALL)
-    cfg.model.tiny_dir = tiny_dir
+    cfg.model.tiny.dir = tiny_dir
     for name, value in extra.items():
         setattr(cfg.rollout, name, value)
     return cfg

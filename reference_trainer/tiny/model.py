@@ -1,4 +1,4 @@
-"""A tiny causal LM and its tokenizer, built offline from the text an env produces.
+"""The tiny model's architecture and tokenizer, built offline from the text an env produces.
 
 ``build_tiny(env_id, directory)`` writes an ordinary Hugging Face checkpoint directory
 (``config.json``, ``model.safetensors``, ``tokenizer.json``, chat template) that
@@ -26,19 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .tasks import corpus_seeds
-
-__all__ = [
-    "CHAT_TEMPLATE",
-    "PRETOKENIZER_PATTERN",
-    "SPECIAL_TOKENS",
-    "TinySpec",
-    "build_tiny",
-    "default_cache_dir",
-    "env_corpus",
-    "publish_build",
-    "train_tokenizer",
-]
+__all__ = ["CHAT_TEMPLATE", "PRETOKENIZER_PATTERN", "SPECIAL_TOKENS", "TinySpec", "build_tiny", "corpus_seeds", "default_cache_dir",
+           "env_corpus", "publish_build", "train_tokenizer"]
 
 #: Padding, start-of-message and end-of-message tokens (ChatML, as Qwen2 uses).
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
@@ -72,15 +61,18 @@ class TinySpec:
     corpus_episodes: int = 64  # env episodes played to collect tokenizer text
 
 
+def corpus_seeds(seed: int, episodes: int) -> list[int]:
+    """The reset seeds of a tokenizer corpus (:func:`env_corpus`)."""
+    return list(range(int(seed), int(seed) + int(episodes)))
+
+
 def default_cache_dir() -> Path:
     """``$AGENTGYM_TURN_CACHE`` or ``~/.cache/agentgym-turn``, plus ``/tiny``."""
     root = os.environ.get("AGENTGYM_TURN_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "agentgym-turn")
     return Path(root) / "tiny"
 
 
-def env_corpus(
-    env_id: str, episodes: int = 64, seed: int = 0, env_kwargs: dict[str, Any] | None = None
-) -> list[str]:
+def env_corpus(env_id: str, episodes: int = 64, seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> list[str]:
     """Texts an env produces: first messages, later observations and expert responses.
 
     Every third turn sends a malformed response instead of the expert's, so the invalid-action
@@ -116,27 +108,14 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> Any:
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(PRETOKENIZER_PATTERN), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
-    )
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(PRETOKENIZER_PATTERN), behavior="isolated"),
+                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        min_frequency=2,
-        special_tokens=list(SPECIAL_TOKENS),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=list(SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(list(texts), trainer=trainer)
-    hf = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        additional_special_tokens=["<|im_start|>"],
-    )
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                 additional_special_tokens=["<|im_start|>"])
     hf.chat_template = CHAT_TEMPLATE
     return hf
 
@@ -146,37 +125,18 @@ def _model_config(spec: TinySpec, vocab_size: int, tokenizer: Any) -> Any:
     if spec.arch == "gpt2":
         from transformers import GPT2Config
 
-        return GPT2Config(
-            vocab_size=vocab_size,
-            n_embd=spec.hidden_size,
-            n_layer=spec.num_layers,
-            n_head=spec.num_heads,
-            n_inner=spec.intermediate_size,
-            n_positions=spec.max_positions,
-            resid_pdrop=0.0,
-            embd_pdrop=0.0,
-            attn_pdrop=0.0,
-            initializer_range=spec.init_std,
-            activation_function="gelu",  # PyTorch's fused erf GELU: GPT-2's tanh "gelu_new" costs a third of a CPU step
-            tie_word_embeddings=True,
-            **special,
-        )
+        # activation "gelu": PyTorch's fused erf GELU (GPT-2's tanh "gelu_new" costs a third of a CPU step)
+        return GPT2Config(vocab_size=vocab_size, n_embd=spec.hidden_size, n_layer=spec.num_layers, n_head=spec.num_heads,
+                          n_inner=spec.intermediate_size, n_positions=spec.max_positions, resid_pdrop=0.0, embd_pdrop=0.0,
+                          attn_pdrop=0.0, initializer_range=spec.init_std, activation_function="gelu", tie_word_embeddings=True,
+                          **special)
     if spec.arch == "qwen2":
         from transformers import Qwen2Config
 
-        return Qwen2Config(
-            vocab_size=vocab_size,
-            hidden_size=spec.hidden_size,
-            intermediate_size=spec.intermediate_size,
-            num_hidden_layers=spec.num_layers,
-            num_attention_heads=spec.num_heads,
-            num_key_value_heads=spec.num_heads,
-            max_position_embeddings=spec.max_positions,
-            rope_theta=spec.rope_theta,
-            initializer_range=spec.init_std,
-            tie_word_embeddings=True,
-            **special,
-        )
+        return Qwen2Config(vocab_size=vocab_size, hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
+                           num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads, num_key_value_heads=spec.num_heads,
+                           max_position_embeddings=spec.max_positions, rope_theta=spec.rope_theta, initializer_range=spec.init_std,
+                           tie_word_embeddings=True, **special)
     raise ValueError(f"arch must be 'gpt2' or 'qwen2', got {spec.arch!r}.")
 
 
@@ -189,15 +149,8 @@ def _cache_key(texts: Sequence[str], spec: TinySpec, seed: int) -> str:
     return h.hexdigest()[:16]
 
 
-def build_tiny(
-    env_ids: str | Sequence[str],
-    directory: str | os.PathLike | None = None,
-    *,
-    seed: int = 0,
-    spec: TinySpec = TinySpec(),
-    env_kwargs: dict[str, Any] | None = None,
-    cache_dir: str | os.PathLike | None = None,
-) -> Path:
+def build_tiny(env_ids: str | Sequence[str], directory: str | os.PathLike | None = None, *, seed: int = 0, spec: TinySpec = TinySpec(),
+               env_kwargs: dict[str, Any] | None = None, cache_dir: str | os.PathLike | None = None) -> Path:
     """Build (or reuse) a tiny checkpoint directory for ``env_ids``; return its path.
 
     Args:

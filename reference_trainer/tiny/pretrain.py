@@ -24,10 +24,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .tasks import pretrain_world_seeds
+import numpy as np
 
-__all__ = ["PretrainSpec", "build_pretrained_tiny", "lm_pretrain", "pretrain_weights", "weighted_next_token_loss", "world_corpus", "world_kwargs",
-           "world_episodes"]
+from .model import TinySpec, _model_config, default_cache_dir, env_corpus, publish_build, train_tokenizer
+
+__all__ = ["PretrainSpec", "build_pretrained_tiny", "lm_pretrain", "pretrain_weights", "pretrain_world_seeds", "weighted_next_token_loss",
+           "world_corpus", "world_kwargs", "world_episodes"]
 
 _BUILD_VERSION = 1  # bump when the construction changes, to invalidate caches
 
@@ -63,15 +65,21 @@ class PretrainSpec:
 
     @classmethod
     def from_config(cls, value: dict[str, Any] | str) -> "PretrainSpec":
-        """The spec of ``ModelConfig.tiny_pretrain``: a dict of fields, or its JSON text (from the command line)."""
+        """The spec of ``TinyConfig.pretrain`` (``--tiny-pretrain``): a dict of fields, or its JSON text (from the command line)."""
         fields = json.loads(value) if isinstance(value, str) else dict(value)
         unknown = sorted(set(fields) - set(cls.__dataclass_fields__))
         if unknown:
             raise TypeError(f"tiny_pretrain: unknown field(s) {unknown}; the fields are those of "
-                            f"reference_trainer.pretrain.PretrainSpec: {sorted(cls.__dataclass_fields__)}.")
+                            f"reference_trainer.tiny.PretrainSpec: {sorted(cls.__dataclass_fields__)}.")
         if "worlds" in fields:
             fields["worlds"] = tuple(int(w) for w in fields["worlds"])
         return cls(**fields)
+
+
+def pretrain_world_seeds(seed: int, worlds: Sequence[int], episodes_per_world: int) -> list[list[int]]:
+    """The reset seeds of copy pretraining (:func:`world_episodes`), one list per world."""
+    rng = np.random.default_rng([int(seed), 2])
+    return [rng.integers(0, 2**31 - 1, size=episodes_per_world).tolist() for _ in worlds]
 
 
 def world_kwargs(env_kwargs: dict[str, Any] | None, world: int, spec: PretrainSpec) -> dict[str, Any]:
@@ -82,8 +90,6 @@ def world_kwargs(env_kwargs: dict[str, Any] | None, world: int, spec: PretrainSp
 
 def world_corpus(env_id: str, env_kwargs: dict[str, Any] | None, spec: PretrainSpec) -> list[str]:
     """The tokenizer's training text: :func:`~reference_trainer.tiny.env_corpus` of every world of ``spec``."""
-    from .tiny import env_corpus
-
     texts: list[str] = []
     for w in spec.worlds:
         texts += env_corpus(env_id, spec.corpus_episodes_per_world, seed=spec.seed, env_kwargs=world_kwargs(env_kwargs, w, spec))
@@ -93,7 +99,7 @@ def world_corpus(env_id: str, env_kwargs: dict[str, Any] | None, spec: PretrainS
 def world_episodes(env_id: str, env_kwargs: dict[str, Any] | None, spec: PretrainSpec, fmt: Any) -> list[Any]:
     """Expert episodes (:func:`~reference_trainer.rollout.expert_episodes`), ``spec.episodes_per_world`` per world,
     assembled with chat format ``fmt``; task seeds drawn from ``spec.seed``."""
-    from .rollout import expert_episodes
+    from ..rollout import expert_episodes
 
     episodes: list[Any] = []
     for w, seeds in zip(spec.worlds, pretrain_world_seeds(spec.seed, spec.worlds, spec.episodes_per_world)):
@@ -124,7 +130,7 @@ def lm_pretrain(lm: Any, episodes: Sequence[Any], pad_id: int, spec: PretrainSpe
     mean loss (nats per token)."""
     import torch
 
-    from .rollout import make_batch
+    from ..rollout import make_batch
 
     if spec.steps <= 0:
         return []
@@ -161,16 +167,8 @@ def _cache_key(env_id: str, env_kwargs: dict[str, Any] | None, tiny: Any, spec: 
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def build_pretrained_tiny(
-    env_id: str,
-    env_kwargs: dict[str, Any] | None = None,
-    *,
-    tiny: Any = None,
-    spec: PretrainSpec = PretrainSpec(),
-    seed: int = 0,
-    directory: str | os.PathLike | None = None,
-    cache_dir: str | os.PathLike | None = None,
-) -> Path:
+def build_pretrained_tiny(env_id: str, env_kwargs: dict[str, Any] | None = None, *, tiny: Any = None, spec: PretrainSpec = PretrainSpec(),
+                          seed: int = 0, directory: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None) -> Path:
     """Build (or reuse) a copy-pretrained tiny checkpoint directory; return its path.
 
     Args:
@@ -188,8 +186,7 @@ def build_pretrained_tiny(
     import torch
     from transformers import AutoModelForCausalLM
 
-    from .tiny import TinySpec, _model_config, default_cache_dir, publish_build, train_tokenizer
-    from .tokenization import ChatFormat
+    from ..tokenization import ChatFormat
 
     tiny = tiny or TinySpec()
     key = _cache_key(env_id, env_kwargs, tiny, spec, seed)
@@ -228,8 +225,6 @@ def previous_token_bias(inv_freq: Sequence[float], pairs: Sequence[int], head_di
     Returns ``(q_bias, k_bias)``, ``head_dim`` values each, in the rotate-half layout (pair ``i``
     is dimensions ``i`` and ``i + head_dim/2``).
     """
-    import numpy as np
-
     half = head_dim // 2
     theta = np.asarray(inv_freq, dtype=np.float64)[list(pairs)]
     gap = np.delete(np.arange(max_positions, dtype=np.float64) - 1.0, 1)  # every distance but 1, minus 1
@@ -256,7 +251,6 @@ def seed_induction_heads(lm: Any, *, heads: int = 2, position_pairs: int = 4, ma
     add nothing until trained). Training then starts from a model that already copies
     continuations of text seen before in its context, instead of waiting for the circuit to form.
     """
-    import numpy as np
     import torch
 
     cfg = lm.config
