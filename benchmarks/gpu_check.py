@@ -14,7 +14,7 @@ then measures, with float32 master weights and ``--dtype auto`` autocast (bfloat
    update with the clipping-bias correction, chunked log-probs);
 
 and prints one JSON object. ``--dry-run`` uses a tiny config on CPU so the script itself is tested
-in the suite (``tests/test_gpu_path.py``, ``tests/test_trainer.py``); peak memory is then
+in the suite (``tests/reference_trainer/test_gpu_path.py``, ``tests/reference_trainer/test_trainer.py``); peak memory is then
 ``null`` (CPU peaks: ``benchmarks/logprob_memory.py``). Run: ``bash benchmarks/gpu_check.sh``
 (or ``python -m benchmarks.gpu_check`` from the repository root).
 """

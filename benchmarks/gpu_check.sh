@@ -3,7 +3,7 @@
 # bfloat16 (--dtype auto); prints tokens/s and peak memory of generation and of the update
 # (plain, chunked log-probs, float16 + GradScaler, gradient checkpointing), one end-to-end
 # ST-PPO iteration, and writes benchmarks/results/gpu_check.json. `--dry-run` runs a tiny
-# config on CPU (tests/test_gpu_path.py runs it).
+# config on CPU (tests/reference_trainer/test_gpu_path.py runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-.venv/bin/python}"

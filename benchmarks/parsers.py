@@ -8,7 +8,7 @@ sends each registered id, through ``gymnasium.make(id).step``, the inputs that m
 parser backtrack or rescan (``agentgym_turn.testing.linearity.WORST_RESPONSES``): the reported
 ``"<answer>option" + " " * 65506 + "!</answer>"``, long runs of ``<``, ``[``, ``search[``,
 ``click[``, nested and unclosed tags, and near-misses of each env's syntax, each at the
-action-length limit (65,536 characters, still parsed). ``tests/test_parsing.py`` counts the
+action-length limit (65,536 characters, still parsed). ``tests/agentgym_turn/core/test_parsing.py`` counts the
 same families' work at small sizes (no clock); this script shows the seconds. Each input
 is stepped in several states (after ``reset``, and after one and two of the expert's moves, where
 the env parses differently: WebShop's result and item pages), and the CPU time (``process_time``)

@@ -20,7 +20,7 @@ hyphens, a BOM, U+2028 and CRLF.
 The fixture (``tests/data/searchqa_protocol_cases.json``) holds the questions, passages,
 prompts, responses and Search-R1's outcome of every turn (the final turn's ``do_search=False``
 step included: its observation, that no query was sent, the score of the sequence without its
-observation); ``tests/test_searchqa_protocol.py`` replays it through the env. ``--report``
+observation); ``tests/agentgym_turn/searchqa/test_protocol.py`` replays it through the env. ``--report``
 prints the agreement of both protocols (the default ``search_r1`` and ``strict``) per
 episode, per response, on the final turn and per case kind.
 """

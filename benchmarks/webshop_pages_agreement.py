@@ -7,7 +7,7 @@ there, never copied here). Run it with a Python that has this package's dependen
 original's: Flask, gym, thefuzz, cleantext, rich, tqdm, rank_bm25 (beautifulsoup4 4.11.1 as the
 original pins). Three imports of the original are stubbed because they are unused by pages or
 cannot be installed offline: ``torch`` (image features only), ``spacy`` (the type reward's noun
-extraction; the reward is compared by ``tests/test_webshop_reward.py``, so the score line of the
+extraction; the reward is compared by ``tests/agentgym_turn/webshop/test_reward.py``, so the score line of the
 done page is compared with its number masked) and ``pyserini``: the original's one search call
 (``init_search_engine``) is replaced by a searcher that returns our BM25 ranking, so both envs
 show the same products and pages can be compared in lock step. Ranking against Pyserini itself
@@ -24,7 +24,7 @@ actions, searches (also from item pages), or writes an unknown click. After ever
 
 Prints a summary and writes ``benchmarks/results/webshop_pages_agreement.json``; with
 ``--write-fixtures`` it also records the original's observations of the first episodes in
-``tests/data/webshop_pages_original.json`` for ``tests/test_webshop_pages.py``.
+``tests/data/webshop_pages_original.json`` for ``tests/agentgym_turn/webshop/test_pages.py``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ It writes ``tests/data/webshop_reward_agreement.json`` (products, goals, purchas
 reward for each, and spaCy's NOUN/PROPN tokens of every title, which WebShop's type term uses),
 and ``benchmarks/results/webshop_reward_agreement.json`` (how often rapidfuzz's token_set_ratio
 and ours equal thefuzz 0.19's on every string pair the reward compared).
-``tests/test_webshop_reward.py`` compares our reward with the saved values on every run.
+``tests/agentgym_turn/webshop/test_reward.py`` compares our reward with the saved values on every run.
 
 Run it in a side environment, never the project's::
 

@@ -6,7 +6,7 @@ which ``goal.py`` does not load). PyPI has that model as ``en-core-web-sm-vbspac
 re-upload of spaCy's ``en_core_web_sm``). This script, run in a side
 environment that has spaCy and that model, tags a test set of titles and writes
 ``tests/data/webshop_title_nouns.json`` (titles, their spaCy nouns, and title pairs);
-``tests/test_webshop_reward.py`` then measures the agreement of :func:`title_nouns` with it
+``tests/agentgym_turn/webshop/test_reward.py`` then measures the agreement of :func:`title_nouns` with it
 on every run, without spaCy.
 
 The pairs are (goal title, bought title): 50 hand-written Amazon-style titles against each

@@ -94,7 +94,7 @@ def _kv_cache(config: Any, capacity: int) -> Any:
     here). Its plain layers are replaced by ones that allocate ``capacity`` positions at the first
     update and write later positions in place; attention reads the filled part as a view (the same
     values in the same shape), so outputs equal ``DynamicCache``'s bit for bit
-    (``tests/test_gpu_path.py``). Other layer kinds (sliding windows) are kept as they are."""
+    (``tests/reference_trainer/test_gpu_path.py``). Other layer kinds (sliding windows) are kept as they are."""
     from transformers import DynamicCache
 
     cache = DynamicCache(config=config) if "config" in inspect.signature(DynamicCache).parameters else DynamicCache()

@@ -17,7 +17,7 @@ Decoded text is never re-encoded. For a tokenizer whose template pieces are sepa
 content by special tokens or pre-tokenizer boundaries (the tiny tokenizer, ChatML/Qwen2.5
 templates when the content does not start or end with whitespace), the ids equal
 ``tokenizer.apply_chat_template(whole_conversation)`` whenever the sampled ids are the
-canonical encoding of the decoded text; ``tests/test_trainer_tokenization.py`` asserts it for
+canonical encoding of the decoded text; ``tests/reference_trainer/test_rollout.py`` asserts it for
 the tiny tokenizer. Where they differ (a sampled non-canonical split such as ``"Le" + "ft"``;
 templates that rewrite history, e.g. Qwen3 dropping earlier ``<think>`` blocks; whitespace
 merged across a template boundary), the assembled ids are the ones the policy actually saw.

@@ -19,7 +19,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 import pytest  # noqa: E402
 
 
-#: The background learning jobs of this session (``tests/learning_jobs.py``) and their work dir.
+#: The background learning jobs of this session (``tests/support/learning_jobs.py``) and their work dir.
 _LEARNING: dict = {}
 
 
@@ -39,7 +39,7 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = [item for item in items if not _uses_learning_runs(item)] + learning
     import tempfile
 
-    from learning_jobs import LearningJobs
+    from support.learning_jobs import LearningJobs
     from reference_trainer.recipes import RECIPES
 
     work = tempfile.mkdtemp(prefix="agentgym-learning-")
@@ -68,8 +68,8 @@ def learning_runs():
     """Every recipe of ``reference_trainer.recipes`` end to end, once per session: its SFT start, then
     one Turn-PPO run (seed 0, the recipe's full RL budget, evaluated before and after only), each
     in its own single-thread process, two at a time (CI has two cores), started in the background
-    when collection ends (see :func:`pytest_collection_modifyitems` and ``tests/learning_jobs.py``). ``{recipe name: result of
-    reference_trainer.recipes.learn}``; the learning tests (``tests/test_learning_*.py``) assert on
+    when collection ends (see :func:`pytest_collection_modifyitems` and ``tests/support/learning_jobs.py``). ``{recipe name: result of
+    reference_trainer.recipes.learn}``; the learning tests (``tests/reference_trainer/recipes/test_learning_*.py``) assert on
     their env's entry. The benchmark (``benchmarks/learning.py``) runs the same function on three seeds."""
     if "jobs" not in _LEARNING:
         pytest.fail("the learning jobs were not started: learning_runs is requested by a test the collection hook did not see")

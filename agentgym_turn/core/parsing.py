@@ -6,7 +6,7 @@ what was wrong and what is allowed. None of them raises, and all of them run in 
 the length of the input (tags are found with one ``finditer`` pass, never with a lazy ``.*?``
 that rescans the tail once per opening tag).
 
-Rules, pinned by ``tests/test_parsing.py``:
+Rules, pinned by ``tests/agentgym_turn/core/test_parsing.py``:
 
 * Tag names match case-insensitively and may carry spaces inside the angle brackets:
   ``<answer>``, ``<ANSWER>``, ``< answer >`` and ``</ answer>`` are all tags.

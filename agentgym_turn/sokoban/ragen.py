@@ -19,7 +19,7 @@ Read from RAGEN (github.com/RAGEN-AI/RAGEN, ``ragen/llm_agent/ctx_manager.py`` a
   turn's gym-sokoban rewards as Python prints that float.
 
 This module re-implements those rules in linear time (RAGEN's regular expression rescans the
-text once per ``<think>``, quadratic on adversarial input); ``tests/test_sokoban_ragen.py``
+text once per ``<think>``, quadratic on adversarial input); ``tests/agentgym_turn/sokoban/test_ragen.py``
 checks it against RAGEN's own function on a committed fixture.
 """
 

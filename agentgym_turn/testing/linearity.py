@@ -15,7 +15,7 @@ Two deterministic counters:
 :func:`growth` turns counts at sizes ``n, 2n, 4n`` into the ratio of successive increments:
 about 2 for linear work, 4 for quadratic, 0 for constant. :func:`regex_growth` pumps a
 pattern with inputs built from its own literals (``"option" + " " * k + "!"`` and the like) and
-reports the worst. Used by ``tests/test_parsing.py``; usable on your own parsers.
+reports the worst. Used by ``tests/agentgym_turn/core/test_parsing.py``; usable on your own parsers.
 """
 
 from __future__ import annotations

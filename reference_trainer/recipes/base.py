@@ -41,7 +41,7 @@ class Recipe:
     #: One line for reports: what the held-out evaluation is.
     what: str
     #: About how long :func:`~reference_trainer.recipes.runs.sft_policy` and the RL part of :func:`~reference_trainer.recipes.runs.learn` take on one quiet thread, in
-    #: minutes (measured): the suite schedules its learning jobs by them (``tests/learning_jobs.py``).
+    #: minutes (measured): the suite schedules its learning jobs by them (``tests/support/learning_jobs.py``).
     sft_minutes: float = 5.0
     rl_minutes: float = 5.0
     #: The shuffled-reward control's RL (``None``: ``rl_minutes``); a policy that unlearns plays longer episodes.

@@ -1,0 +1,61 @@
+"""The house's layout: benchmarks use the package's public names only, and test files live in folders that follow the package."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from support.paths import ROOT
+PACKAGES = ("agentgym_turn", "reference_trainer")
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_uses(source: str) -> list[str]:
+    """Underscore names that ``source`` takes from the package: imported, or read off an imported package module."""
+    tree = ast.parse(source)
+    bound: set[str] = set()  # local names of package modules and objects
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES:
+            for alias in node.names:
+                if _private(alias.name) or any(_private(part) for part in node.module.split(".")):
+                    found.append(f"line {node.lineno}: from {node.module} import {alias.name}")
+                bound.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PACKAGES:
+                    if any(_private(part) for part in alias.name.split(".")):
+                        found.append(f"line {node.lineno}: import {alias.name}")
+                    bound.add(alias.asname or alias.name.split(".")[0])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in bound:
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_private_name_finder_sees_imports_and_module_attributes():
+    src = ("from agentgym_turn.webshop import search as s\nfrom agentgym_turn.x import _hidden\nimport agentgym_turn.core\n"
+           "import gym_sokoban\ns._CACHE[1] = 2\nagentgym_turn.core._grid()\ngym_sokoban._private\ns.__name__\n")
+    assert private_uses(src) == ["line 2: from agentgym_turn.x import _hidden", "line 5: s._CACHE", "line 6: agentgym_turn.core._grid"]
+
+
+def test_no_benchmark_uses_a_private_name_of_the_package():
+    found = {p.name: private_uses(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "benchmarks").glob("*.py"))}
+    assert not {k: v for k, v in found.items() if v}
+
+
+def test_test_files_sit_in_folders_that_follow_the_package():
+    tests = ROOT / "tests"
+    assert sorted(p.name for p in tests.glob("*.py")) == ["conftest.py"]
+    folders = {p.relative_to(tests).parts[0] for p in tests.rglob("test_*.py")}
+    assert folders <= {*PACKAGES, "benchmarks", "docs", "project"}, folders
+    for package in PACKAGES:  # a folder below a package's names one of its subpackages
+        for path in (tests / package).rglob("test_*.py"):
+            assert (ROOT / package / path.relative_to(tests / package).parent).is_dir(), path

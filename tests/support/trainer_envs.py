@@ -1,0 +1,108 @@
+"""A toy multi-turn env for the trainer's tests, registered as ``TrainerToyCorridor-v0``.
+
+Import this module (``--import support.trainer_envs`` on the trainer's command line) to register it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from agentgym_turn.core import InvalidAction, TurnEnv, TurnOutcome
+
+ENV_ID = "TrainerToyCorridor-v0"
+
+
+class CorridorEnv(TurnEnv):
+    """Walk through a corridor of rooms; each room's sign says which door leads on.
+
+    ## Description
+    A corridor of ``rooms`` rooms. Each room shows a sign pointing ``left`` or ``right``
+    (drawn from ``self.np_random``); taking the other door ends the episode.
+
+    ## Action Space
+    Any text; the first letter ``L`` or ``R`` in it (either case) is the move.
+
+    ## Observation Space
+    Text: the room number and the sign.
+
+    ## Starting State
+    Room 1, with fresh signs for every room.
+
+    ## Rewards
+    ``1 / rooms`` for each correct door, 0 for a wrong one, ``format_penalty`` for a response
+    without ``L`` or ``R``.
+
+    ## Episode End
+    Terminated after the last room or a wrong door; truncated by the registered turn limit.
+
+    ## Information
+    The common keys `turn`, `action_is_valid`, `action_is_effective`, `success`, `score`, and
+    `room` (0-based index of the current room).
+
+    ## Arguments
+    ``gymnasium.make("TrainerToyCorridor-v0", rooms=3)``
+
+    ## Version History
+    * v0: first version.
+    """
+
+    def __init__(self, rooms: int = 3, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.rooms = rooms
+        self.signs: list[str] = []
+        self.room = 0
+        self.failed = False
+
+    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        self.signs = ["left" if b else "right" for b in self.np_random.integers(0, 2, size=self.rooms)]
+        self.room, self.failed = 0, False
+        return f"Reply L or R.\n{self._state_text()}", {"room": 0}
+
+    def parse_action(self, response: str) -> Any:
+        for ch in response:
+            if ch in "lL":
+                return "left"
+            if ch in "rR":
+                return "right"
+        return InvalidAction("Reply L or R.")
+
+    def _act(self, door: str) -> TurnOutcome:
+        if door != self.signs[self.room]:
+            self.failed = True
+            return TurnOutcome("Wrong door.", 0.0, True, True, {"room": self.room})
+        self.room += 1
+        done = self.room == self.rooms
+        text = "You are out." if done else self._state_text()
+        return TurnOutcome(text, 1.0 / self.rooms, done, True, {"room": self.room})
+
+    def _state_text(self) -> str:
+        if self.room >= self.rooms:
+            return "You are out."
+        return f"Room {self.room + 1}: go {self.signs[self.room]}."
+
+    def expert_action(self) -> str:
+        return "L" if self.room < self.rooms and self.signs[self.room] == "left" else "R"
+
+    def _success(self) -> bool:
+        return self.room == self.rooms
+
+    def _score(self) -> float:
+        return self.room / self.rooms
+
+
+if ENV_ID not in gym.registry:
+    gym.register(id=ENV_ID, entry_point=f"{__name__}:CorridorEnv", max_episode_steps=5)
+
+
+GUESS_ID = "TrainerToyGuessNumber-v0"
+if GUESS_ID not in gym.registry:
+    gym.register(id=GUESS_ID, entry_point="support.toy_envs:GuessNumberEnv", max_episode_steps=4)
+
+
+def build_toy_tiny(directory, seed: int = 0):
+    """The tiny model for the toy envs (tokenizer trained on both), in ``directory``."""
+    from reference_trainer.tiny import TinySpec, build_tiny
+
+    return build_tiny([ENV_ID, GUESS_ID], directory, seed=seed, spec=TinySpec(corpus_episodes=32))
