@@ -2,18 +2,14 @@
 themselves are the learning tests' job: tests/reference_trainer/recipes/test_learning_*.py)."""
 
 import json
-import sys
 
 import pytest
 
+from benchmarks import learning
 from support.paths import ROOT
-
-sys.path.insert(0, str(ROOT))
-
-from benchmarks import learning  # noqa: E402
-from reference_trainer.recipes import RECIPES  # noqa: E402
-from reference_trainer.stats import nested_bootstrap, paired_ci  # noqa: E402
-from reference_trainer.tasks import eval_group, group  # noqa: E402
+from reference_trainer.recipes import RECIPES
+from reference_trainer.stats import nested_bootstrap, paired_ci
+from reference_trainer.tasks import eval_group, group
 
 
 def _made_up(tmp_path, leak=False):

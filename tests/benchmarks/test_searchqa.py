@@ -1,17 +1,13 @@
 """benchmarks/searchqa.py runs end to end on a tiny corpus (so the recorded numbers stay reproducible)."""
 
-import importlib.util
 import json
 
-from support.paths import ROOT
+from benchmarks import searchqa
 
 
 def test_searchqa_benchmark__smoke_run_writes_every_measurement(tmp_path):
-    spec = importlib.util.spec_from_file_location("bench_searchqa", ROOT / "benchmarks" / "searchqa.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     out = tmp_path / "searchqa.json"
-    assert bench.main(["--sizes", "3000", "--queries", "40", "--episodes", "20", "--first-query-scale", "0.3",
+    assert searchqa.main(["--sizes", "3000", "--queries", "40", "--episodes", "20", "--first-query-scale", "0.3",
                        "--parser-repeats", "1", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     size = result["retrieval"][0]
@@ -27,5 +23,5 @@ def test_searchqa_benchmark__smoke_run_writes_every_measurement(tmp_path):
     assert first["with_warmup"]["warmup_at_build"] and not first["without_warmup"]["warmup_at_build"]
     assert all(first[k]["first_query_ms"] > 0 and first[k]["later_query_p50_ms"] > 0 for k in first)
     parsers = result["parsers_worst_case_step_s"]
-    assert set(parsers["mcq_search_r1"]) == set(bench.WORST_CASES) and parsers["response_chars"][-1] == 65_536
+    assert set(parsers["mcq_search_r1"]) == set(searchqa.WORST_CASES) and parsers["response_chars"][-1] == 65_536
     assert max(parsers["response_chars"]) <= 65_536 and parsers["max_step_s"] > 0

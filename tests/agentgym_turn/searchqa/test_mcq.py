@@ -1,9 +1,7 @@
 """TurnSearchQA-MCQ gives nothing away in its options, and MCQ files are checked at load."""
 
 import hashlib
-import importlib.util
 import json
-import sys
 from collections import Counter
 
 import numpy as np
@@ -12,18 +10,10 @@ import pytest
 from agentgym_turn.searchqa.generator.questions import Question
 from agentgym_turn.searchqa.loader import load_flashrag
 from agentgym_turn.searchqa.source import generated_source
-from support.paths import ROOT
+from benchmarks import searchqa_mcq_leak
 
 
-def _load_bench():
-    spec = importlib.util.spec_from_file_location("searchqa_mcq_leak", ROOT / "benchmarks" / "searchqa_mcq_leak.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = searchqa_mcq_leak
 
 #: The open questions of world 0 (text, golds, template), as drawn before the options had their own streams.
 OPEN_QUESTIONS_DIGEST = "317f488f30bd20d3"

@@ -7,7 +7,6 @@ rollout cut, ``postprocess_predictions``, ``execute_predictions``, ``_passages2s
 ``benchmarks/searchqa_protocol_agreement.py PATH/TO/Search-R1``.
 """
 
-import importlib.util
 import json
 import re
 import sys
@@ -30,20 +29,13 @@ from agentgym_turn.searchqa.protocol import (
     information_block,
     score_sequence,
 )
+from benchmarks import searchqa_protocol_agreement
 from support.paths import ROOT
 
 FIXTURE = json.loads((ROOT / "tests" / "data" / "searchqa_protocol_cases.json").read_text(encoding="utf-8"))
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("searchqa_protocol_agreement", ROOT / "benchmarks" / "searchqa_protocol_agreement.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-script = _load_script()
+script = searchqa_protocol_agreement
 
 
 # ------------------------------------------------------------------------- agreement with Search-R1

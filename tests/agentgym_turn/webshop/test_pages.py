@@ -7,25 +7,18 @@ with ``--write-fixtures``). Here the same catalog is written again, the same act
 on our env, and every page must be equal.
 """
 
-import importlib.util
 import json
 
 import pytest
 
 from agentgym_turn.webshop.env import TurnWebShopEnv
+from benchmarks import webshop_pages_agreement
 from support.paths import ROOT
 
 FIXTURES = json.loads((ROOT / "tests" / "data" / "webshop_pages_original.json").read_text())
 
 
-def _agreement_module():
-    spec = importlib.util.spec_from_file_location("webshop_pages_agreement", ROOT / "benchmarks" / "webshop_pages_agreement.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-AGREEMENT = _agreement_module()
+AGREEMENT = webshop_pages_agreement
 
 
 @pytest.fixture(scope="module")

@@ -198,13 +198,10 @@ def test_title_nouns__drops_numbers_function_words_and_listed_adjectives():
 
 def test_the_title_nouns_fixture_starts_with_the_benchmarks_hand_picked_titles():
     import json
-    import sys
-    from pathlib import Path
 
-    root = ROOT
-    data = json.loads((root / "tests" / "data" / "webshop_title_nouns.json").read_text())
-    sys.path.insert(0, str(root))
     from benchmarks.webshop_title_nouns import HAND_WRITTEN as hand
+
+    data = json.loads((ROOT / "tests" / "data" / "webshop_title_nouns.json").read_text())
 
     assert data["titles"][: data["hand_written"]] == hand
     assert len(hand) == len(set(hand)) == 50 and all(t.strip() for t in hand)  # 50 distinct titles, compared pairwise
