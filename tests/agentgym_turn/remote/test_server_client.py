@@ -158,22 +158,7 @@ def test_sixty_four_concurrent_sessions_do_not_leak_into_one_another(servers):
     open_at_once: list[int] = []
     # nobody steps before all 64 sessions are open and reset; then they interleave freely
     barrier = threading.Barrier(n, action=lambda: open_at_once.append(server.sessions.active), timeout=300)
-    got: dict[int, Any] = {}
-    errors: list[BaseException] = []
-
-    def play(seed: int) -> None:
-        try:
-            got[seed] = _transcript(remotes[seed], seed, after_reset=barrier.wait)
-        except BaseException as err:  # reported below
-            errors.append(err)
-            barrier.abort()
-
-    threads = [threading.Thread(target=play, args=(seed,)) for seed in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=600)
-    assert not errors, errors[:3]
+    got = _transcripts_at_once(remotes, range(n), barrier)
     assert open_at_once == [n] and server.sessions.opened - opened_before == n
     assert len({got[seed][0][1][0] for seed in range(n)}) > n // 2  # the seeds gave different levels
     for seed in range(n):
@@ -192,6 +177,15 @@ def test_concurrent_sessions_of_every_id_keep_their_own_episodes(servers, env_id
     expected = {seed: _transcript(local, seed) for seed in seeds}
     remotes = {seed: _remote(server, render_mode="ansi") for seed in seeds}
     barrier = threading.Barrier(len(seeds), timeout=300)
+    got = _transcripts_at_once(remotes, seeds, barrier)
+    for seed in seeds:
+        assert repr(got[seed]) == repr(expected[seed]), f"{env_id} session of seed {seed} differs"
+        remotes[seed].close()
+
+
+def _transcripts_at_once(remotes: Any, seeds: Any, barrier: threading.Barrier) -> dict[int, list[Any]]:
+    """:func:`_transcript` of ``remotes[seed]`` for every seed, each in its own thread, all waiting at ``barrier``
+    after their reset; fails with the first errors."""
     got: dict[int, Any] = {}
     errors: list[BaseException] = []
 
@@ -208,9 +202,7 @@ def test_concurrent_sessions_of_every_id_keep_their_own_episodes(servers, env_id
     for thread in threads:
         thread.join(timeout=600)
     assert not errors, errors[:3]
-    for seed in seeds:
-        assert repr(got[seed]) == repr(expected[seed]), f"{env_id} session of seed {seed} differs"
-        remotes[seed].close()
+    return got
 
 
 def _wait_for(condition, rounds: int = 400) -> None:
