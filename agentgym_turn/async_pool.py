@@ -42,6 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
+from concurrent.futures import wait as wait_for_futures
 from multiprocessing.connection import wait as wait_for_replies
 from typing import Any, Literal
 
@@ -366,21 +367,26 @@ class AsyncTurnEnvPool:
         cond = threading.Condition()  # told of this batch's starts and ends only
         jobs = {i: _Call(functools.partial(_call, self._envs[i], method, args, kwargs), then, cond) for i, (args, kwargs) in calls.items()}
         futures = {i: self._executor.submit(job) for i, job in jobs.items()}
-        cut = set()
+        if timeout is None:  # nothing to watch: wait for the results alone
+            wait_for_futures(futures.values())
+            return {i: _outcome(futures[i]) for i in calls}
+        cut: set[int] = set()
+        pending = dict(jobs)
         with cond:
             while True:
-                now, wake, pending = time.monotonic(), None, False
-                for i, job in jobs.items():
-                    if job.done or i in cut:
+                now, wake = time.monotonic(), None
+                for i, job in list(pending.items()):
+                    if job.done:
+                        del pending[i]
                         continue
-                    if timeout is not None and job.started is not None:
-                        left = job.started + timeout - now
-                        if left <= 0:
-                            if job.abandon(self._envs[i].close):
-                                cut.add(i)
-                            continue
+                    if job.started is None:  # queued: its time starts when a thread takes it
+                        continue
+                    left = job.started + timeout - now
+                    if left > 0:
                         wake = left if wake is None else min(wake, left)
-                    pending = True
+                    elif job.abandon(self._envs[i].close):
+                        cut.add(i)
+                        del pending[i]
                 if not pending:
                     break
                 cond.wait(wake)
