@@ -41,7 +41,7 @@ from . import distributed, policy
 from .averaging import frozen_copy
 from .policy import safe_torch_load
 
-__all__ = ["STATE_FILE", "TENSORS_FILE", "save", "resolve", "read_meta", "load_tensors", "safe_torch_load", "save_trainer",
+__all__ = ["STATE_FILE", "TENSORS_FILE", "save", "resolve", "read_meta", "load_tensors", "save_trainer",
            "restore_trainer"]
 
 STATE_FILE = "trainer_state.json"

@@ -20,7 +20,7 @@ import numpy as np
 
 from .tiny import PretrainSpec, TinySpec, corpus_seeds, pretrain_world_seeds, world_kwargs
 
-__all__ = ["rl_task_seeds", "corpus_seeds", "eval_group", "group", "merge_groups", "overlap", "pretrain_world_seeds", "sft_seeds", "task_keys",
+__all__ = ["rl_task_seeds", "eval_group", "group", "merge_groups", "overlap", "sft_seeds", "task_keys",
            "training_groups"]
 
 

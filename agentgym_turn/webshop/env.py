@@ -14,10 +14,10 @@ from . import pages
 from .goals import GoalPool
 from .product import Goal
 from .reward import REWARD_MODES
-from .source import SHOPS, ShopSource, shared_shop, shop_source
+from .source import ShopSource, shared_shop, shop_source
 from .text import OBSERVATION_MODES, page_text, with_history
 
-__all__ = ["TurnWebShopEnv", "SHOPS", "shared_shop", "exact_click_name", "INTRO", "COMPACT_INTRO", "OBSERVATION_STYLES",
+__all__ = ["TurnWebShopEnv", "exact_click_name", "INTRO", "COMPACT_INTRO", "OBSERVATION_STYLES",
            "product_link_name"]
 
 _FIXED = {  # lower-cased button text -> role
