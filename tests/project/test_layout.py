@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from support.paths import ROOT
@@ -59,3 +60,14 @@ def test_test_files_sit_in_folders_that_follow_the_package():
     for package in PACKAGES:  # a folder below a package's names one of its subpackages
         for path in (tests / package).rglob("test_*.py"):
             assert (ROOT / package / path.relative_to(tests / package).parent).is_dir(), path
+
+
+def test_one_iteration_reads_in_three_files_of_under_400_lines():
+    # the loop (trainer.py) and the math it calls (advantages.py, losses.py); docs/trainer.md maps each step to them
+    trainer = ROOT / "reference_trainer"
+    lines = {name: len((trainer / name).read_text(encoding="utf-8").splitlines()) for name in ("trainer.py", "advantages.py", "losses.py")}
+    assert max(lines.values()) < 400, lines
+    assert not (trainer / "stepping.py").exists()  # concurrent stepping is agentgym_turn.AsyncTurnEnvPool's job
+    steps = (ROOT / "docs" / "trainer.md").read_text(encoding="utf-8")
+    for name in ("Trainer.train_iteration", "Trainer.prepare", "Trainer.update", "Trainer._losses", "ESTIMATORS", "LOSSES"):
+        assert re.search(rf"`[\w.]*{re.escape(name)}`", steps), name
