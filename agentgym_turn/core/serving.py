@@ -311,8 +311,10 @@ def _exit_on_signal(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
-def _serve_copy(server: "AppServer") -> None:
-    """A forked copy of ``server``'s process: serve its listening socket with a fresh uvicorn server until told to stop."""
+def _serve_copy(server: "AppServer", parent: int) -> None:
+    """A forked copy of ``server``'s process (``parent``: the pid that forked it): serve its listening socket with a
+    fresh uvicorn server until told to stop."""
+    import os
     import signal
     import sys
 
@@ -323,6 +325,8 @@ def _serve_copy(server: "AppServer") -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
         except (AttributeError, OSError):
             pass
+    if os.getppid() != parent:  # the parent died before the death signal was armed: nobody would send it
+        return
     import uvicorn
 
     server._server = uvicorn.Server(server._server.config)
@@ -771,6 +775,7 @@ class AppServer:
             self._run()
             return
         import multiprocessing
+        import os
         import signal
 
         if "fork" not in multiprocessing.get_all_start_methods():
@@ -779,7 +784,7 @@ class AppServer:
         # Set first: outside the main thread this raises before any copy exists.
         previous = signal.signal(signal.SIGTERM, _exit_on_signal)
         context = multiprocessing.get_context("fork")
-        children = [context.Process(target=_serve_copy, args=(self,), name=f"agentgym-server-{i + 1}", daemon=True)
+        children = [context.Process(target=_serve_copy, args=(self, os.getpid()), name=f"agentgym-server-{i + 1}", daemon=True)
                     for i in range(processes - 1)]
         try:
             for child in children:
