@@ -10,10 +10,11 @@
     observation, reward, terminated, truncated, info = env.step("<answer>Up</answer>")
 """
 
+from .core.contract import fork_env
 from .registration import env_ids, register_envs
 from .vector import make_vec
 
 __version__ = "0.1.0"
-__all__ = ["env_ids", "make_vec", "register_envs", "__version__"]
+__all__ = ["env_ids", "fork_env", "make_vec", "register_envs", "__version__"]
 
 register_envs()

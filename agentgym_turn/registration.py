@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gymnasium.envs.registration import register, registry
+from gymnasium.envs.registration import WrapperSpec, register, registry
 
 __all__ = ["ENV_SPECS", "EXTRA_ENV_SPECS", "ENV_NEEDS", "register_envs", "env_ids", "all_env_ids", "env_needs"]
 
@@ -65,11 +65,16 @@ ENV_NEEDS: dict[str, str] = {
 }
 
 
+#: Applied by ``gymnasium.make`` outside ``TimeLimit``: marks a turn the limit cut as ``exit_status="truncated"``.
+STATUS_WRAPPER = WrapperSpec("TurnStatus", "agentgym_turn.core.contract:TurnStatus", {})
+
+
 def register_envs() -> None:
-    """Register every id in :data:`ENV_SPECS` and :data:`EXTRA_ENV_SPECS` that Gymnasium does not know yet."""
+    """Register every id in :data:`ENV_SPECS` and :data:`EXTRA_ENV_SPECS` that Gymnasium does not know yet
+    (each with :data:`STATUS_WRAPPER`)."""
     for spec in (*ENV_SPECS, *EXTRA_ENV_SPECS):
         if spec["id"] not in registry:
-            register(**spec)
+            register(**spec, additional_wrappers=(STATUS_WRAPPER,))
 
 
 def env_ids() -> list[str]:

@@ -11,12 +11,20 @@ from .parsing import (
     split_moves,
     strip_think,
 )
+from .contract import EXIT_STATUSES, FAULT_STATUSES, InfraError, TurnStatus, fork_env, state_digest
 from .spaces import TurnText, is_turn_text, sanitize_text
-from .turn_env import COMMON_INFO_KEYS, TurnEnv, TurnOutcome
+from .turn_env import COMMON_INFO_KEYS, CONTRACT_INFO_KEYS, TurnEnv, TurnOutcome
 
 __all__ = [
     "BracketAction",
     "COMMON_INFO_KEYS",
+    "CONTRACT_INFO_KEYS",
+    "EXIT_STATUSES",
+    "FAULT_STATUSES",
+    "InfraError",
+    "TurnStatus",
+    "fork_env",
+    "state_digest",
     "InvalidAction",
     "TagMatch",
     "TurnEnv",

@@ -14,7 +14,14 @@ A subclass supplies the game (``_reset``, ``parse_action``, ``_act``, ``_state_t
 * ``reset(options=...)`` rejects option names the env does not declare in ``reset_options``;
 * observations always lie in ``observation_space`` (characters outside it become U+FFFD and
   an over-long page is cut with a marker), so an echo of the agent's own text is safe;
-* ``render_mode="ansi"`` returns ``_state_text()``.
+* ``render_mode="ansi"`` returns ``_state_text()``;
+* every ``info`` also carries ``exit_status`` and ``reward_valid`` (:mod:`~agentgym_turn.core.contract`),
+  ``reward_components`` (the names in ``metadata["reward_components"]``, summing to the reward) and,
+  when the env defines ``_state_fields``, ``state_key``; a fault inside a turn (:class:`InfraError`,
+  or any other exception: a bug) ends the episode (``truncated``) with ``exit_status`` ``infra_error``
+  or ``env_error`` and ``reward_valid=False`` instead of raising;
+* ``snapshot()`` / ``restore(snapshot)`` / ``fork(n)`` copy the episode's state (RNG included), so a
+  restored or forked env continues exactly as the original would.
 
 The turn limit is not the env's business: it is the registered ``max_episode_steps``
 (Gymnasium's ``TimeLimit`` sets ``truncated``), overridable with
@@ -25,15 +32,20 @@ from __future__ import annotations
 
 import abc
 import inspect
+import logging
 import math
+import pickle
 from typing import Any, ClassVar
 
 import gymnasium as gym
 
+from .contract import FAULT_STATUSES, InfraError, state_digest
 from .parsing import InvalidAction
 from .spaces import TurnText, sanitize_text
 
-__all__ = ["TurnEnv", "TurnOutcome", "COMMON_INFO_KEYS", "DEFAULT_MAX_ACTION_LENGTH"]
+__all__ = ["TurnEnv", "TurnOutcome", "COMMON_INFO_KEYS", "CONTRACT_INFO_KEYS", "DEFAULT_MAX_ACTION_LENGTH"]
+
+logger = logging.getLogger(__name__)
 
 #: The ``info`` keys every env returns from ``reset`` and ``step``, with their types.
 COMMON_INFO_KEYS: dict[str, type | tuple[type, ...]] = {
@@ -44,17 +56,31 @@ COMMON_INFO_KEYS: dict[str, type | tuple[type, ...]] = {
     "score": float,
 }
 
+#: What RL infrastructure reads (:mod:`~agentgym_turn.core.contract`): every ``TurnEnv`` returns them;
+#: ``state_key`` only where the env defines ``_state_fields``. The checker holds any env that returns one to it.
+CONTRACT_INFO_KEYS: dict[str, type | tuple[type, ...]] = {
+    "exit_status": str,
+    "reward_valid": bool,
+    "reward_components": dict,
+    "state_key": str,
+}
+
 #: Default ``max_length`` of the action space: long enough for a response with ``<think>``.
 DEFAULT_MAX_ACTION_LENGTH = 65_536
 #: Default ``max_length`` of the observation space.
 DEFAULT_MAX_OBSERVATION_LENGTH = 65_536
 _TRUNCATION_MARK = "\n…[observation truncated]"
+#: Attributes every snapshot leaves out: set once when the env is made, never by a turn.
+_SPACES_AND_SPEC = ("action_space", "observation_space", "spec", "last_error")
 
 
 class TurnOutcome:
-    """What one valid action did. ``info`` holds env-specific keys (may be empty)."""
+    """What one action did. ``info`` holds env-specific keys (may be empty); ``components`` the reward's
+    named parts (``None``: all of it under ``"task"``, or ``"format"`` for an invalid turn); ``status``
+    the ``exit_status`` (``None``: ``ok`` or ``invalid_action``); ``truncated`` ends the episode without
+    a terminal state (faults)."""
 
-    __slots__ = ("observation", "reward", "terminated", "effective", "info")
+    __slots__ = ("observation", "reward", "terminated", "effective", "info", "components", "status", "truncated")
 
     def __init__(
         self,
@@ -63,12 +89,19 @@ class TurnOutcome:
         terminated: bool,
         effective: bool,
         info: dict[str, Any] | None = None,
+        components: dict[str, float] | None = None,
+        *,
+        status: str | None = None,
+        truncated: bool = False,
     ):
         self.observation = observation
         self.reward = reward
         self.terminated = terminated
         self.effective = effective
         self.info = info if info is not None else {}
+        self.components = components
+        self.status = status
+        self.truncated = truncated
 
 
 class TurnEnv(gym.Env[str, str], abc.ABC):
@@ -82,7 +115,13 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         max_observation_length: ``observation_space.max_length``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    #: ``reward_components``: the names of ``info["reward_components"]``, whose values sum to the reward.
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4, "reward_components": ("task", "format")}
+    #: Attributes that :meth:`snapshot` leaves out and :meth:`fork` shares: read-only world data (a
+    #: catalog, a level generator, a retriever) that no turn changes.
+    shared_attributes: ClassVar[tuple[str, ...]] = ()
+    #: Attributes that :meth:`snapshot` leaves out because :meth:`_rebuild` computes them again from the rest.
+    derived_attributes: ClassVar[tuple[str, ...]] = ()
     #: The option names ``reset(options=...)`` accepts; any other name is a ValueError.
     reset_options: ClassVar[frozenset[str]] = frozenset()
     #: ``info`` keys that reveal the task's solution (an oracle): a served env hands them to clients
@@ -126,6 +165,8 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         self.turn = 0
         self._episode_over = True
         self._started = False
+        #: The exception that ended the last faulted turn (``env_error``/``infra_error``), for checkers and logs; else None.
+        self.last_error: BaseException | None = None
 
     # ------------------------------------------------------------------ subclass API
     @abc.abstractmethod
@@ -153,6 +194,20 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
     @abc.abstractmethod
     def expert_action(self) -> str:
         """A response an expert would give now (optimal where the env can compute it)."""
+
+    def _state_fields(self) -> Any:
+        """What decides the episode's future besides the turn number, as JSON-able data (override;
+        ``None``: the env has no ``state_key``). Two states must give equal fields exactly when every
+        action sequence gives them the same observations, rewards and flags."""
+        return None
+
+    def state_key(self) -> str | None:
+        """``info["state_key"]`` now: a digest of the env's class, the turn, whether the episode is
+        over and :meth:`_state_fields` (``None`` when the env defines none)."""
+        fields = self._state_fields()
+        if fields is None:
+            return None
+        return state_digest([type(self).__name__, self.turn, self._episode_over, fields])
 
     def shown_reward(self, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]) -> float:
         """The reward a chat view may show the agent after this turn (``ChatView(reward_template=...)``): the
@@ -226,19 +281,29 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
             raise RuntimeError("Call reset() before step().")
         if self._episode_over:
             # Stepping a finished episode is a caller bug, but still not an exception.
-            info = self._info({}, valid=False, effective=False)
+            info = self._info({}, valid=False, effective=False, status="invalid_action")
             return self._observe("The episode is over. Call reset() to start a new one."), 0.0, True, False, info
         self.turn += 1
-        parsed = self._parse(action)
-        valid = not isinstance(parsed, InvalidAction)
-        outcome = self._act(parsed) if valid else self._invalid_outcome(parsed)
-        self._episode_over = bool(outcome.terminated)
-        info = self._info(outcome.info, valid=valid, effective=bool(outcome.effective) and valid)
+        valid = False
+        try:
+            parsed = self._parse(action)
+            valid = not isinstance(parsed, InvalidAction)
+            outcome = self._act(parsed) if valid else self._invalid_outcome(parsed)
+        except InfraError as exc:
+            outcome = self._fault_outcome("infra_error", exc)
+        except Exception as exc:  # a bug in the env: logged, and the episode ends instead of the rollout
+            logger.exception("%s: the turn raised; the episode ends with exit_status='env_error'", type(self).__name__)
+            outcome = self._fault_outcome("env_error", exc)
+        status = outcome.status or ("ok" if valid else "invalid_action")
+        self._episode_over = bool(outcome.terminated or outcome.truncated)
+        components = self._components(outcome, valid)
+        info = self._info(outcome.info, valid=valid, effective=bool(outcome.effective) and valid,
+                          components=components, status=status)
         return (
             self._observe(outcome.observation),
             float(outcome.reward),
             bool(outcome.terminated),
-            False,
+            bool(outcome.truncated),
             info,
         )
 
@@ -246,6 +311,42 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         if self.render_mode == "ansi":
             return self._state_text() if self._started else ""
         return None
+
+    # ------------------------------------------------------------------ snapshot, restore, fork
+    def snapshot(self) -> bytes:
+        """The episode's state as bytes (pickled attributes, ``np_random`` included, without
+        :attr:`shared_attributes`): :meth:`restore` on this env or on a :meth:`fork` of it continues
+        exactly where this one is."""
+        state = self.__getstate__()
+        state = dict(state) if isinstance(state, dict) else dict(self.__dict__)
+        for name in (*_SPACES_AND_SPEC, *self.shared_attributes, *self.derived_attributes):
+            state.pop(name, None)
+        return pickle.dumps((type(self).__qualname__, state), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, snapshot: bytes) -> None:
+        """Return to the state :meth:`snapshot` saved (from this env or one made the same way)."""
+        kind, state = pickle.loads(snapshot)
+        if kind != type(self).__qualname__:
+            raise ValueError(f"this snapshot is of a {kind}, not of a {type(self).__qualname__}.")
+        self.__dict__.update(state)
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Recompute :attr:`derived_attributes` after :meth:`restore` (override with them)."""
+
+    def fork(self, n: int) -> list["TurnEnv"]:
+        """``n`` independent envs in this env's current state (unwrapped; ``agentgym_turn.fork_env`` keeps
+        the wrappers): each shares :attr:`shared_attributes` and owns a copy of everything else."""
+        if not isinstance(n, int) or n < 0:
+            raise ValueError(f"fork(n) takes a count >= 0, got {n!r}.")
+        saved = self.snapshot()
+        out = []
+        for _ in range(n):
+            twin = object.__new__(type(self))  # a shallow copy that skips __setstate__ (which may re-resolve shared data)
+            twin.__dict__.update(self.__dict__)
+            twin.restore(saved)
+            out.append(twin)
+        return out
 
     # ------------------------------------------------------------------ internals
     def _parse(self, action: Any) -> Any:
@@ -262,7 +363,26 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
             )
         return self.parse_action(str(action))
 
-    def _info(self, extra: dict[str, Any], *, valid: bool, effective: bool) -> dict[str, Any]:
+    def _fault_outcome(self, status: str, exc: BaseException) -> TurnOutcome:
+        """A turn that a fault ended: no reward for the policy, the episode over (truncated)."""
+        self.last_error = exc
+        what = "A service the environment needs failed" if status == "infra_error" else "The environment failed"
+        message = f"{what} ({type(exc).__name__}: {str(exc)[:300]}). This episode is over; call reset() to start a new one."
+        return TurnOutcome(message, 0.0, False, False, status=status, truncated=True)
+
+    def _components(self, outcome: TurnOutcome, valid: bool) -> dict[str, float]:
+        """The declared components of ``outcome``'s reward, every name present (0.0 where it does not apply)."""
+        names = self.metadata.get("reward_components", ("task", "format"))
+        out = {name: 0.0 for name in names}
+        if outcome.components is not None:
+            out.update({k: float(v) for k, v in outcome.components.items()})
+        elif outcome.reward:
+            where = "format" if not valid and "format" in out else "task" if "task" in out else names[0]
+            out[where] = float(outcome.reward)
+        return out
+
+    def _info(self, extra: dict[str, Any], *, valid: bool, effective: bool, components: dict[str, float] | None = None,
+              status: str = "ok") -> dict[str, Any]:
         info: dict[str, Any] = self._extra_info()
         info.update(extra)
         info["turn"] = int(self.turn)
@@ -273,6 +393,14 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         actions = self._available_actions()
         if actions is not None:
             info["available_actions"] = list(actions)
+        info["exit_status"] = status
+        info["reward_valid"] = status not in FAULT_STATUSES
+        if components is None:
+            components = {name: 0.0 for name in self.metadata.get("reward_components", ("task", "format"))}
+        info["reward_components"] = components
+        key = self.state_key()
+        if key is not None:
+            info["state_key"] = key
         return info
 
     def _observe(self, text: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 from ..core import InvalidAction, TurnEnv, TurnOutcome
@@ -54,8 +55,10 @@ Terminates on a purchase. Truncates at the turn limit: 20 (the papers' 15 WebSho
 The common keys `turn`, `action_is_valid`, `action_is_effective`, `success` (score == 1),
 `score` (the purchase's score, 0 before), plus `page` (the shop's page kind), `goal_index`,
 `messages` (messages sent to the customer), `facts_disclosed` / `facts_total` (goal facts
-the customer has stated / there are) and `purchased_asin` (``""`` until a purchase). The key
-set is the same on every reset and step.
+the customer has stated / there are) and `purchased_asin` (``""`` until a purchase), and the
+fields RL infrastructure reads (``docs/turn-contract.md``): `exit_status`, `reward_valid`,
+`state_key` and `reward_components` (`attributes`, `options`, `price`, `message`, `format`). The
+key set is the same on every reset and step.
 
 ## Arguments
 
@@ -78,6 +81,11 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
     """
 
     reset_options = frozenset({"goal_index"})
+    #: ``reward_components``: the purchase's WebShop terms, the cost of the assistant's messages, invalid turns.
+    metadata = {**TurnEnv.metadata, "reward_components": ("attributes", "options", "price", "message", "format")}
+    #: The dialog is snapshotted by parts (:meth:`snapshot`): its shop by the shop's own snapshot, the rest but its
+    #: fixed settings and spaces by pickle.
+    shared_attributes = ("dialog",)
 
     def __init__(
         self,
@@ -119,10 +127,19 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
 
     def _advance(self, move: Any) -> TurnOutcome:
         reward = self.dialog._apply(ASSISTANT, move)
-        reward += self._customer_moves()
+        if isinstance(move, InvalidAction):
+            components = {"format": reward}
+        elif move[0] == "say":
+            components = {"message": reward}
+        elif move[0] == "shop":
+            components = dict(self.dialog._shop_info.get("reward_components", {}))
+        else:
+            components = {}
+        customer = self._customer_moves()  # the scripted customer's moves pay nothing unless one is invalid
+        components["format"] = components.get("format", 0.0) + customer
         return TurnOutcome(
-            self.dialog.observe(ASSISTANT), reward, bool(self.dialog.terminations[ASSISTANT]),
-            bool(self.dialog.infos[ASSISTANT]["action_is_effective"]),
+            self.dialog.observe(ASSISTANT), reward + customer, bool(self.dialog.terminations[ASSISTANT]),
+            bool(self.dialog.infos[ASSISTANT]["action_is_effective"]), components=components,
         )
 
     def _act(self, action: Any) -> TurnOutcome:
@@ -134,6 +151,34 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
 
     def _state_text(self) -> str:
         return self.dialog.shop.render() or ""
+
+    def snapshot(self) -> bytes:
+        """The episode's state: this env's, the shop's own snapshot and the dialog's changing fields (its RNG included)."""
+        d = self.dialog
+        parts = {k: v for k, v in d.__dict__.items() if k not in _DIALOG_FIXED}
+        return pickle.dumps((super().snapshot(), d.shop.snapshot(), parts), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, snapshot: bytes) -> None:
+        own, shop_state, parts = pickle.loads(snapshot)
+        super().restore(own)
+        # new dialog and shop objects (shallow copies sharing the fixed parts), so forks never share a turn's state
+        dialog = object.__new__(type(self.dialog))
+        dialog.__dict__.update(self.dialog.__dict__)
+        shop = object.__new__(type(dialog.shop))
+        shop.__dict__.update(dialog.shop.__dict__)
+        shop.restore(shop_state)
+        dialog.__dict__.update(parts)
+        dialog.shop = shop
+        self.dialog = dialog
+
+    def _state_fields(self) -> Any:
+        """Both sides' histories (what each said, the facts disclosed, the messages waiting for each side, whose
+        move it is) and the shop's own state key."""
+        d = self.dialog
+        if not self.has_started or d.facts is None:
+            return None
+        return [d.shop.state_key(), d._said, d._disclosed, d._pending, d._searched, d.moves, d.messages, d.agent_selection,
+                sorted(d.terminations.items()), sorted(d.truncations.items())]
 
     def _success(self) -> bool:
         return bool(self.dialog.infos[ASSISTANT]["success"]) if self.has_started else False
@@ -155,6 +200,11 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
     def transcript(self) -> str:
         """The dialog so far, one move a line (also ``dialog.render()`` with ``render_mode="ansi"``)."""
         return "\n".join(self.dialog._transcript)
+
+
+#: What a dialog's turn never changes: left out of :meth:`TurnWebShopDialogEnv.snapshot` (the shop has its own).
+_DIALOG_FIXED = frozenset({"shop", "observation_spaces", "action_spaces", "possible_agents", "max_cycles", "message_cost",
+                           "terseness", "render_mode", "format_penalty"})
 
 
 def silent_assistant_action(env: TurnWebShopDialogEnv) -> str:

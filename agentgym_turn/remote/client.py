@@ -5,8 +5,17 @@ served env returns (the same strings, rewards, ``terminated``/``truncated`` and 
 the spaces are ``TurnText`` with the served env's lengths, and ``unwrapped.expert_action()`` asks
 the server's env. One instance is one OpenEnv ``/ws`` session (one env on the server), opened at
 the first ``reset``; a ``reset`` after the session was lost (server restart, idle timeout) opens a
-new one. Every wait is bounded: a stopped or silent server is a ``ConnectionError`` or
-``TimeoutError`` that names the URL and says what to do, never a hang.
+new one. Every wait is bounded, never a hang: at ``reset`` a stopped or silent server is a
+``ConnectionError`` or ``TimeoutError`` that names the URL and says what to do; during ``step`` a server
+that is gone (connection refused or reset, the WebSocket closed, no answer within ``message_timeout``, an
+answer outside the protocol) ends the episode as a fault outside the policy's control, as a local env
+whose service failed does: the turn says the served env is gone, its reward is 0.0, ``truncated`` is
+True and ``info`` keeps the last keys the server sent with ``exit_status="infra_error"`` and
+``reward_valid=False`` (:mod:`~agentgym_turn.core.contract`).
+
+``snapshot()`` / ``restore()`` / ``fork(n)`` work by replay: a snapshot is the seed and options of the last
+seeded ``reset`` and every reset and action since, and restoring it plays them again in a new session on
+the server (served envs are deterministic given the seed and the actions).
 
 Differences from a local env, by design: the turn limit lives on the server (``TimeLimit`` of the
 served id; :attr:`RemoteTurnEnv.max_episode_steps` reports it); the env holds a live session, so
@@ -20,6 +29,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import pickle
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,6 +38,7 @@ from typing import Any
 import gymnasium as gym
 
 from ..core.args import is_number
+from ..core.contract import state_digest
 from ..core.spaces import TurnText
 from .protocol import ACTION_FIELD, SHOWN_REWARD_KEY, dumps, parse_observation_payload, served_spec_from_schemas
 
@@ -47,6 +58,12 @@ _CLOSE_CODES = {
     1012: "the server is shutting down or restarting",
     1013: "the server is at capacity",
 }
+
+#: Error frame codes (and ``PROTOCOL``: an answer outside the protocol) that mean the served env is gone or broken:
+#: during ``step`` they end the episode with ``exit_status="infra_error"`` instead of raising.
+_INFRA_CODES = frozenset({"PROTOCOL", "CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR"})
+#: How much of a fault's cause the infra-error observation quotes.
+_CAUSE_CHARS = 300
 
 #: Exceptions of the served env that the client raises as the same type (others: RemoteEnvError).
 _SAME_TYPE = {"ValueError": ValueError, "TypeError": TypeError, "RuntimeError": RuntimeError, "KeyError": KeyError, "IndexError": IndexError}
@@ -115,6 +132,12 @@ class RemoteTurnEnv(gym.Env[str, str]):
         if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
             raise ValueError("token must be a non-empty string of printable ASCII characters (the server's --token).")
         self.base_url, self.ws_url = _urls(base_url)
+        # what fork(n) makes its envs with
+        self._init_args: dict[str, Any] = dict(base_url=base_url, env_id=env_id, render_mode=render_mode, connect_timeout=connect_timeout,
+                                               message_timeout=message_timeout, token=token)
+        self._last_info: dict[str, Any] | None = None  # the server's last info (the keys of an infra-error turn)
+        self._fault_over = False  # the last step was an infra-error turn: the episode is over
+        self._log: list[tuple[Any, ...]] | None = None  # ("reset", seed, options) and ("step", action) since the last seeded reset
         self._headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
         self.connect_timeout = float(connect_timeout)
         self.message_timeout = float(message_timeout)
@@ -217,7 +240,7 @@ class RemoteTurnEnv(gym.Env[str, str]):
                 raise self._closed_error(err) from None
         else:
             try:
-                frame = json.loads(ws.recv(timeout=self.message_timeout))
+                raw = ws.recv(timeout=self.message_timeout)
             except TimeoutError:
                 # The answer may still come later; a fresh session keeps requests and answers paired.
                 self._drop(f"the previous request to {self.ws_url} timed out")
@@ -229,6 +252,11 @@ class RemoteTurnEnv(gym.Env[str, str]):
                 frame = self._queued_frame(ws)
                 if frame is None:
                     raise self._closed_error(err) from None
+            else:
+                try:
+                    frame = json.loads(raw)
+                except ValueError:
+                    raise RemoteEnvError(f"the env server at {self.base_url} sent a frame that is not JSON: {str(raw)[:200]}", "PROTOCOL") from None
         if not isinstance(frame, dict):
             raise RemoteEnvError(f"the env server at {self.base_url} sent a non-object frame: {str(frame)[:200]}", "PROTOCOL")
         if frame.get("type") == "error":
@@ -260,18 +288,121 @@ class RemoteTurnEnv(gym.Env[str, str]):
         data: dict[str, Any] = {"seed": seed}
         if options is not None:
             data["options"] = options
-        frame = self._request({"type": "reset", "data": data}, new_session_ok=True)
+        stale = self._ws is not None
+        try:
+            frame = self._request({"type": "reset", "data": data}, new_session_ok=True)
+        except ConnectionError:
+            if not stale or self._ws is not None:
+                raise
+            # the open session was lost unnoticed (a server restart): one new session, and a reset there
+            frame = self._request({"type": "reset", "data": data}, new_session_ok=True)
         text, _, _, _, info = self._observation(frame)
         self._shown = None
+        self._last_info, self._fault_over = dict(info), False
+        if seed is not None:
+            self._log = []
+        if self._log is not None:
+            self._log.append(("reset", seed, None if options is None else dict(options)))
         return text, info
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if isinstance(action, (bytes, bytearray)):
             action = bytes(action).decode("utf-8", errors="replace")  # as TurnEnv decodes bytes
-        frame = self._request({"type": "step", "data": {ACTION_FIELD: action}})
-        text, reward, terminated, truncated, info = self._observation(frame)
+        if self._fault_over:
+            return self._over_turn()
+        if self._ws is None:
+            if not (self._close_note and self._last_info is not None):  # never reset, or closed: a caller bug, as locally
+                raise ConnectionError(f"no session is open; call reset() to start a new session at {self.ws_url}.")
+            return self._fault_turn(f"{self._close_note}; the episode is lost")  # found lost by render() or state()
+        try:
+            frame = self._request({"type": "step", "data": {ACTION_FIELD: action}})
+            text, reward, terminated, truncated, info = self._observation(frame)
+        except (ConnectionError, TimeoutError) as err:
+            return self._fault_turn(str(err))
+        except RemoteEnvError as err:
+            if err.code not in _INFRA_CODES:
+                raise
+            self._drop(str(err))  # requests and answers may be out of step now: the session is not reused
+            return self._fault_turn(str(err))
         self._shown = info.pop(SHOWN_REWARD_KEY, None)  # kept for shown_reward: the info stays the served env's own
+        self._last_info = dict(info)
+        if self._log is not None:
+            self._log.append(("step", action))
         return text, (0.0 if reward is None else reward), terminated, truncated, info
+
+    def _fault_turn(self, cause: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """The turn a fault outside the policy's control ends the episode with: what the served env's last info
+        held, with this turn's number, ``exit_status="infra_error"``, ``reward_valid=False`` and zero components.
+        The action was never judged by the server (``action_is_valid`` False)."""
+        info = dict(self._last_info or {})
+        turn = int(info.get("turn", 0)) + 1 if is_number(info.get("turn", 0)) else 1
+        info.update(turn=turn, action_is_valid=False, action_is_effective=False, exit_status="infra_error", reward_valid=False)
+        info["reward_components"] = {str(name): 0.0 for name in (info.get("reward_components") or {})}
+        if "state_key" in info:  # every episode a fault ended has the same (empty) future
+            info["state_key"] = state_digest([type(self).__name__, self.served_env_id, turn, "infra_error"])
+        self._last_info, self._fault_over, self._shown = dict(info), True, 0.0
+        text = (f"The served env at {self.base_url} is gone ({cause[:_CAUSE_CHARS]}). This episode is over; "
+                "call reset() to start a new one.")
+        return text, 0.0, False, True, info
+
+    def _over_turn(self) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """A step after an infra-error turn, answered as a local env answers a step after its episode ended."""
+        info = dict(self._last_info or {})
+        info.update(action_is_valid=False, action_is_effective=False, exit_status="invalid_action", reward_valid=True)
+        info["reward_components"] = {name: 0.0 for name in info.get("reward_components") or {}}
+        self._shown = 0.0
+        return "The episode is over. Call reset() to start a new one.", 0.0, True, False, info
+
+    # ------------------------------------------------------------------ snapshot, restore, fork (by replay)
+    def snapshot(self) -> bytes:
+        """The episode as bytes: the served id, the last seeded reset and every reset and action since.
+        :meth:`restore` replays them in a new session. Raises ``ValueError`` when the session has had no
+        ``reset(seed=...)`` (a server-drawn seed cannot be replayed) and ``ConnectionError`` after an
+        infra-error turn (the served state is lost)."""
+        if self._log is None:
+            raise ValueError(
+                f"{self!r} cannot be snapshotted: its episodes began with reset(seed=None), whose seed the server drew. "
+                "Start the episode with reset(seed=...) to snapshot, restore or fork it."
+            )
+        if self._fault_over:
+            raise ConnectionError(f"the session at {self.ws_url} was lost mid-episode; its state cannot be replayed. Call reset().")
+        return pickle.dumps((type(self).__qualname__, {"env_id": self.served_env_id, "log": list(self._log)}),
+                            protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, snapshot: bytes) -> None:
+        """Return to the state :meth:`snapshot` saved (from this env or one of the same served id): a new session
+        on the server replays the snapshot's resets and actions. A server that fails meanwhile is a
+        ``ConnectionError``."""
+        kind, state = pickle.loads(snapshot)
+        if kind != type(self).__qualname__ or state.get("env_id") != self.served_env_id:
+            raise ValueError(f"this snapshot is of a {kind} serving {state.get('env_id')!r}, not of {self!r}.")
+        self.close()  # the old session ends; reset opens a new one
+        self._close_note = ""
+        for entry in state["log"]:
+            if entry[0] == "reset":
+                self.reset(seed=entry[1], options=entry[2])
+                continue
+            *_, info = self.step(entry[1])
+            if info.get("exit_status") == "infra_error":
+                raise ConnectionError(f"the env server at {self.base_url} failed while a snapshot was replayed; call restore() again or reset().")
+        self._log = list(state["log"])
+
+    def fork(self, n: int) -> list["RemoteTurnEnv"]:
+        """``n`` new clients of the same server (same arguments), each in its own session in this env's state."""
+        if not isinstance(n, int) or n < 0:
+            raise ValueError(f"fork(n) takes a count >= 0, got {n!r}.")
+        saved = self.snapshot()
+        out: list[RemoteTurnEnv] = []
+        try:
+            for _ in range(n):
+                twin = type(self)(**self._init_args)
+                out.append(twin)
+                twin.restore(saved)
+        except BaseException:
+            for twin in out:
+                twin.close()
+            raise
+        return out
 
     def shown_reward(self, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]) -> float:
         """The reward a chat view may show the agent after the last step, as the served env computed it

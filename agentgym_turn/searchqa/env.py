@@ -161,6 +161,9 @@ under ``"search_r1"``). Extra keys:
 * `golden_answers` (list[str]): the gold answers (aliases included). An oracle: a served env
   (``agentgym-turn serve env``) leaves it out unless started with ``--expert``.
 * `retrieved_ids` (list[str]): ids of the passages shown this turn (``[]`` otherwise).
+* `exit_status`, `reward_valid`, `state_key` and `reward_components` (`exact_match`, `format`): the
+  fields RL infrastructure reads (``docs/turn-contract.md``); a retriever that fails ends the episode
+  with ``exit_status="infra_error"``.
 
 ## Arguments
 
@@ -221,6 +224,10 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
 
     multiple_choice = False
     reset_options = frozenset({"question_id", "question_index"})
+    #: ``reward_components``: the exact match's change (Search-R1's reward) and the invalid-turn penalty.
+    metadata = {**TurnEnv.metadata, "reward_components": ("exact_match", "format")}
+    #: The questions, their source, the retriever and the settings: read-only, shared by forks and left out of snapshots.
+    shared_attributes = ("_source", "_questions", "_by_id", "_retriever", "_config")
     oracle_info_keys = ("golden_answers",)
 
     def __init__(
@@ -485,7 +492,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             self._f1 = token_f1(content, q.golden_answers)
         # the verdict first, the agent's words quoted after it: they cannot forge the verdict
         receipt = f"\nExact match: {'yes' if self._em == 1.0 else 'no'}. Your final answer: {snippet(content, 200)!r}.\n"
-        return TurnOutcome(receipt, self._em, True, True, {})
+        return TurnOutcome(receipt, self._em, True, True, {}, {"exact_match": self._em})
 
     # Search-R1: the reward is the score of the whole sequence, so each turn earns the change in that score
     def _rescore(self) -> float:
@@ -525,7 +532,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         if kind == "answer":
             self._answered = True
             self._record("")
-            return TurnOutcome("", reward, True, True, {})
+            return TurnOutcome("", reward, True, True, {}, {"exact_match": reward})
         if self._final_turn():
             # run_llm_loop's final rollout: execute_predictions(do_search=False) runs no search and returns an empty
             # block, which Search-R1 then drops from the sequence (the scorer sees this turn's cut response only)
@@ -534,7 +541,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             observation, ids = self._search(content)
             info, effective = {"retrieved_ids": ids}, True
         self._record(observation)
-        return TurnOutcome(observation, reward, False, effective, info)
+        return TurnOutcome(observation, reward, False, effective, info, {"exact_match": reward})
 
     def shown_reward(self, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]) -> float:
         """Search-R1 scores the whole sequence, so a turn's reward can move with an ``<answer>`` written inside a
@@ -546,9 +553,10 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
 
     def _invalid_outcome(self, problem: InvalidAction) -> TurnOutcome:
         if self.protocol == "search_r1":
-            reward = self._rescore() + self.format_penalty
+            change = self._rescore()
             self._record(INVALID_MESSAGE)
-            return TurnOutcome(INVALID_MESSAGE, reward, False, False, {})
+            return TurnOutcome(INVALID_MESSAGE, change + self.format_penalty, False, False, {},
+                               {"exact_match": change, "format": self.format_penalty})
         return TurnOutcome(
             f"\nMy previous action is invalid ({problem.message.rstrip('.')}). {_HOW}\n",
             self.format_penalty, False, False, {},
@@ -570,6 +578,15 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             "golden_answers": golds,
             "retrieved_ids": [],
         }
+
+    def _state_fields(self) -> Any:
+        """The question, the number of searches, the passages retrieved, the answer so far and, under Search-R1's
+        protocol, the sequence its reward scores (the order of earlier queries changes nothing ahead otherwise)."""
+        q = self._question
+        if q is None:
+            return None
+        return [q.id, q.question, self._searches, sorted(self._seen), self._prediction, self._em, self._f1,
+                self._answered, self._sequence if self.protocol == "search_r1" else None]
 
     def _state_text(self) -> str:
         q = self._question
@@ -671,7 +688,8 @@ As :class:`TurnSearchQAEnv`: terminated on an answer, truncated after ``max_epis
 Common keys `turn`, `action_is_valid`, `action_is_effective`, `success`, `score` (1.0 for
 the correct letter), and as in :class:`TurnSearchQAEnv`: `question_id`, `question_type`,
 `searches`, `em`, `f1` (equal to `em` here), `prediction` (the chosen letter),
-`golden_answers` (the correct letter), `retrieved_ids`.
+`golden_answers` (the correct letter), `retrieved_ids`, `exit_status`, `reward_valid`, `state_key`
+and `reward_components` (`exact_match`, `format`).
 
 ## Arguments
 

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from ..core.args import is_int
+from ..core.contract import InfraError
 from ..extras import require
 from .corpus import Corpus
 from .protocol import format_passages
@@ -72,8 +73,10 @@ class Hit:
     score: float
 
 
-class RetrieverError(ConnectionError):
-    """A retrieval server could not be reached or sent an answer outside the protocol."""
+class RetrieverError(ConnectionError, InfraError):
+    """A retrieval server could not be reached, did not answer in time, failed (HTTP 5xx) or sent an answer outside
+    the protocol. An :class:`~agentgym_turn.core.contract.InfraError`: raised inside a turn, it ends the episode
+    with ``exit_status="infra_error"`` (``reward_valid=False``) instead of scoring the policy."""
 
 
 @runtime_checkable
@@ -455,6 +458,8 @@ class HTTPRetriever:
             self._local.conn = None
 
     def retrieve(self, queries: Sequence[str], topk: int) -> list[list[Hit]]:
+        """Post ``queries``; a refused or dropped connection is retried ``retries`` times, a timeout is not (the wait
+        stays bounded by ``timeout``). Any failure is a :class:`RetrieverError` naming the URL and the cause."""
         topk = _check_topk(topk)
         if not queries:
             return []
@@ -467,6 +472,9 @@ class HTTPRetriever:
                 conn.request("POST", self._path, body=body, headers=headers)
                 resp = conn.getresponse()
                 data = resp.read()
+            except TimeoutError as exc:  # socket.timeout: a slow server is not retried, so the wait stays bounded
+                self.close()
+                raise RetrieverError(f"the retriever at {self.url} did not answer within {self.timeout:g} s ({exc or 'timed out'})") from exc
             except (OSError, http.client.HTTPException) as exc:
                 last = exc
                 self.close()
@@ -477,5 +485,9 @@ class HTTPRetriever:
                 payload = json.loads(data)
             except ValueError as exc:
                 raise RetrieverError(f"{self.url} sent a body that is not JSON") from exc
-            return [row[:topk] for row in parse_retrieve_response(payload, len(queries))]
-        raise RetrieverError(f"cannot reach the retriever at {self.url}: {last}")
+            try:
+                hits = parse_retrieve_response(payload, len(queries))
+            except RetrieverError as exc:
+                raise RetrieverError(f"{self.url} sent a malformed answer: {exc}") from None
+            return [row[:topk] for row in hits]
+        raise RetrieverError(f"cannot reach the retriever at {self.url}: {type(last).__name__}: {last}")

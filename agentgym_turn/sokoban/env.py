@@ -14,7 +14,8 @@ from .expert import answer_text, idle_move, no_plan_reason, plan_from
 from .loader import Level, parse_level
 from .ragen import parse_ragen_response, ragen_prefix, ragen_reward_text, ragen_turn_block
 from .render import grid_rows, rgb_array
-from .reward import PENALTY_BOX_OFF_TARGET, PENALTY_FOR_STEP, REWARD_BOX_ON_TARGET, REWARD_FINISHED
+from . import reward as _reward
+from .reward import PENALTY_BOX_OFF_TARGET, PENALTY_FOR_STEP, REWARD_BOX_ON_TARGET, REWARD_FINISHED, REWARD_COMPONENTS
 from .solver import DEFAULT_SOLVER_BUDGET, SolveResult
 from .source import LevelFile, SokobanGenerator
 from .splits import check_split, level_split
@@ -60,6 +61,10 @@ def _money(x: float) -> str:
 
 #: Generated levels drawn at most per reset to find one of the env's split (10% of levels are test levels).
 _SPLIT_DRAWS = 1000
+
+
+def _wall_mask(walls: Sequence[bool]) -> int:
+    return sum(1 << i for i, w in enumerate(walls) if w)
 
 
 class TurnSokobanEnv(TurnEnv):
@@ -169,6 +174,8 @@ Every `reset` and `step` returns:
 * `solution_moves`: length of the shortest plan known for the level (`env.solution`), optimal
   or not.
 * `level_name`: `"file.txt;index"` for a level loaded from a file, else `""`.
+* `exit_status`, `reward_valid`, `state_key` and `reward_components` (`step`, `box_on_target`,
+  `box_off_target`, `finish`, `format`): the fields RL infrastructure reads (``docs/turn-contract.md``).
 
 ## Arguments
 
@@ -222,7 +229,10 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
   are checked at load; `split` (train, validation and test levels disjoint by content).
 """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4, "reward_components": REWARD_COMPONENTS}
+    #: The level source and its loaded levels: read-only, shared by forks and left out of snapshots.
+    shared_attributes = ("generator", "levels")
+    derived_attributes = ("_board",)
     reset_options = frozenset({"level"})
     content_reset_options = frozenset({"level"})  # a level text is solved on reset
 
@@ -401,6 +411,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
             moves = moves[: self.max_actions_per_turn]
         executed: list[str] = []
         move_tenths: list[int] = []
+        terms = [0, 0, 0]  # box_on_target, box_off_target, finish (tenths)
         on_before = bin(self._boxes & board.target_mask).count("1")
         start_state = (self._boxes, self._player)
         for i, move in enumerate(moves):
@@ -412,6 +423,9 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
             move_tenths.append(res.reward_tenths)
             executed.append(MOVE_NAMES[move])
             self._follow_plan(move, res.moved)
+            if res.pushed_to >= 0:
+                for k, t in enumerate(_reward.push_components_tenths(board.target_mask, res.boxes, res.player, res.pushed_to)):
+                    terms[k] += t
             self._boxes, self._player = res.boxes, res.player
             if res.pushed_to >= 0:
                 if self._boxes == board.target_mask:
@@ -426,9 +440,12 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         self._executed = executed
         self._reward_tenths += tenths
         reward = tenths / 10
+        components = {"step": (tenths - sum(terms)) / 10, "box_on_target": terms[0] / 10, "box_off_target": terms[1] / 10,
+                      "finish": terms[2] / 10}
         if action.penalized:
             self._penalties += self.format_penalty
             reward = round(reward + self.format_penalty, 10)  # -0.3, not -0.30000000000000004
+            components["format"] = self.format_penalty
         out_of_moves = (
             self.max_actions_per_episode is not None and self._moves >= self.max_actions_per_episode and not self._solved
         )
@@ -439,7 +456,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
             on_after = bin(self._boxes & board.target_mask).count("1")
             observation = self._turn_message(executed, tenths, on_after - on_before, notes, out_of_moves)
         effective = (self._boxes, self._player) != start_state
-        return TurnOutcome(observation, reward, terminated, effective, {"executed_moves": list(executed)})
+        return TurnOutcome(observation, reward, terminated, effective, {"executed_moves": list(executed)}, components)
 
     def _invalid_outcome(self, problem: InvalidAction) -> TurnOutcome:
         self._penalties += self.format_penalty
@@ -620,6 +637,17 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         if self._plan:
             return "solvable"
         return "unknown" if self._hopeless.get((self._boxes, self._player)) == "unknown" else "unsolvable"
+
+    def _rebuild(self) -> None:
+        self._board = None if self.level is None else board_for(self.level)
+
+    def _state_fields(self) -> Any:
+        """The room (walls, targets), the boxes, the player, the moves played and the deadlock flag: with the
+        turn (in every key), all that the next observations and rewards depend on."""
+        if self._board is None or self.level is None:
+            return None
+        return [self.level.rows, self.level.cols, sorted(self._board.targets), _wall_mask(self.level.walls),
+                self._boxes, self._player, self._moves, self._deadlocked]
 
     def task_key(self) -> str | None:
         """The current level's Boxoban text (walls, targets, boxes, player at the start): equal for two

@@ -26,6 +26,7 @@ from gymnasium.utils.env_checker import check_env, data_equivalence
 
 from ..core.parsing import snippet
 from ..core.turn_env import COMMON_INFO_KEYS
+from .contract_checks import env_error_problem, info_problems, same_future, snapshot_problems, step_problems
 from .fuzz import fixed_adversarial_responses, near_miss, random_responses
 
 __all__ = ["check_turn_env", "CheckReport", "TurnContractError", "Violation"]
@@ -121,10 +122,15 @@ class _Checker:
             return int(spec.max_episode_steps)
         return _DEFAULT_TURN_CAP
 
-    def check_info(self, check: str, where: str, info: Any) -> None:
+    def check_info(self, check: str, where: str, info: Any, env: gym.Env | None = None, reward: Any = None) -> None:
         if not isinstance(info, dict):
             self.problem(check, f"info is {type(info).__name__}, expected a dict.", where)
             return
+        if env is not None:  # the contract fields, where the env returns them
+            for what in (info_problems(env, info) if reward is None else step_problems(env, reward, info, env_error=False)):
+                self.problem("contract", what, where)
+            if reward is not None and info.get("exit_status") == "env_error":  # a turn that raised, caught by TurnEnv
+                self.problem(check, env_error_problem(env), where)
         for key, expected in COMMON_INFO_KEYS.items():
             if key not in info:
                 self.problem(check, f"info has no key {key!r} (required keys: {sorted(COMMON_INFO_KEYS)}).", where)
@@ -172,7 +178,7 @@ class _Checker:
         for name, flag in (("terminated", terminated), ("truncated", truncated)):
             if not isinstance(flag, (bool, np.bool_)):
                 self.problem(check, f"{name} is {type(flag).__name__}, expected bool.", f"{where}: {name}={snippet(repr(flag))}")
-        self.check_info(check, where, info)
+        self.check_info(check, where, info, env, reward)
         return True
 
     def step(self, check: str, where: str, env: gym.Env, response: Any) -> tuple | None:
@@ -198,7 +204,7 @@ class _Checker:
             self.problem(check, f"reset() returned {type(result).__name__}, expected (observation, info).", where)
             return None
         self.check_observation(check, where, env, result[0])
-        self.check_info(check, where, result[1])
+        self.check_info(check, where, result[1], env)
         return result
 
     # -------------------------------------------------------------- checks
@@ -210,6 +216,8 @@ class _Checker:
             self.check_fuzz,
             self.check_determinism,
             self.check_pickle,
+            self.check_snapshot,
+            self.check_state_keys,
             self.check_expert,
             self.check_after_end,
             self.check_render,
@@ -363,6 +371,76 @@ class _Checker:
                 break
         self._compare("pickle", "an env and its pickle round-trip copy", [("start",)] + a, [("start",)] + b)
         env.close()
+
+    def check_snapshot(self) -> None:
+        """``snapshot``/``restore``/``fork``, where the unwrapped env has them: from the middle of an episode, a restored
+        env and each fork continue exactly as the original (same responses, same transcript, RNG included)."""
+        env = self.fresh()
+        if not all(callable(getattr(env.unwrapped, name, None)) for name in ("snapshot", "restore", "fork")):
+            env.close()
+            return
+        script = self._script(8)
+        env.reset(seed=self.seed)
+        expert = getattr(env.unwrapped, "expert_action", None)
+        for response in ([expert()] if callable(expert) else []) + script[:1]:
+            _, _, terminated, truncated, _ = env.step(response)
+            if terminated or truncated:
+                env.reset(seed=self.seed)
+        probe = script[1:6] if not callable(expert) else [expert(), near_miss(expert(), np.random.default_rng(self.seed)), *script[1:4]]
+        for what in snapshot_problems(env, probe, self.seed):
+            self.problem("snapshot", what, f"seed={self.seed}, after 2 turns")
+        env.close()
+
+    def check_state_keys(self) -> None:
+        """``info["state_key"]``, where the env gives one: whenever a key comes back (another episode, another path),
+        the state it names has the same future as the first state with that key (a fork of each plays the same
+        responses: same observations, rewards, flags). Needs ``fork``."""
+        env = self.fresh()
+        if not callable(getattr(env.unwrapped, "fork", None)):
+            env.close()
+            return
+        use_expert = callable(getattr(env.unwrapped, "expert_action", None))
+        script = self._script(24)
+        rng = np.random.default_rng(self.seed + 11)
+        seen: dict[str, Any] = {}
+        probes = 0
+        for episode in range(8):
+            seed = self.seed + episode % 2  # two seeds, each four times: keys come back by other paths
+            _, info = env.reset(seed=seed)
+            for turn in range(self.turn_cap(env) + 1):
+                key = info.get("state_key") if isinstance(info, dict) else None
+                if key is None:
+                    break
+                if key in seen and probes < 24:
+                    probes += 1
+                    probe = [script[int(k)] for k in rng.integers(0, len(script), 3)]
+                    if use_expert:
+                        probe = [env.unwrapped.expert_action(), *probe]
+                    why = same_future(seen[key].fork(1)[0], env.unwrapped.fork(1)[0], probe)
+                    if why is not None:
+                        self.problem("state_key", f"two states with the same state_key have different futures ({why}).",
+                                     f"seed={seed}, turn {turn}, key {key}")
+                elif key not in seen:
+                    seen[key] = env.unwrapped.fork(1)[0]
+                result = self.step("state_key", f"seed={seed}, turn {turn + 1}", env, self._walk(env, info, rng, script, use_expert))
+                if result is None or result[2] or result[3]:
+                    break
+                info = result[4]
+        env.close()
+
+    @staticmethod
+    def _walk(env: gym.Env, info: dict[str, Any], rng: np.random.Generator, script: list[str], use_expert: bool) -> str:
+        """A response for a random walk that mostly stays valid: the expert's, one of the available actions, a
+        near-miss of the expert's, or a scripted one."""
+        u = rng.random()
+        actions = info.get("available_actions")
+        if use_expert and u < 0.5:
+            return env.unwrapped.expert_action()
+        if u < 0.75 and actions:
+            return str(actions[int(rng.integers(len(actions)))])
+        if u < 0.75 and use_expert:
+            return near_miss(env.unwrapped.expert_action(), rng)
+        return script[int(rng.integers(len(script)))]
 
     def _play_expert(self, env: gym.Env, seed: int, cap: int) -> tuple[dict[str, Any] | None, bool, bool]:
         """Follow ``expert_action()`` from ``reset(seed)``; return the last info, whether it ended, whether it was terminated."""
@@ -559,7 +637,11 @@ def check_turn_env(
     caught); a pickle round-trip mid-episode; expert success within the turn limit, with the
     expert's own steps type-checked like every other step; the same ``info`` key set on every
     reset and step; steps after the end (terminated, and truncated by the turn limit) that do not
-    raise, keep the episode over and pay nothing; ``render("ansi")``.
+    raise, keep the episode over and pay nothing; ``render("ansi")``. Where the env declares them
+    (``TurnEnv`` does): ``exit_status`` from the vocabulary and ``reward_valid`` false exactly for faults,
+    ``reward_components`` with the declared names summing to the reward, no ``env_error``,
+    ``snapshot``/``restore``/``fork`` continuing exactly (RNG included), and ``state_key``s that come
+    back naming states with the same future.
 
     Each distinct violation is reported once, with where it first happened and how many times
     it happened (:class:`Violation`).

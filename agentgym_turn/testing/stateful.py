@@ -11,7 +11,14 @@ end, and steps once past the end now and then. After every ``reset`` and ``step`
 * ``info`` has the same key set as the first ``info`` this machine saw (reset or step alike);
 * a step after the end keeps ``terminated or truncated`` set and, after ``terminated``, pays 0;
 * determinism: every finished episode, replayed with the same seed and responses on a second
-  instance, gives the identical transcript (observations, rewards, flags, info).
+  instance, gives the identical transcript (observations, rewards, flags, info);
+* the contract fields, where the env returns them (:mod:`.contract_checks`): ``exit_status`` from the
+  vocabulary, never ``env_error``, ``reward_valid`` false exactly for faults, ``reward_components``
+  with the declared names summing to the reward within 1e-9;
+* ``fork``: now and then the env is forked (:func:`~agentgym_turn.core.contract.fork_env`, wrappers
+  included) and the fork plays the rest of the episode beside it, with the identical transcript;
+* ``state_key``: when a key comes back (another episode, another path), a fork of the state it names
+  now and a fork of the first state with that key play the same responses identically.
 
 Use it on your own env (needs ``hypothesis``, the ``dev`` extra)::
 
@@ -38,8 +45,10 @@ from gymnasium.utils.env_checker import data_equivalence
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
+from ..core.contract import fork_env
 from ..core.parsing import snippet
 from . import strategies as st_turn
+from .contract_checks import info_problems, same_future, step_problems
 
 __all__ = ["turn_contract_machine", "MachineStats", "check_transition", "check_observation"]
 
@@ -54,6 +63,8 @@ class MachineStats:
     replayed_steps: int = 0
     long_responses: int = 0  # responses at the length limit or of 1 MB
     steps_after_end: int = 0
+    forked_steps: int = 0  # steps a fork played beside the env
+    key_probes: int = 0  # state keys that came back and were probed
     kinds: dict[str, int] = field(default_factory=dict)  # steps per kind of response
     info_keys: frozenset[str] | None = None  # the key set every info must have
 
@@ -105,6 +116,8 @@ def turn_contract_machine(
     max_long: int = 1,
     max_huge: int = 1,
     replay: bool = True,
+    fork_weight: float = 0.05,
+    max_key_probes: int = 4,
 ) -> type[RuleBasedStateMachine]:
     """Build a :class:`~hypothesis.stateful.RuleBasedStateMachine` class for one env.
 
@@ -125,6 +138,8 @@ def turn_contract_machine(
             weights a 10,000-step run sends about five of the first and one of the second; hypothesis
             repeats draws across examples, so a run can send a few times more).
         replay: Replay every finished episode on the second instance and compare transcripts.
+        fork_weight: Chance per step of forking the env (when it has ``fork``) for the rest of the episode.
+        max_key_probes: Cap on the state keys probed per example (each probe plays 2 responses on 2 forks).
 
     The rest of the steps send arbitrary responses (:func:`~.strategies.responses` and
     :func:`~.strategies.unicode_text`). ``Machine.stats`` (a :class:`MachineStats`) counts what
@@ -158,6 +173,9 @@ def turn_contract_machine(
             self.episodes = 0
             # caps per example, not per class: hypothesis replays an example and must see the same draws
             self.long_left, self.huge_left = max_long, max_huge
+            # state key -> a fork of the first state seen with it: per example, so hypothesis' replays of one agree
+            self.keyed: dict[str, Any] = {}
+            self.probes_left = max_key_probes
 
         # ------------------------------------------------------------ contract checks
         def _check_info_keys(self, info: dict[str, Any], where: str) -> None:
@@ -188,6 +206,29 @@ def turn_contract_machine(
             self.episodes += 1
             self.rng = random.Random(f"{self.mix_seed}/{seed}/{self.episodes}")
             self.over = self.terminated = self.stepped_after_end = False
+            self.twin: gym.Env | None = None
+            problems = info_problems(self.env, info)
+            assert not problems, f"{where}: {problems[0]}"
+            self._probe_key(info, where)
+
+        def _probe_key(self, info: dict[str, Any], where: str) -> None:
+            """A key seen before names a state with the same future: forks of both play 2 responses alike."""
+            key = info.get("state_key")
+            base = self.env.unwrapped
+            if key is None or not callable(getattr(base, "fork", None)):
+                return
+            if key not in self.keyed:
+                if len(self.keyed) < 256:
+                    self.keyed[key] = base.fork(1)[0]
+                return
+            if self.probes_left <= 0:
+                return
+            self.probes_left -= 1
+            stats.key_probes += 1
+            expert = getattr(base, "expert_action", None)
+            probe = [expert() if callable(expert) else self.last_response, self.last_response]
+            why = same_future(self.keyed[key].fork(1)[0], base.fork(1)[0], probe)
+            assert why is None, f"{where}: state_key {key} came back, but the two states have different futures ({why})"
 
         def _step(self, response: Any, kind: str) -> None:
             after_end = self.over
@@ -201,6 +242,16 @@ def turn_contract_machine(
                 ) from exc
             obs, reward, terminated, truncated, info = check_transition(self.env, result, where)
             self._check_info_keys(info, where)
+            problems = step_problems(self.env, reward, info)
+            assert not problems, f"{where}: {problems[0]}"
+            if self.twin is not None:
+                twin = self.twin.step(response)
+                stats.forked_steps += 1
+                assert data_equivalence(twin, result), f"{where}: a fork of the env, given the same response, returned another result"
+            elif not after_end and self.rng.random() < fork_weight and callable(getattr(self.env.unwrapped, "fork", None)):
+                self.twin = fork_env(self.env, 1)[0]  # it plays the rest of the episode beside the env
+            if not after_end:
+                self._probe_key(info, where)
             if after_end:
                 assert terminated or truncated, f"{where}: a step after the end must keep terminated or truncated set"
                 if self.terminated:

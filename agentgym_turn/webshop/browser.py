@@ -10,6 +10,12 @@ product link or picks the option radio whose ``data-action`` names it. Observati
 the live DOM (``driver.page_source``) through the text env's own HTML-to-text code, so for the same
 actions they equal ``TurnWebShop-v0``'s; reward and ``info`` come from the session's ``/state``.
 
+A failure of the browser or the site inside a turn (a WebDriver error, a chromedriver or Chromium process that
+died, the site gone) is an :class:`~agentgym_turn.core.contract.InfraError`: the episode ends with
+``exit_status="infra_error"`` and ``reward_valid=False``, and the next ``reset`` starts a new browser.
+Snapshots hold the episode's start and actions (a live browser cannot be pickled): ``restore`` replays
+them in this env's browser and ``fork(n)`` in ``n`` new envs made with this one's arguments.
+
     python -m agentgym_turn.webshop.browser --screenshot docs/img/webshop_item.png
 
 takes the item page screenshot of the docs through this env's code path (:func:`screenshot_item_page`).
@@ -18,8 +24,10 @@ takes the item page screenshot of the docs through this env's code path (:func:`
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
+import pickle
 import shutil
 import signal
 import sys
@@ -30,6 +38,7 @@ from typing import Any, Sequence
 from urllib.parse import urlencode, urlsplit
 
 from ..core import InvalidAction, TurnEnv, TurnOutcome, parse_bracket_action, snippet
+from ..core.contract import InfraError
 from ..extras import require
 from .env import INTRO, TurnWebShopEnv, exact_click_name
 from .text import OBSERVATION_MODES, actions_line, format_strings, visible_strings
@@ -57,6 +66,30 @@ _POST_JS = (
     "fetch(arguments[0], {method: 'POST', body: arguments[1], headers: {'Content-Type': 'application/x-www-form-urlencoded'}})"
     ".then(function (r) { done(r.status); }, function (e) { done(-1); });"
 )
+#: The in-process env's reward components (this env's reward is that env's, split the same way).
+REWARD_COMPONENTS: tuple[str, ...] = tuple(TurnWebShopEnv.metadata.get("reward_components", ("attributes", "options", "price", "format")))
+
+
+def _browser_faults() -> tuple[type[BaseException], ...]:
+    """What a browser or driver that failed raises through Selenium: WebDriver errors, and the HTTP client's errors
+    when chromedriver itself is gone (urllib3's, which are not ``OSError``)."""
+    from selenium.common.exceptions import WebDriverException
+
+    faults: list[type[BaseException]] = [WebDriverException, OSError, http.client.HTTPException]
+    try:
+        from urllib3.exceptions import HTTPError as Urllib3Error
+
+        faults.append(Urllib3Error)
+    except ImportError:  # pragma: no cover - selenium depends on urllib3
+        pass
+    return tuple(faults)
+
+
+class _KeepRedirect(urllib.request.HTTPRedirectHandler):
+    """Leaves a redirect unfollowed (``urlopen`` raises it as an ``HTTPError`` with its 3xx code)."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 def _which(candidates: Sequence[str]) -> str | None:
@@ -148,7 +181,8 @@ class TurnWebShopBrowserEnv(TurnEnv):
 
     ## Rewards
 
-    As ``TurnWebShop-v0``: WebShop's reward on ``Buy Now``, 0 before, ``format_penalty`` on an invalid turn.
+    As ``TurnWebShop-v0``: WebShop's reward on ``Buy Now``, 0 before, ``format_penalty`` on an invalid turn;
+    ``info["reward_components"]`` splits it as that env does (``metadata["reward_components"]``).
 
     ## Episode End
 
@@ -157,7 +191,11 @@ class TurnWebShopBrowserEnv(TurnEnv):
     ## Information
 
     ``TurnWebShop-v0``'s keys: `turn`, `action_is_valid`, `action_is_effective`, `success`, `score`,
-    `available_actions`, `page`, `goal_index`, `has_search_bar`, `purchased_asin`, `reward_breakdown`.
+    `available_actions`, `page`, `goal_index`, `has_search_bar`, `purchased_asin`, `reward_breakdown`, and the
+    contract's `exit_status`, `reward_valid`, `reward_components`, `state_key`. The site's session env counts
+    every turn (an invalid one is reported to it as an empty click, an invalid turn there too), so `state_key` is
+    that env's: equal to ``TurnWebShop-v0``'s after the same actions. A browser or site failure in a turn is
+    ``exit_status="infra_error"`` (the episode ends; ``reset`` starts a new browser).
 
     ## Arguments
 
@@ -182,7 +220,7 @@ class TurnWebShopBrowserEnv(TurnEnv):
     * v0: initial version.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4, "reward_components": REWARD_COMPONENTS}
     reset_options = frozenset({"goal_index"})
     EXTRA_INFO_KEYS = TurnWebShopEnv.EXTRA_INFO_KEYS
 
@@ -210,6 +248,13 @@ class TurnWebShopBrowserEnv(TurnEnv):
         # Selenium is imported at the first reset; check it now so gym.make fails with the fix, not reset()
         require("browser", "TurnWebShopBrowser-v0")
         super().__init__(**kwargs)
+        # what fork(n) makes its envs with
+        self._init_args: dict[str, Any] = dict(
+            url=url, observation_mode=observation_mode, list_actions=list_actions, num_products=num_products, goal_split=goal_split,
+            data_path=data_path, human_goals=human_goals, catalog_seed=catalog_seed, show_attributes=show_attributes,
+            reward_mode=reward_mode, chromium_path=chromium_path, chromedriver_path=chromedriver_path, headless=headless,
+            window_size=window_size, page_timeout=page_timeout, token=token, **kwargs,
+        )
         if observation_mode not in OBSERVATION_MODES:
             raise ValueError(f"observation_mode must be one of {OBSERVATION_MODES}, got {observation_mode!r}.")
         self.observation_mode = observation_mode
@@ -241,6 +286,11 @@ class TurnWebShopBrowserEnv(TurnEnv):
         self._page_text = ""
         self._visited: list[str] = []
         self._reset_seed: int | None = None
+        # what a snapshot replays: how the episode's session was opened, and the actions of its turns
+        self._start_query: dict[str, Any] | None = None
+        self._actions: list[Any] = []
+        self._replay_query: dict[str, Any] | None = None
+        self._faulted = False  # a fault ended the episode
 
     # ------------------------------------------------------------ the browser
     def _start_driver(self) -> None:
@@ -313,8 +363,13 @@ class TurnWebShopBrowserEnv(TurnEnv):
             with urllib.request.urlopen(req, timeout=self.page_timeout) as resp:
                 body = resp.read()
         except urllib.error.HTTPError as err:
-            raise RuntimeError(f"the WebShop site at {self.url} answered {method} {path} with HTTP {err.code}: {err.read()[:300]!r}") from None
-        return json.loads(body) if body else {}
+            raise InfraError(f"the WebShop site at {self.url} answered {method} {path} with HTTP {err.code}: {err.read()[:300]!r}") from None
+        except (OSError, http.client.HTTPException) as err:  # refused, reset, timed out
+            raise InfraError(f"cannot reach the WebShop site at {self.url} ({method} {path}): {getattr(err, 'reason', err)}") from None
+        try:
+            return json.loads(body) if body else {}
+        except ValueError:
+            raise InfraError(f"the WebShop site at {self.url} answered {method} {path} with something that is not JSON") from None
 
     def _auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._token}"} if self._token is not None else {}
@@ -373,13 +428,16 @@ class TurnWebShopBrowserEnv(TurnEnv):
             self._start_driver()
         self._end_session()
         query: dict[str, Any] = {}
-        if "goal_index" in options:
+        if self._replay_query is not None:  # restore(): the snapshot's episode
+            query = dict(self._replay_query)
+        elif "goal_index" in options:
             query["goal"] = int(options["goal_index"])
         elif self._reset_seed is not None:
             query["seed"] = int(self._reset_seed)  # the goal TurnWebShop-v0 draws with this seed
         else:
             query["seed"] = int(self.np_random.integers(2**31))
-        self._reset_seed = None
+        self._reset_seed, self._replay_query = None, None
+        self._start_query, self._actions, self._faulted = dict(query), [], False
         if self._token is not None:
             query["token"] = self._token  # the site sets its cookie on the start page
         self._sid = self._start_session(query)
@@ -407,6 +465,80 @@ class TurnWebShopBrowserEnv(TurnEnv):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self._reset_seed = seed
         return super().reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        active = self.has_started and not self.episode_over
+        result = super().step(action)
+        if active and result[4]["exit_status"] != "infra_error":
+            self._actions.append(action)  # a snapshot replays it
+        return result
+
+    # ------------------------------------------------------------ state key, snapshot, restore, fork
+    def _state_fields(self) -> Any:
+        """What decides the future: the site session env's own ``state_key`` (its goal, page, query, results page,
+        product, chosen options and visited links, as ``TurnWebShop-v0`` defines them); from a site that sends
+        none, the goal, the page, its text and the visited links."""
+        if not self.has_started:
+            return None
+        info = self._state.get("info", {})
+        if isinstance(info.get("state_key"), str):
+            return {"site": info["state_key"]}
+        return [int(info.get("goal_index", -1)), info.get("page", "search"), self._page_text, list(self._visited)]
+
+    def state_key(self) -> str | None:
+        """The site session env's ``state_key`` (equal to ``TurnWebShop-v0``'s after the same actions: the site counts
+        every turn); after a fault, or from a site that sends none, a digest of :meth:`_state_fields`."""
+        fields = self._state_fields()
+        if isinstance(fields, dict) and not self._faulted:
+            return fields["site"]
+        return super().state_key() if fields is not None else None
+
+    def snapshot(self) -> bytes:
+        """The episode as bytes: how its session was opened, the actions of its turns, the turn count and the RNG
+        (a live browser cannot be pickled). :meth:`restore` replays them."""
+        state = {
+            "started": self.has_started, "start": self._start_query, "actions": list(self._actions), "turn": self.turn,
+            "over": self.episode_over, "faulted": self._faulted, "rng": self.np_random.bit_generator.state,
+        }
+        return pickle.dumps((type(self).__qualname__, state), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, snapshot: bytes) -> None:
+        """Return to the state :meth:`snapshot` saved by replaying its episode in this env's browser: a new session
+        opened as the snapshot's was, then its actions. A fault during the replay is an :class:`InfraError`."""
+        kind, state = pickle.loads(snapshot)
+        if kind != type(self).__qualname__:
+            raise ValueError(f"this snapshot is of a {kind}, not of a {type(self).__qualname__}.")
+        if state["started"]:
+            self._replay_query = dict(state["start"])
+            self.reset()
+            for action in state["actions"]:
+                *_, info = self.step(action)
+                if info["exit_status"] == "infra_error":
+                    raise InfraError(f"the browser or the site at {self.url} failed while a snapshot was replayed; call restore() again.")
+            self.turn, self._episode_over, self._faulted = int(state["turn"]), bool(state["over"]), bool(state["faulted"])
+        else:
+            self._end_session()
+            self._started, self._episode_over, self.turn = False, True, 0
+            self._state, self._names, self._page_text, self._visited, self._actions = {}, {}, "", [], []
+        self.np_random.bit_generator.state = state["rng"]
+
+    def fork(self, n: int) -> list["TurnWebShopBrowserEnv"]:
+        """``n`` new browser envs, made with this env's arguments (each with its own browser, and its own site
+        unless ``url`` was given), restored to this env's state. Close them when done."""
+        if not isinstance(n, int) or n < 0:
+            raise ValueError(f"fork(n) takes a count >= 0, got {n!r}.")
+        saved = self.snapshot()
+        out: list[TurnWebShopBrowserEnv] = []
+        try:
+            for _ in range(n):
+                twin = type(self)(**self._init_args)
+                out.append(twin)
+                twin.restore(saved)
+        except BaseException:
+            for twin in out:
+                twin.close()
+            raise
+        return out
 
     def _extra_info(self) -> dict[str, Any]:
         info = self._state.get("info", {})
@@ -462,14 +594,42 @@ class TurnWebShopBrowserEnv(TurnEnv):
             return InvalidAction("There is nothing to click on the search page; write search[your query]." + self._hint())
         return InvalidAction(f"click[{snippet(action.argument)}] is not on this page." + self._hint())
 
-    def _act(self, action: tuple[str, str]) -> TurnOutcome:
-        from selenium.common.exceptions import WebDriverException
+    def _invalid_outcome(self, problem: InvalidAction) -> TurnOutcome:
+        """The in-process env's invalid turn; the site's session env takes one too (an empty click, which no page
+        offers), so that it counts the same turns as this env and its ``state_key`` stays this env's."""
+        try:
+            self._report_invalid_turn()
+        except InfraError:
+            self._faulted = True
+            raise
+        return super()._invalid_outcome(problem)
 
+    def _report_invalid_turn(self) -> None:
+        path = f"/s/{self._sid}/click?{urlencode({'name': ''})}"
+        opener = urllib.request.build_opener(_KeepRedirect)  # the answer is a redirect to the page, which is not needed
+        try:
+            with opener.open(urllib.request.Request(self.url + path, headers=self._auth()), timeout=self.page_timeout) as resp:
+                resp.read()
+        except urllib.error.HTTPError as err:
+            if not 300 <= err.code < 400:
+                raise InfraError(f"the WebShop site at {self.url} answered GET {path} with HTTP {err.code}") from None
+        except (OSError, http.client.HTTPException) as err:
+            raise InfraError(f"cannot reach the WebShop site at {self.url} (GET {path}): {getattr(err, 'reason', err)}") from None
+        self._state = self._http("GET", f"/s/{self._sid}/state")
+
+    def _act(self, action: tuple[str, str]) -> TurnOutcome:
         try:
             return self._act_in_browser(action)
-        except WebDriverException as err:
-            first = (err.msg or type(err).__name__).strip().splitlines()[0]
-            raise RuntimeError(f"Chromium stopped answering ({first}); call reset(), which starts a new browser.") from err
+        except InfraError:
+            self._faulted = True
+            raise
+        except _browser_faults() as err:
+            self._faulted = True
+            text = getattr(err, "msg", None) or str(err) or type(err).__name__
+            first = text.strip().splitlines()[0] if text.strip() else type(err).__name__
+            raise InfraError(
+                f"Chromium or chromedriver stopped answering; reset() starts a new browser ({type(err).__name__}: {first[:160]})"
+            ) from err
 
     def _act_in_browser(self, action: tuple[str, str]) -> TurnOutcome:
         from selenium.webdriver.common.by import By
@@ -492,7 +652,8 @@ class TurnWebShopBrowserEnv(TurnEnv):
                 driver.execute_async_script(_POST_JS, f"/s/{self._sid}/search", body)
                 driver.get(f"{self.url}/s/{self._sid}")
         elif verb == "click" and page == "search" and arg == "search":
-            pass  # listed and ignored, as in WebShop (the Search button needs a query)
+            # listed and ignored, as in WebShop (the Search button needs a query); the site still counts the turn
+            driver.get(f"{self.url}/s/{self._sid}/click?{urlencode({'name': 'search'})}")
         else:
             element = driver.execute_script(_FIND_JS, arg)
             tag, checked = self._names[arg]
@@ -510,7 +671,10 @@ class TurnWebShopBrowserEnv(TurnEnv):
         reached = int(info["turn"]) == turn_before + 1
         terminated = info["page"] == "done"
         reward = float(info["score"]) if terminated and reached else 0.0
-        return TurnOutcome(self._page_text, reward, terminated, bool(info["action_is_effective"]) and reached)
+        components = info.get("reward_components") if terminated and reached else None
+        if not isinstance(components, dict) or set(components) - set(REWARD_COMPONENTS):
+            components = None  # a site that sends none: the reward stays whole under TurnEnv's default name
+        return TurnOutcome(self._page_text, reward, terminated, bool(info["action_is_effective"]) and reached, components=components)
 
     def expert_action(self) -> str:
         """The oracle shopper's next action, from the site's ``/state`` (an in-process site, or one run with ``--expert``)."""

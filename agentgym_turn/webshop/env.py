@@ -144,8 +144,10 @@ The common keys `turn`, `action_is_valid`, `action_is_effective`, `success` (``R
 else 0) and `available_actions` (the clickables of the page in WebShop's order; ``["search"]``
 on the search page, where `has_search_bar` is true), plus `page` (the page kind), `goal_index`
 (the goal's index, which fixes its split), `purchased_asin` and `reward_breakdown` (what was
-bought and every term of ``R``; ``""`` and ``{}`` until then). The key set is the same on
-every reset and step.
+bought and every term of ``R``; ``""`` and ``{}`` until then), and the fields RL infrastructure
+reads (``docs/turn-contract.md``): `exit_status`, `reward_valid`, `state_key` and
+`reward_components` (``R`` as `attributes`, `options` and `price`, plus `format`). The key set is
+the same on every reset and step.
 
 ## Arguments
 
@@ -201,7 +203,11 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
 
 * v0: initial version."""
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    #: ``reward_components``: WebShop's reward ``r_type * (n_att + n_opt + price_ok) / (|att| + |opt| + 1)`` split
+    #: into its three matched terms (each times ``r_type``), and the invalid-turn penalty.
+    metadata = {"render_modes": ["ansi"], "render_fps": 4, "reward_components": ("attributes", "options", "price", "format")}
+    #: The goal pool: read-only, shared by forks and left out of snapshots (the catalog and its index already are).
+    shared_attributes = ("_goals",)
     reset_options = frozenset({"goal_index"})
     #: Keys of :meth:`_extra_info`, in every ``info``.
     EXTRA_INFO_KEYS = ("page", "goal_index", "has_search_bar", "purchased_asin", "reward_breakdown")
@@ -447,6 +453,7 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
                 s.score, s.breakdown = _webshop_reward(product, self.goal, s.options, self.reward_mode)
                 s.page = "done"
                 reward, terminated = s.score, True
+                return TurnOutcome(self._page_text(), reward, terminated, True, components=purchase_components(s.breakdown))
         after = (s.page, s.page_no, s.product, tuple(sorted(s.options.items())), tuple(s.keywords))
         return TurnOutcome(self._page_text(), reward, terminated, after != before)
 
@@ -463,6 +470,19 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         return list(self._clickables()) if self.has_started else []
 
     # ------------------------------------------------------------ expert
+    def _state_fields(self) -> Any:
+        """The goal, the page (its query, results, page number, product, chosen options, visited links, the
+        purchase's score) and, when observations repeat them, the recent pages and actions."""
+        if self.goal is None:
+            return None
+        s = self.state
+        history = None
+        if (self.num_prev_obs or self.num_prev_actions) and self.observation_style == "webshop":
+            # the next observation repeats the last num_prev_obs pages and, after the next action, num_prev_actions - 1 earlier ones
+            history = [_tail(self._prev_obs, self.num_prev_obs), _tail(self._prev_actions, self.num_prev_actions - 1)]
+        return [int(self.goal.index), s.page, s.keywords, s.results, s.page_no, s.product, sorted(s.options.items()),
+                s.visited, s.score, history]
+
     def task_key(self) -> str | None:
         """The current goal's instruction (:func:`~agentgym_turn.core.splits.content_key`): equal for two
         resets that pose the same goal, whatever their seeds or catalogs; ``None`` before a reset."""
@@ -498,6 +518,19 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         if self.observation_style == "compact":
             return f"click[{pos % self.results_per_page + 1}]"
         return f"click[{shop.product(s.results[pos]).asin.lower()}]"
+
+
+def _tail(items: list[str], k: int) -> list[str]:
+    return items[max(len(items) - k, 0):] if k > 0 else []
+
+
+def purchase_components(breakdown: dict[str, Any]) -> dict[str, float]:
+    """A purchase's reward as its three terms (``info["reward_components"]``), from ``webshop_reward``'s
+    breakdown: each matched count (attributes, options, price within budget) over the goal's
+    ``|att| + |opt| + 1``, times ``r_type``; they sum to the reward."""
+    unit = breakdown["r_type"] * breakdown["w_price"]
+    return {"attributes": unit * breakdown["n_attr_matched"], "options": unit * breakdown["n_opt_matched"],
+            "price": unit * int(breakdown["r_price"])}
 
 
 def _webshop_reward(product, goal, options, mode="original"):

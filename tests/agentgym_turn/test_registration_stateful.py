@@ -35,6 +35,7 @@ def test_registered_env__keeps_the_contract_over_ten_thousand_random_steps(env_i
         lambda: gym.make(env_id, max_episode_steps=max(LONG_EPISODE, gym.spec(env_id).max_episode_steps or 0)),
         name=f"Contract[{env_id}]",
         expert_weight=EXPERT_WEIGHT.get(env_id, 0.3),
+        fork_weight=0.02,  # a fork plays the rest of its episode beside the env: about a tenth more steps
     )
     rounds = 0
     while machine.stats.steps < MIN_STEPS and rounds < MAX_ROUNDS:
@@ -50,8 +51,10 @@ def test_registered_env__keeps_the_contract_over_ten_thousand_random_steps(env_i
             ),
         )
     stats = machine.stats
-    print(f"{env_id}: {stats.steps} steps ({stats.kinds}), {stats.resets} resets, {stats.replayed_steps} replayed, {rounds} rounds")
+    print(f"{env_id}: {stats.steps} steps ({stats.kinds}), {stats.resets} resets, {stats.replayed_steps} replayed, "
+          f"{stats.forked_steps} forked, {stats.key_probes} key probes, {rounds} rounds")
     assert stats.steps >= MIN_STEPS, f"only {stats.steps} steps ran in {rounds} rounds ({stats.kinds}); raise MAX_ROUNDS"
     assert stats.kinds.get("expert", 0) > 0 and stats.kinds.get("near_valid", 0) > 0 and stats.kinds.get("random", 0) > 0
     assert stats.resets > rounds * EXAMPLES_PER_ROUND  # every example starts with one, episodes end and restart
     assert stats.replayed_steps == stats.steps  # every episode, steps past the end included, was replayed
+    assert stats.forked_steps > 100 and stats.key_probes > 20  # forks played beside the env; state keys came back and were probed

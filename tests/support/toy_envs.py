@@ -111,8 +111,8 @@ class NanRewardOnValidEnv(GuessNumberEnv):
 class IntSuccessEnv(GuessNumberEnv):
     """Reports ``info["success"]`` as the int 1 or 0 instead of a bool."""
 
-    def _info(self, extra, *, valid, effective):
-        info = super()._info(extra, valid=valid, effective=effective)
+    def _info(self, extra, **kwargs):
+        info = super()._info(extra, **kwargs)
         info["success"] = int(info["success"])
         return info
 

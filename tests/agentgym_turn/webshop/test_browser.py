@@ -127,8 +127,9 @@ def test_browser__a_crashed_browser_is_replaced_at_reset_and_close_leaves_no_pro
     for pid in main:
         os.kill(pid, signal.SIGKILL)  # the browser dies under the driver
     old_driver = env.driver
-    with pytest.raises(RuntimeError, match="call reset"):
-        browser.step(env.expert_action())  # mid-episode: the error says what to do
+    observation, reward, _, truncated, info = browser.step(env.expert_action())  # mid-episode: a typed fault, not an exception
+    assert (info["exit_status"], info["reward_valid"], reward, truncated) == ("infra_error", False, 0.0, True)
+    assert "reset()" in observation  # the message says what to do
     observation, info = browser.reset(options={"goal_index": 3})
     assert env.driver is not old_driver and info["page"] == "search" and "Instruction" in observation
     *_, info = browser.step(browser.unwrapped.expert_action())
