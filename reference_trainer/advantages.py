@@ -256,14 +256,16 @@ def grpo_estimate(batch: "RolloutBatch", values: torch.Tensor, rewards: Rewards,
 @dataclass(frozen=True)
 class Estimator:
     """``estimate(batch, values [B, L], rewards, algo) -> Estimate``; ``uses_critic``: it reads values
-    (so the trainer computes them, trains the critic and whitens the advantages when asked)."""
+    (so the trainer computes them, trains the critic and whitens the advantages when asked); ``min_group``:
+    the valid members a group that lost some to faults needs to be trained on (``rollout.loss_rows``)."""
 
     estimate: Callable[["RolloutBatch", torch.Tensor, Rewards, Any], Estimate]
     uses_critic: bool
+    min_group: int = 1
 
 
 ESTIMATORS: dict[str, Estimator] = {
     "token_gae": Estimator(token_gae_estimate, uses_critic=True),
     "turn_gae": Estimator(turn_gae_estimate, uses_critic=True),
-    "grpo": Estimator(grpo_estimate, uses_critic=False),
+    "grpo": Estimator(grpo_estimate, uses_critic=False, min_group=2),  # a baseline needs two rollouts
 }

@@ -15,12 +15,21 @@ bootstrap from it, otherwise the episode is bootstrapped with 0 and counted in t
 ``step_timeout_s`` (env modes ``threads``/``processes``: :class:`PoolEnvs` over
 :class:`~agentgym_turn.async_pool.AsyncTurnEnvPool`) ends its episode as truncated
 (``truncation="timeout"``) with no final state (bootstrapped with 0).
+
+Faults: a turn whose ``info["reward_valid"]`` is False (``exit_status`` ``env_error`` or
+``infra_error``: the episode ended without the policy's doing) ends its episode as **faulted**
+(:attr:`Episode.fault`). :func:`make_batch` keeps a faulted episode's row but masks it out of
+every loss and of GRPO's group statistics, and :func:`episode_metrics` counts it apart. An env
+that raises from ``reset`` or ``step`` despite the contract does not stop the rollout:
+:class:`FaultGuard` (around every env :func:`make_envs` and :class:`ListEnvs` hold) turns the
+exception into such a faulted turn and logs it.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
@@ -30,13 +39,16 @@ import torch
 
 from agentgym_turn.async_pool import STEP_TIMEOUT_KEY, AsyncTurnEnvPool
 from agentgym_turn.chat import split_first_message
+from agentgym_turn.core import EXIT_STATUSES, InfraError
 from agentgym_turn.vector import unbatch_info
 
 from .policy import TurnCache
 from .tokenization import ROLE_ACTION, ChatFormat, Conversation
 
-__all__ = ["Episode", "EnvBatch", "ListEnvs", "VectorEnvs", "PoolEnvs", "ThreadEnvs", "ENV_MODES", "make_envs", "collect", "RolloutBatch", "make_batch", "expert_episodes",
-           "episode_metrics"]
+__all__ = ["Episode", "EnvBatch", "FaultGuard", "ListEnvs", "VectorEnvs", "PoolEnvs", "ThreadEnvs", "ENV_MODES", "make_envs", "make_guarded",
+           "collect", "RolloutBatch", "make_batch", "loss_rows", "expert_episodes", "episode_metrics"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -51,8 +63,9 @@ class Episode:
     sampled_logp: list[float] = field(default_factory=list)  # per action token, as sampled
     terminated: bool = False
     truncated: bool = False
-    truncation: str | None = None  # "env" (turn limit), "context" or "timeout" (the env's step overran step_timeout_s)
+    truncation: str | None = None  # "env" (turn limit), "context", "timeout" (the env's step overran step_timeout_s) or "fault"
     bootstrap_pos: int | None = None  # last token of the final state when truncated
+    fault: str | None = None  # "env_error"/"infra_error": a turn said reward_valid=False; the episode is not the policy's to score
 
     @property
     def ret(self) -> float:
@@ -71,6 +84,26 @@ class Episode:
     def num_turns(self) -> int:
         return len(self.rewards)
 
+    @property
+    def reward_valid(self) -> bool:
+        """No fault ended the episode: its reward scores the policy (False: it is left out of training and of averages)."""
+        return self.fault is None
+
+    @property
+    def exit_status(self) -> str:
+        """The final turn's ``info["exit_status"]`` (the fault's, when one ended the episode; ``"truncated"`` or
+        ``"ok"`` for an env that does not report one)."""
+        if self.fault is not None:
+            return self.fault
+        status = self.infos[-1].get("exit_status") if self.infos else None
+        return str(status) if status else ("truncated" if self.truncated else "ok")
+
+    def note_fault(self, info: dict[str, Any]) -> bool:
+        """Mark the episode faulted when ``info`` (a turn's) says its reward is not valid; returns whether it is."""
+        if info.get("reward_valid") is False and self.fault is None:
+            self.fault = str(info.get("exit_status") or "env_error")
+        return self.fault is not None
+
 
 class EnvBatch(Protocol):
     """What :func:`collect` needs from a set of envs."""
@@ -88,11 +121,75 @@ class EnvBatch(Protocol):
     def close(self) -> None: ...
 
 
+_LOGGED_FAULTS: set[tuple[str, str, str]] = set()  # (env, call, exception type) logged with a traceback already
+
+
+class FaultGuard(gym.Wrapper):
+    """Turns an exception out of the env's ``reset`` or ``step`` (an env that breaks the turn contract, or a
+    service it needs failing) into a faulted turn, so one broken episode does not stop a whole rollout.
+
+    A raising ``step`` returns a message, reward 0, ``truncated`` and ``info`` with ``reward_valid=False`` and
+    ``exit_status`` ``"infra_error"`` (an :class:`~agentgym_turn.core.InfraError`) or ``"env_error"`` (any other
+    exception), as :class:`~agentgym_turn.core.TurnEnv` does for a turn that raises inside it. A raising ``reset``
+    returns a message saying so, and the episode's first ``step`` returns that fault without calling the env. Each
+    (env, call, exception type) is logged once with its traceback, later ones at debug level.
+    """
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self._reset_fault: BaseException | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        self._reset_fault = None
+        try:
+            return self.env.reset(seed=seed, options=options)
+        except Exception as exc:  # the episode is lost, not the rollout
+            self._reset_fault = exc
+            status = self._log(exc, "reset")
+            return _fault_message("could not start the episode", exc), {"exit_status": status, "reward_valid": False}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self._reset_fault is not None:
+            exc, self._reset_fault = self._reset_fault, None
+            return self._fault(exc, "reset", log=False)
+        try:
+            return self.env.step(action)
+        except Exception as exc:
+            return self._fault(exc, "step")
+
+    def _fault(self, exc: BaseException, call: str, log: bool = True) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        status = self._log(exc, call) if log else _fault_status(exc)
+        info = {"success": False, "score": 0.0, "exit_status": status, "reward_valid": False, "reward_components": {}}
+        return _fault_message("failed during this turn" if call == "step" else "could not start the episode", exc), 0.0, False, True, info
+
+    def _log(self, exc: BaseException, call: str) -> str:
+        status = _fault_status(exc)
+        key = (type(self.env.unwrapped).__name__, call, type(exc).__name__)
+        first = key not in _LOGGED_FAULTS
+        _LOGGED_FAULTS.add(key)
+        logger.log(logging.WARNING if first else logging.DEBUG, "%s.%s raised %s: %s; the episode ends as faulted "
+                   "(exit_status=%r) and is left out of training", key[0], call, key[2], exc, status, exc_info=exc if first else None)
+        return status
+
+
+def _fault_status(exc: BaseException) -> str:
+    return "infra_error" if isinstance(exc, InfraError) else "env_error"
+
+
+def _fault_message(what: str, exc: BaseException) -> str:
+    return f"The environment {what} ({type(exc).__name__}: {str(exc)[:300]}). This episode is over."
+
+
+def make_guarded(env_id: str, **env_kwargs: Any) -> FaultGuard:
+    """``gymnasium.make(env_id, **env_kwargs)`` inside a :class:`FaultGuard` (a picklable factory for worker processes)."""
+    return FaultGuard(gym.make(env_id, **env_kwargs))
+
+
 class ListEnvs:
-    """A list of ``gymnasium.make`` envs stepped one by one (only the active ones)."""
+    """A list of ``gymnasium.make`` envs stepped one by one (only the active ones), each inside a :class:`FaultGuard`."""
 
     def __init__(self, envs: Sequence[gym.Env]):
-        self.envs = list(envs)
+        self.envs = [e if isinstance(e, FaultGuard) else FaultGuard(e) for e in envs]
         self.num_envs = len(self.envs)
 
     def reset(self, seeds: Sequence[int]) -> list[str]:
@@ -224,13 +321,14 @@ def make_envs(env_id: str, num_envs: int, mode: str = "list", *, env_workers: in
     if env_workers and mode != "threads":
         raise ValueError(f"make_envs: env_workers={env_workers} sets the threads of env_mode 'threads' (got {mode!r}); "
                          "leave it at 0 or set --env-mode threads.")
+    factory = functools.partial(make_guarded, env_id, **env_kwargs)
     if mode == "list":
-        return ListEnvs([gym.make(env_id, **env_kwargs) for _ in range(num_envs)])
+        return ListEnvs([factory() for _ in range(num_envs)])
     if mode in ("threads", "processes"):
         if isinstance(env_workers, bool) or not isinstance(env_workers, int) or env_workers < 0:
             raise ValueError(f"make_envs: env_workers must be an integer >= 0 (0: one thread per env), got {env_workers!r}.")
         # start_method=None: the platform's, so forked workers know the envs the trainer's imports registered
-        pool = AsyncTurnEnvPool([functools.partial(gym.make, env_id, **env_kwargs)] * num_envs, max_workers=env_workers or num_envs,
+        pool = AsyncTurnEnvPool([factory] * num_envs, max_workers=env_workers or num_envs,
                                 executor="thread" if mode == "threads" else "process", step_timeout_s=step_timeout_s, start_method=None)
         return ThreadEnvs(pool) if mode == "threads" else PoolEnvs(pool)
     from agentgym_turn import make_vec
@@ -238,7 +336,7 @@ def make_envs(env_id: str, num_envs: int, mode: str = "list", *, env_workers: in
     # Async: no autoreset. Gymnasium 1.4's async worker keeps a pending next-step autoreset across reset() when
     # shared_memory=False, so a chunk's first step would be swallowed by a reset (VectorEnvs resets explicitly).
     vector_kwargs = {"autoreset_mode": AutoresetMode.DISABLED} if mode == "async" else None
-    return VectorEnvs(make_vec(env_id, num_envs, mode=mode, vector_kwargs=vector_kwargs, **env_kwargs))
+    return VectorEnvs(make_vec([factory] * num_envs, mode=mode, vector_kwargs=vector_kwargs))
 
 
 def collect(
@@ -333,6 +431,9 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
             ep.rewards.append(reward)
             ep.infos.append(info)
             conv = ep.conversation
+            if ep.note_fault(info):  # nothing after a fault is the policy's doing: the episode ends here
+                ep.terminated, ep.truncated, ep.truncation = terminated, not terminated, None if terminated else "fault"
+                continue
             if terminated:
                 ep.terminated = True
                 continue
@@ -391,6 +492,11 @@ class RolloutBatch:
     is the index of the last token of state ``s_k`` (0 on padded turns);
     ``bootstrap_pos[b]`` is the last token of the final state of a truncated episode, -1 when
     there is none (terminated, or the final state did not fit the context).
+
+    A row outside ``in_loss`` (a faulted episode, see :func:`loss_rows`) keeps its tokens but no
+    action tokens, turns, rewards or bootstrap, and a group id of its own (negative): every
+    estimator and loss term then gives it, and takes from it, nothing. Rows are kept rather than
+    dropped so every rank of a data-parallel run keeps the same number of rows (and optimizer steps).
     """
 
     ids: torch.Tensor  # [B, L] long
@@ -409,6 +515,7 @@ class RolloutBatch:
     scores: torch.Tensor  # [B] float, episode returns
     success: torch.Tensor  # [B] bool
     group_ids: torch.Tensor  # [B] long
+    in_loss: torch.Tensor  # [B] bool, the rows training sees (see loss_rows)
 
     def __len__(self) -> int:
         return self.ids.shape[0]
@@ -428,8 +535,23 @@ class RolloutBatch:
         return RolloutBatch(**rows)
 
 
-def make_batch(episodes: Sequence[Episode], pad_id: int) -> RolloutBatch:
-    """Pad ``episodes`` into a :class:`RolloutBatch` (on CPU)."""
+def loss_rows(episodes: Sequence[Episode], min_group: int = 1) -> list[bool]:
+    """Which episodes training sees: not faulted, and not in a group that faults left with fewer than
+    ``min_group`` valid members (GRPO: 2, it compares a group's members; a group without faults is kept as is)."""
+    valid: dict[int, int] = {}
+    faulted: set[int] = set()
+    for e in episodes:
+        if e.reward_valid:
+            valid[e.group] = valid.get(e.group, 0) + 1
+        else:
+            faulted.add(e.group)
+    return [e.reward_valid and (e.group not in faulted or valid[e.group] >= min_group) for e in episodes]
+
+
+def make_batch(episodes: Sequence[Episode], pad_id: int, *, min_group: int = 1) -> RolloutBatch:
+    """Pad ``episodes`` into a :class:`RolloutBatch` (on CPU); the rows :func:`loss_rows` leaves out
+    (``min_group``: see there) carry no action tokens, turns or rewards."""
+    keep = loss_rows(episodes, min_group)
     B = len(episodes)
     L = max(len(e.conversation) for e in episodes)
     K = max(max(e.num_turns for e in episodes), 1)
@@ -452,16 +574,19 @@ def make_batch(episodes: Sequence[Episode], pad_id: int) -> RolloutBatch:
         pos = [t for t, r in enumerate(c.roles) if r == ROLE_ACTION]
         if pos:
             sampled_logp[b, pos] = torch.tensor(ep.sampled_logp, dtype=torch.float32)
+        if not keep[b]:
+            continue
         for k, (start, end) in enumerate(c.action_spans):
             turn_rewards[b, k] = ep.rewards[k]
             turn_mask[b, k] = True
             value_pos[b, k] = start - 1
             if end > start:
                 token_rewards[b, end - 1] += ep.rewards[k]
+    kept = torch.tensor(keep, dtype=torch.bool)
     return RolloutBatch(
         ids=ids,
         attention_mask=attn,
-        action_mask=roles == ROLE_ACTION,
+        action_mask=(roles == ROLE_ACTION) & kept[:, None],
         turn_ids=turn_ids,
         roles=roles,
         token_rewards=token_rewards,
@@ -469,12 +594,15 @@ def make_batch(episodes: Sequence[Episode], pad_id: int) -> RolloutBatch:
         turn_rewards=turn_rewards,
         turn_mask=turn_mask,
         value_pos=value_pos,
-        bootstrap_pos=torch.tensor([e.bootstrap_pos if e.bootstrap_pos is not None else -1 for e in episodes], dtype=torch.long),
+        bootstrap_pos=torch.tensor([e.bootstrap_pos if e.bootstrap_pos is not None and k else -1 for e, k in zip(episodes, keep)],
+                                   dtype=torch.long),
         terminated=torch.tensor([e.terminated for e in episodes], dtype=torch.bool),
         truncated=torch.tensor([e.truncated for e in episodes], dtype=torch.bool),
-        scores=torch.tensor([e.ret for e in episodes], dtype=torch.float32),
-        success=torch.tensor([e.success for e in episodes], dtype=torch.bool),
-        group_ids=torch.tensor([e.group for e in episodes], dtype=torch.long),
+        scores=torch.tensor([e.ret if k else 0.0 for e, k in zip(episodes, keep)], dtype=torch.float32),
+        success=torch.tensor([e.success and k for e, k in zip(episodes, keep)], dtype=torch.bool),
+        # a left-out row is a group of its own: GRPO's statistics of the others never see it
+        group_ids=torch.tensor([e.group if k else -1 - b for b, (e, k) in enumerate(zip(episodes, keep))], dtype=torch.long),
+        in_loss=kept,
     )
 
 
@@ -519,7 +647,7 @@ def expert_episodes(
                 obs, reward, terminated, truncated, info = env.step(text)
                 ep.rewards.append(float(reward))
                 ep.infos.append(info)
-                if terminated or truncated:
+                if ep.note_fault(info) or terminated or truncated:
                     ep.terminated, ep.truncated = bool(terminated), bool(truncated and not terminated)
                     break
                 ep.conversation.add_observation(fmt, obs)
@@ -532,7 +660,11 @@ def expert_episodes(
 
 
 def episode_metrics(episodes: list[Episode]) -> dict[str, float]:
-    """Success rate, mean return/score/turns/response length, truncation and invalid-turn rates."""
+    """Success rate, mean return/score/turns/response length, truncation and invalid-turn rates, and the mean
+    per-episode sum of each reward component (``reward_<name>``), over the episodes no fault ended (0 without any);
+    ``episodes`` (all played), ``faulted_episodes`` and ``exit_<status>`` (episodes by final exit status) count them all."""
+    everyone = episodes
+    episodes = [e for e in everyone if e.reward_valid]
     n = max(len(episodes), 1)
     turns = sum(e.num_turns for e in episodes)
     action_tokens = sum(sum(end - start for start, end in e.conversation.action_spans) for e in episodes)
@@ -547,5 +679,19 @@ def episode_metrics(episodes: list[Episode]) -> dict[str, float]:
         "truncated": sum(e.truncated for e in episodes) / n,
         "context_overflow": sum(e.truncation == "context" and e.bootstrap_pos is None for e in episodes) / n,
         "invalid_turns": invalid / max(turns, 1),
-        "episodes": float(len(episodes)),
+        **{f"reward_{name}": total / n for name, total in _component_totals(episodes).items()},
+        "episodes": float(len(everyone)),
+        "faulted_episodes": float(sum(not e.reward_valid for e in everyone)),
+        **{f"exit_{status}": float(sum(e.exit_status == status for e in everyone))
+           for status in dict.fromkeys([*EXIT_STATUSES, *(e.exit_status for e in everyone)])},
     }
+
+
+def _component_totals(episodes: list[Episode]) -> dict[str, float]:
+    """Each reward component's sum over every turn of ``episodes`` (names as the infos give them, first seen first)."""
+    totals: dict[str, float] = {}
+    for e in episodes:
+        for info in e.infos:
+            for name, value in (info.get("reward_components") or {}).items():
+                totals[str(name)] = totals.get(str(name), 0.0) + float(value)
+    return totals

@@ -7,7 +7,7 @@ checkpoint of those, the weights and the optimizer resumes a run exactly.
 One PPO iteration, top to bottom (:meth:`Trainer.train_iteration`):
 
 1. :meth:`Trainer.rollout` plays ``tasks_per_iteration * group_size`` episodes, padded into a
-   :class:`~reference_trainer.rollout.RolloutBatch`;
+   :class:`~reference_trainer.rollout.RolloutBatch` (episodes a fault ended are masked out of every loss);
 2. :meth:`Trainer.prepare` scores them (old log-probs, values) and calls the estimator of
    :data:`~reference_trainer.advantages.ESTIMATORS` named by ``--advantage``;
 3. :meth:`Trainer.update`: for each epoch, for each minibatch: forward, the loss terms of
@@ -201,7 +201,7 @@ class Trainer:
         mine = distributed.shard(range(len(tasks)), self.dist)  # every rank draws all tasks and plays its share
         episodes = self.rollout([tasks[i] for i in mine for _ in range(r.group_size)], [i for i in mine for _ in range(r.group_size)])
         t1 = time.perf_counter()
-        batch = make_batch(episodes, self.pad_id).to(self.device)
+        batch = make_batch(episodes, self.pad_id, min_group=self.estimator.min_group).to(self.device)  # faulted rows: no loss
         prepared = self.prepare(batch)
         everyone = distributed.gather_episodes(episodes, self.dist)  # all ranks' episodes (token lists left out)
         metrics = {f"rollout/{k}": v for k, v in episode_metrics(everyone).items()}

@@ -20,12 +20,24 @@ A row of the training dataset may carry ``seed`` (and ``options``): ``reset`` pa
 env, so the ``num_generations`` rollouts of one row play the same task (GRPO's group). A tool
 called after the episode ended raises ``ValueError`` (TRL shows the message to the model, as its
 docs recommend). This module does not import TRL: the classes only need its calling convention.
+
+The turn contract's fields travel with each rollout's :class:`EpisodeRecord`: every turn's
+``info["reward_components"]`` (:attr:`EpisodeRecord.reward_components`, summed by
+:attr:`EpisodeRecord.component_returns`), the last turn's ``exit_status`` and ``reward_valid``
+(False once a turn said so). **Faulted episodes**: a turn with ``reward_valid=False`` (the env's
+code or a service it needs failed: ``exit_status`` ``env_error``/``infra_error``) ends the episode,
+and ``get_reward()`` returns :attr:`TurnEnvironment.fault_reward`, ``None`` by default: TRL counts a
+``None`` as NaN, so when no other reward function scores the rollout it is left out of its group's
+mean and standard deviation and gets advantage 0 (its tokens still count in TRL's loss
+normalisation). The record still goes to ``history``, flagged by ``reward_valid``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from ..core.contract import FAULT_STATUSES
 
 import gymnasium as gym
 
@@ -34,7 +46,9 @@ __all__ = ["TurnEnvironment", "EpisodeRecord", "trl_environment"]
 
 @dataclass
 class EpisodeRecord:
-    """One rollout as the env saw it: the reset seed, the text actions played and their rewards."""
+    """One rollout as the env saw it: the reset seed, the text actions played, their rewards and the turn
+    contract's fields (``reward_components`` per turn; ``exit_status`` of the last turn; ``reward_valid``: no
+    fault ended the episode, so its return scores the policy)."""
 
     env_id: str
     seed: int | None
@@ -42,11 +56,23 @@ class EpisodeRecord:
     actions: list[str] = field(default_factory=list)
     rewards: list[float] = field(default_factory=list)
     done: bool = False
+    reward_components: list[dict[str, float]] = field(default_factory=list)
+    exit_status: str = "ok"
+    reward_valid: bool = True
 
     @property
     def episode_return(self) -> float:
         """The sum of the turn rewards (0.0 before any turn)."""
         return float(sum(self.rewards))
+
+    @property
+    def component_returns(self) -> dict[str, float]:
+        """Each reward component summed over the turns (they add up to :attr:`episode_return`)."""
+        totals: dict[str, float] = {}
+        for turn in self.reward_components:
+            for name, value in turn.items():
+                totals[name] = totals.get(name, 0.0) + value
+        return totals
 
 
 class TurnEnvironment:
@@ -57,11 +83,14 @@ class TurnEnvironment:
         episode: The current rollout's :class:`EpisodeRecord`.
         history: Class attribute; when a list, every scored rollout's record is appended to it
             (in the order TRL scores them), e.g. to check the logged rewards.
+        fault_reward: Class attribute; what :meth:`get_reward` returns for a faulted episode
+            (``reward_valid`` False): ``None`` (default; TRL leaves the rollout unscored) or a number.
     """
 
     env_id: ClassVar[str] = ""
     env_kwargs: ClassVar[dict[str, Any]] = {}
     history: ClassVar[list[EpisodeRecord] | None] = None
+    fault_reward: ClassVar[float | None] = None
 
     def __init__(self) -> None:
         import agentgym_turn  # noqa: F401  (registers the ids in TRL's process)
@@ -78,21 +107,26 @@ class TurnEnvironment:
         self.episode = EpisodeRecord(self.env_id, seed, options)
         return observation
 
-    def get_reward(self) -> float:
-        """The episode's return so far (TRL calls this once per finished rollout)."""
+    def get_reward(self) -> float | None:
+        """The episode's return so far (TRL calls this once per finished rollout), or :attr:`fault_reward` when a
+        fault ended it: its return is not the policy's."""
         if self.history is not None:
             self.history.append(self.episode)
-        return self.episode.episode_return
+        return self.episode.episode_return if self.episode.reward_valid else self.fault_reward
 
     def _turn(self, action: str) -> str:
         """Play one turn with the env's text action; return the env's next message."""
         if self.episode.done:
             raise ValueError("The episode is over: give your final answer without calling a tool.")
-        observation, reward, terminated, truncated, _ = self.env.step(action)
-        self.episode.actions.append(action)
-        self.episode.rewards.append(float(reward))
-        self.episode.done = bool(terminated or truncated)
-        return observation + ("\n(The episode is over.)" if self.episode.done else "")
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        episode = self.episode
+        episode.actions.append(action)
+        episode.rewards.append(float(reward))
+        episode.reward_components.append({str(k): float(v) for k, v in (info.get("reward_components") or {}).items()})
+        episode.exit_status = str(info.get("exit_status") or ("truncated" if truncated and not terminated else "ok"))
+        episode.reward_valid = episode.reward_valid and bool(info.get("reward_valid", episode.exit_status not in FAULT_STATUSES))
+        episode.done = bool(terminated or truncated) or not episode.reward_valid  # nothing after a fault is the policy's
+        return observation + ("\n(The episode is over.)" if episode.done else "")
 
 
 class _SokobanTools(TurnEnvironment):

@@ -9,6 +9,14 @@ stepped and are masked out by the trainer's ``active_masks``). :class:`VerlAgent
 object for any registered id, with text actions (a turn's whole response) and verl-agent's
 ``info["won"]`` (our ``success``); :func:`text_projection` is the matching ``projection_f``.
 
+Every info (reset, step) also carries the turn contract's ``exit_status``, ``reward_valid`` and
+``reward_components`` (for an env that reports none: ``exit_status`` from the flags, ``reward_valid``
+True, the whole reward as ``{"task": reward}``). A turn with ``reward_valid=False`` (``env_error``
+or ``infra_error``: a fault, not the policy, ended the episode) marks the env in
+:attr:`VerlAgentEnvs.faulted` until the next reset; an env manager should leave such a trajectory out
+of training (of its group's statistics too) instead of scoring its reward. A done env repeats its
+last info with every reward component 0 (its reward is 0).
+
 Differences from verl-agent's own packages, on purpose: seeds come from a private
 ``numpy.random.Generator`` (never the global one), training seeds lie in ``[0, 2**16 - 1)`` and
 validation seeds in ``[2**16, 2**32 - 1)`` as in verl-agent; a step on a done env changes nothing
@@ -24,6 +32,7 @@ import gymnasium as gym
 import numpy as np
 
 from ..core.args import is_int
+from ..core.contract import FAULT_STATUSES
 
 __all__ = ["VerlAgentEnvs", "build_envs", "text_projection"]
 
@@ -36,6 +45,15 @@ def text_projection(text_actions: list[str]) -> tuple[list[str], list[int]]:
     return list(text_actions), [1] * len(text_actions)
 
 
+def _with_contract(info: dict[str, Any], reward: float, terminated: bool = False, truncated: bool = False) -> dict[str, Any]:
+    """``info`` plus verl-agent's ``won`` and the turn contract's fields (filled in for an env that reports none)."""
+    status = str(info.get("exit_status") or ("truncated" if truncated and not terminated else "ok"))
+    components = info.get("reward_components")
+    return {**info, "won": bool(info["success"]), "exit_status": status,
+            "reward_valid": bool(info.get("reward_valid", status not in FAULT_STATUSES)),
+            "reward_components": {str(k): float(v) for k, v in components.items()} if components is not None else {"task": float(reward)}}
+
+
 class VerlAgentEnvs:
     """``env_num`` groups of ``group_n`` copies of ``env_id`` with verl-agent's list API.
 
@@ -46,6 +64,9 @@ class VerlAgentEnvs:
         group_n: Copies of each task (verl-agent's ``group_n``; 1 for validation).
         is_train: Draw training seeds (``[0, 2**16 - 1)``) or validation seeds (``[2**16, 2**32 - 1)``).
         env_kwargs: Passed to ``gymnasium.make``.
+
+    Attributes:
+        faulted: Per env, whether a fault (``info["reward_valid"]`` False) ended its current episode.
     """
 
     def __init__(
@@ -69,6 +90,7 @@ class VerlAgentEnvs:
         self._done = [True] * self.num_processes
         self._last: list[tuple[str, dict[str, Any]]] = [("", {})] * self.num_processes
         self.seeds: list[int] = []
+        self.faulted = [False] * self.num_processes
 
     def reset(self) -> tuple[list[str], list[dict[str, Any]]]:
         """Reset every env: ``env_num`` fresh task seeds, each repeated ``group_n`` times."""
@@ -78,8 +100,8 @@ class VerlAgentEnvs:
         observations, infos = [], []
         for i, (env, seed) in enumerate(zip(self.envs, self.seeds)):
             obs, info = env.reset(seed=seed)
-            info = {**info, "won": bool(info["success"])}
-            self._last[i], self._done[i] = (obs, info), False
+            info = _with_contract(info, 0.0)
+            self._last[i], self._done[i], self.faulted[i] = (obs, info), False, False
             observations.append(obs)
             infos.append(info)
         return observations, infos
@@ -93,10 +115,12 @@ class VerlAgentEnvs:
             if self._done[i]:
                 obs, info = self._last[i]
                 reward = 0.0
+                info = {**info, "reward_components": dict.fromkeys(info["reward_components"], 0.0)}
             else:
                 obs, reward, terminated, truncated, info = env.step(action)
-                info = {**info, "won": bool(info["success"])}
-                self._done[i] = bool(terminated or truncated)
+                info = _with_contract(info, float(reward), terminated, truncated)
+                self.faulted[i] = self.faulted[i] or not info["reward_valid"]
+                self._done[i] = bool(terminated or truncated) or self.faulted[i]  # nothing after a fault is the policy's
                 self._last[i] = (obs, info)
             observations.append(obs)
             rewards.append(float(reward))
