@@ -6,6 +6,10 @@
     agentgym-turn serve retriever --generated --port 8000
     agentgym-turn serve webshop --port 3000
     agentgym-turn serve env TurnSokoban-v0 --port 8000
+    agentgym-turn record TurnSokoban-v0 --episodes 10 --out episodes.jsonl
+    agentgym-turn replay episodes.jsonl
+    agentgym-turn rescore episodes.jsonl
+    agentgym-turn view episodes.jsonl --out episodes.html
 
 A missing optional extra (``TurnWebShopBrowser-v0`` without Selenium, say) is one line on stderr
 naming it, exit status 2, as other user mistakes are.
@@ -211,6 +215,77 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _record_file(path: str) -> str:
+    """``path`` if it is a file; else :class:`CliError` saying how to write one."""
+    if not os.path.isfile(path):
+        raise CliError(f"no record file {path!r}; write one with `agentgym-turn record ID --episodes N --out {path}`.")
+    return path
+
+
+def _cmd_record(args: argparse.Namespace) -> int:
+    import json
+
+    import gymnasium as gym
+
+    from .recording import read_records, record_episodes
+
+    env_id = resolve_env_id(args.env_id)
+    if args.episodes < 1:
+        raise CliError(f"--episodes must be at least 1, got {args.episodes}.")
+    try:
+        kwargs = json.loads(args.env_kwargs) if args.env_kwargs else {}
+    except json.JSONDecodeError as e:
+        raise CliError(f"--env-kwargs takes a JSON object, e.g. '{{\"num_boxes\": 2}}'; {args.env_kwargs!r} is not JSON ({e.msg}).") from e
+    if not isinstance(kwargs, dict):
+        raise CliError(f"--env-kwargs takes a JSON object, e.g. '{{\"num_boxes\": 2}}', got {args.env_kwargs!r}.")
+    try:
+        gym.make(env_id, **kwargs).close()  # a refused keyword is the user's mistake: one line, before the file is opened
+    except (TypeError, ValueError) as e:
+        if not kwargs:
+            raise
+        raise CliError(f"{env_id} refused the --env-kwargs values: {e}") from e
+    turns = record_episodes(env_id, args.episodes, args.out, policy=args.policy, seed=args.seed, env_kwargs=kwargs,
+                            observations=not args.no_observations)
+    records = list(read_records(args.out))
+    wins = sum(1 for r in records if r.get("success"))
+    print(f"wrote {len(records)} episodes of {env_id} ({turns} turns, {wins} successes, {args.policy} policy) to {args.out}")
+    return 0
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from .recording import RecordFormatError, replay
+
+    try:
+        report = replay(_record_file(args.file))
+    except RecordFormatError as e:
+        raise CliError(str(e)) from e
+    print(report.summary())
+    return 0 if report.ok else 1
+
+
+def _cmd_rescore(args: argparse.Namespace) -> int:
+    from .recording import RecordFormatError, rescore
+
+    try:
+        report = rescore(_record_file(args.file))
+    except RecordFormatError as e:
+        raise CliError(str(e)) from e
+    print(report.summary())
+    return 0
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    from .recording import RecordFormatError
+    from .view import write_view
+
+    try:
+        out = write_view(_record_file(args.file), args.out)
+    except RecordFormatError as e:
+        raise CliError(str(e)) from e
+    print(f"wrote {out}; open it in a browser")
+    return 0
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     module = importlib.import_module(SERVERS[args.target])
     return int(module.main(args.server_args) or 0)
@@ -235,6 +310,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=5, help="expert episodes that must succeed")
     p.add_argument("--fuzz-actions", type=int, default=64, help="random adversarial responses")
     p.set_defaults(func=_cmd_check)
+
+    p = sub.add_parser("record", help="play episodes with the expert or a random policy and write them as JSON lines (see docs/recording.md)")
+    p.add_argument("env_id", help="a registered id, e.g. TurnSokoban-v0")
+    p.add_argument("--episodes", type=int, required=True, help="how many episodes to record (seeds SEED, SEED+1, ...)")
+    p.add_argument("--out", required=True, metavar="FILE", help="the JSONL file to write (replaced if it exists)")
+    p.add_argument("--policy", choices=("expert", "random"), default="expert",
+                   help="expert: the env's expert_action(); random: available actions, expert turns and garbage (default expert)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first episode and of the random policy (default 0)")
+    p.add_argument("--env-kwargs", metavar="JSON", default=None, help="gymnasium.make keywords as a JSON object, e.g. '{\"num_boxes\": 2}'")
+    p.add_argument("--no-observations", action="store_true", help="keep only the observations' hashes (smaller files; the viewer shows no text)")
+    p.set_defaults(func=_cmd_record)
+
+    p = sub.add_parser("replay", help="play a record file's actions again and report each episode's first difference (exit 1 if any)")
+    p.add_argument("file", help="a JSONL file written by `agentgym-turn record` or RecordEpisode")
+    p.set_defaults(func=_cmd_replay)
+
+    p = sub.add_parser("rescore", help="recompute a record file's rewards with today's code and print the turns that changed")
+    p.add_argument("file", help="a JSONL file written by `agentgym-turn record` or RecordEpisode")
+    p.set_defaults(func=_cmd_rescore)
+
+    p = sub.add_parser("view", help="write a record file as one static HTML page to read in a browser")
+    p.add_argument("file", help="a JSONL file written by `agentgym-turn record` or RecordEpisode")
+    p.add_argument("--out", required=True, metavar="PAGE.html", help="the HTML file to write")
+    p.set_defaults(func=_cmd_view)
 
     offered = [(name, _SERVER_TARGETS[name][0]) for name in SERVERS]
     p = sub.add_parser(
