@@ -1,4 +1,9 @@
-"""Held-out evaluation: the fixed seeds ``eval_seed ..`` played greedily, without touching the training RNGs."""
+"""Held-out evaluation: the fixed seeds ``eval_seed ..`` played greedily, without touching the training RNGs.
+
+Greedy play is deterministic, so seeds that start the same episode (equal ``info["state_key"]`` after
+``reset``: 600 Sokoban test draws hold about 470 levels) are played once and their outcome is counted
+for each of them; the metrics and per-seed outcomes are those of playing every seed.
+"""
 
 from __future__ import annotations
 
@@ -41,10 +46,37 @@ def evaluate(trainer: Any, n: int | None = None, *, split: str = "test", current
     envs = trainer.eval_envs if split == "test" else trainer._val_envs
     n = (t.eval_episodes if split == "test" else t.val_episodes) if n is None else n
     seeds = list(range(t.eval_seed, t.eval_seed + n))
+    played, first = _distinct_starts(trainer, split, seeds) if t.eval_temperature == 0 else (seeds, list(range(n)))
     gen = torch.Generator().manual_seed(distributed.rank_seed(t.eval_seed, trainer.dist.rank))
     with playing(trainer.policy, None if current else trainer.averaged_lm):
-        episodes = trainer.rollout(distributed.shard(seeds, trainer.dist), temperature=t.eval_temperature, generator=gen, envs=envs)
+        episodes = trainer.rollout(distributed.shard(played, trainer.dist), temperature=t.eval_temperature, generator=gen, envs=envs)
     episodes = distributed.gather_episodes(episodes, trainer.dist)
+    episodes = [episodes[k] for k in first]
     trainer.last_eval_outcomes = {"seeds": [float(s) for s in seeds], "success": [float(e.success) for e in episodes],
                                   "score": [e.score for e in episodes], "return": [e.ret for e in episodes]}
     return episode_metrics(episodes)
+
+
+def _distinct_starts(trainer: Any, split: str, seeds: list[int]) -> tuple[list[int], list[int]]:
+    """The seeds to play (the first of each distinct start state) and, for every seed, the index of the played
+    seed whose episode it shares. Cached per split and seed list; seeds of an env without state keys all play."""
+    from .tasks import start_keys
+
+    cache = trainer.__dict__.setdefault("_eval_starts", {})
+    if (split, len(seeds), seeds[0] if seeds else 0) not in cache:
+        t, r = trainer.cfg.train, trainer.cfg.rollout
+        over = t.eval_env_kwargs if split == "test" else t.val_env_kwargs
+        keys = start_keys(t.env, {**r.env_kwargs, **(over or {})}, seeds)
+        index: dict[Any, int] = {}
+        played: list[int] = []
+        first = []
+        for seed, key in zip(seeds, keys):
+            slot = index.get(key) if key is not None else None
+            if slot is None:
+                slot = len(played)
+                played.append(seed)
+                if key is not None:
+                    index[key] = slot
+            first.append(slot)
+        cache[(split, len(seeds), seeds[0] if seeds else 0)] = (played, first)
+    return cache[(split, len(seeds), seeds[0] if seeds else 0)]

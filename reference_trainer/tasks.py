@@ -20,7 +20,7 @@ import numpy as np
 
 from .tiny import PretrainSpec, TinySpec, corpus_seeds, pretrain_world_seeds, world_kwargs
 
-__all__ = ["rl_task_seeds", "eval_group", "group", "merge_groups", "overlap", "sft_seeds", "task_keys",
+__all__ = ["rl_task_seeds", "eval_group", "group", "merge_groups", "overlap", "sft_seeds", "start_keys", "task_keys",
            "training_groups"]
 
 
@@ -99,6 +99,20 @@ def eval_group(cfg: Any, n: int | None = None, env_kwargs: dict[str, Any] | None
     over = t.eval_env_kwargs if env_kwargs is None else env_kwargs
     n = t.eval_episodes if n is None else n
     return group(t.env, {**cfg.rollout.env_kwargs, **over}, range(t.eval_seed, t.eval_seed + n))
+
+
+def start_keys(env_id: str, env_kwargs: dict[str, Any], seeds: Iterable[int]) -> list[str | None]:
+    """``info["state_key"]`` right after ``reset(seed)`` for each seed (``None`` where the env gives none):
+    two seeds with equal keys start the same episode, so a deterministic policy plays them alike."""
+    import gymnasium as gym
+
+    import agentgym_turn  # noqa: F401  (registers the ids)
+
+    env = gym.make(env_id, **env_kwargs)
+    try:
+        return [env.reset(seed=int(s))[1].get("state_key") for s in seeds]
+    finally:
+        env.close()
 
 
 def task_keys(g: dict[str, Any]) -> list[str | None]:

@@ -563,3 +563,29 @@ def test_validation_without_a_split_says_what_to_set(tiny_dir, tmp_path):
     with pytest.raises(ValueError, match="--val-env-kwargs"):
         tr.evaluate(split="validation")
     tr.close()
+
+
+def test_evaluation_plays_each_distinct_start_once_and_counts_it_for_every_seed(tiny_dir, tmp_path, monkeypatch):
+    """Greedy play is deterministic: seeds that start the same episode (equal start state keys) are played
+    once, and the metrics and per-seed outcomes equal those of playing every seed."""
+    from agentgym_turn.sokoban.source import SokobanGenerator
+    from reference_trainer import evaluation
+
+    generator = SokobanGenerator((6, 6), 1, 1, 10, None, 1000)
+    levels = tmp_path / "three.txt"
+    levels.write_text("\n".join(f"; {k}\n{generator.level(k).level.to_text()}\n" for k in range(3)))
+    cfg = _config(tiny_dir, tmp_path / "run", "turn-ppo", max_new_tokens=8)
+    cfg.train.env, cfg.rollout.env_kwargs, cfg.train.eval_episodes = "TurnSokoban-v0", {"levels": str(levels)}, 12
+    tr = Trainer(cfg)
+    played = []
+    orig = tr.rollout
+    tr.rollout = lambda seeds, *a, **k: (played.append(list(seeds)), orig(seeds, *a, **k))[1]
+    once = tr.evaluate(), dict(tr.last_eval_outcomes)
+    assert len(played[0]) == 3 and len(once[1]["seeds"]) == 12  # three levels among twelve draws
+    monkeypatch.setattr(evaluation, "_distinct_starts", lambda trainer, split, seeds: (seeds, list(range(len(seeds)))))
+    every = tr.evaluate(), dict(tr.last_eval_outcomes)
+    assert len(played[1]) == 12
+    assert every[1]["success"] == once[1]["success"] and every[1]["seeds"] == once[1]["seeds"]
+    assert every[1]["score"] == pytest.approx(once[1]["score"], abs=1e-9)
+    assert every[0]["success"] == once[0]["success"] and every[0]["score"] == pytest.approx(once[0]["score"], abs=1e-9)
+    tr.close()
