@@ -23,7 +23,7 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["EXIT_STATUSES", "FAULT_STATUSES", "InfraError", "TurnStatus", "fork_env", "state_digest", "components_sum"]
+__all__ = ["EXIT_STATUSES", "FAULT_STATUSES", "InfraError", "TurnStatus", "fork_env", "fork_by_replay", "state_digest", "components_sum"]
 
 #: The ``info["exit_status"]`` vocabulary, in the order the docs list it.
 EXIT_STATUSES: tuple[str, ...] = ("ok", "invalid_action", "truncated", "env_error", "infra_error")
@@ -83,4 +83,23 @@ def fork_env(env: gym.Env, n: int) -> list[gym.Env]:
             twin.env = current
             current = twin
         out.append(current)
+    return out
+
+
+def fork_by_replay(env: Any, n: int) -> list[Any]:
+    """``fork(n)`` for an env that snapshots by replay (a live browser, a served session): ``n`` new envs made with
+    the arguments it recorded (``env._init_args``), each restored to ``env.snapshot()``; all closed if one fails."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"fork(n) takes a count >= 0, got {n!r}.")
+    saved = env.snapshot()
+    out: list[Any] = []
+    try:
+        for _ in range(n):
+            twin = type(env)(**env._init_args)
+            out.append(twin)
+            twin.restore(saved)
+    except BaseException:
+        for twin in out:
+            twin.close()
+        raise
     return out

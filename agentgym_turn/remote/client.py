@@ -38,7 +38,7 @@ from typing import Any
 import gymnasium as gym
 
 from ..core.args import is_number
-from ..core.contract import state_digest
+from ..core.contract import fork_by_replay, state_digest
 from ..core.spaces import TurnText
 from .protocol import ACTION_FIELD, SHOWN_REWARD_KEY, dumps, parse_observation_payload, served_spec_from_schemas
 
@@ -389,20 +389,7 @@ class RemoteTurnEnv(gym.Env[str, str]):
 
     def fork(self, n: int) -> list["RemoteTurnEnv"]:
         """``n`` new clients of the same server (same arguments), each in its own session in this env's state."""
-        if not isinstance(n, int) or n < 0:
-            raise ValueError(f"fork(n) takes a count >= 0, got {n!r}.")
-        saved = self.snapshot()
-        out: list[RemoteTurnEnv] = []
-        try:
-            for _ in range(n):
-                twin = type(self)(**self._init_args)
-                out.append(twin)
-                twin.restore(saved)
-        except BaseException:
-            for twin in out:
-                twin.close()
-            raise
-        return out
+        return fork_by_replay(self, n)
 
     def shown_reward(self, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]) -> float:
         """The reward a chat view may show the agent after the last step, as the served env computed it

@@ -38,7 +38,7 @@ from typing import Any, Sequence
 from urllib.parse import urlencode, urlsplit
 
 from ..core import InvalidAction, TurnEnv, TurnOutcome, parse_bracket_action, snippet
-from ..core.contract import InfraError
+from ..core.contract import InfraError, fork_by_replay
 from ..extras import require
 from .env import INTRO, TurnWebShopEnv, exact_click_name
 from .text import OBSERVATION_MODES, actions_line, format_strings, visible_strings
@@ -525,20 +525,7 @@ class TurnWebShopBrowserEnv(TurnEnv):
     def fork(self, n: int) -> list["TurnWebShopBrowserEnv"]:
         """``n`` new browser envs, made with this env's arguments (each with its own browser, and its own site
         unless ``url`` was given), restored to this env's state. Close them when done."""
-        if not isinstance(n, int) or n < 0:
-            raise ValueError(f"fork(n) takes a count >= 0, got {n!r}.")
-        saved = self.snapshot()
-        out: list[TurnWebShopBrowserEnv] = []
-        try:
-            for _ in range(n):
-                twin = type(self)(**self._init_args)
-                out.append(twin)
-                twin.restore(saved)
-        except BaseException:
-            for twin in out:
-                twin.close()
-            raise
-        return out
+        return fork_by_replay(self, n)
 
     def _extra_info(self) -> dict[str, Any]:
         info = self._state.get("info", {})

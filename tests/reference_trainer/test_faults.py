@@ -16,6 +16,7 @@ from reference_trainer.config import preset
 from reference_trainer.rollout import ListEnvs, collect, episode_metrics, loss_rows, make_batch, make_envs
 from reference_trainer.trainer import Trainer
 from support import trainer_envs
+from support.scripted import Scripted
 from support.trainer_envs import CorridorEnv
 
 FAULTY_ID = "TrainerToyFaultyCorridor-v0"
@@ -59,21 +60,6 @@ for _cls in (StepRaisesCorridorEnv, ResetRaisesCorridorEnv):
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
     return str(trainer_envs.build_toy_tiny(tmp_path_factory.mktemp("tiny") / "model"))
-
-
-class Scripted:
-    """A policy stand-in that answers fixed texts in call order (canonical ids + end-of-turn)."""
-
-    def __init__(self, fmt, texts):
-        self.fmt, self.texts, self.n = fmt, texts, 0
-
-    def generate(self, prompts, *, max_new_tokens, **_):
-        out = []
-        for _ in prompts:
-            ids = self.fmt.encode_content(self.texts[self.n % len(self.texts)])[: max_new_tokens - 1] + [self.fmt.assistant_suffix[0]]
-            self.n += 1
-            out.append(ids)
-        return out, [[0.0] * len(i) for i in out]
 
 
 def _trainer(tiny_dir, out, algo, **kw):

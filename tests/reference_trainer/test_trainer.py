@@ -13,6 +13,7 @@ import torch
 
 from support.paths import ROOT, TESTS
 from support import trainer_envs
+from support.scripted import Scripted
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_trainer.cli import build_parser, config_from_args
@@ -35,21 +36,6 @@ def _config(tiny_dir, out, algo="turn-ppo", **algo_kw):
                            "minibatch_size": 4, "epochs": 2, "lr": 3e-3, **algo_kw,
                            "env": trainer_envs.ENV_ID, "iterations": 2, "eval_episodes": 8, "eval_every": 0, "out": str(out),
                            "progress": False})
-
-
-class Scripted:
-    """A policy stand-in that answers fixed texts (canonical ids + end-of-turn)."""
-
-    def __init__(self, fmt, texts):
-        self.fmt, self.texts, self.n = fmt, texts, 0
-
-    def generate(self, prompts, *, max_new_tokens, **_):
-        out = []
-        for _ in prompts:
-            ids = self.fmt.encode_content(self.texts[self.n % len(self.texts)])[: max_new_tokens - 1] + [self.fmt.assistant_suffix[0]]
-            self.n += 1
-            out.append(ids)
-        return out, [[0.0] * len(i) for i in out]
 
 
 def _scripted_batch(trainer, texts, seeds, env_id=trainer_envs.ENV_ID):
