@@ -52,12 +52,21 @@ def pytest_collection_modifyitems(session, config, items):
     _LEARNING.update(jobs=LearningJobs(sorted(RECIPES), work, workers=2, controls=tuple(RECIPES)).start(), work=work)
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """When the learning jobs ran: when each of their tasks started and ended (where the suite's time went)."""
+    report = _LEARNING.pop("report", "")  # kept by pytest_sessionfinish, which runs first
+    if report:
+        terminalreporter.write_sep("-", "learning jobs (seconds since they started)")
+        terminalreporter.write_line(report)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Stop the learning jobs (finished, or abandoned by a failed or interrupted session) and remove their files."""
     import shutil
 
     jobs = _LEARNING.pop("jobs", None)
     if jobs is not None:
+        _LEARNING["report"] = jobs.report()
         jobs.stop()
     if "work" in _LEARNING:
         shutil.rmtree(_LEARNING.pop("work"), ignore_errors=True)

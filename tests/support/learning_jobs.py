@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import threading
+import time
 from typing import Any
 
 
@@ -35,6 +36,10 @@ class LearningJobs:
         self.workers = workers
         self.ready: list[tuple[str, str]] = [("sft", name) for name in names]
         self.order: list[tuple[str, str]] = []  # the tasks in the order they were handed out
+        #: ``(kind, name, start_s, end_s)`` of every task that ended, seconds since :meth:`start` (the suite prints them)
+        self.timeline: list[tuple[str, str, float, float]] = []
+        self._began: dict[tuple[str, str], float] = {}
+        self._t0 = time.monotonic()
         self.running = 0
         self.done: dict[str, Any] = {}
         self.error: tuple[tuple[str, str], BaseException] | None = None
@@ -43,6 +48,7 @@ class LearningJobs:
         self.pool = None
 
     def start(self) -> "LearningJobs":
+        self._t0 = time.monotonic()
         self.pool = mp.get_context("spawn").Pool(self.workers, maxtasksperchild=1)
         self._dispatch()
         return self
@@ -61,6 +67,7 @@ class LearningJobs:
                 task = max(self.ready, key=self.priority)
                 self.ready.remove(task)
                 self.order.append(task)
+                self._began[task] = time.monotonic() - self._t0
                 self.running += 1
                 kind, name = task
                 if kind == "sft":
@@ -78,6 +85,7 @@ class LearningJobs:
         with self.lock:
             self.running -= 1
             kind, name = task
+            self.timeline.append((kind, name, self._began.get(task, 0.0), time.monotonic() - self._t0))
             if exc is not None:
                 self.error = self.error or (task, exc)
             elif kind == "sft":
@@ -96,6 +104,10 @@ class LearningJobs:
             (kind, name), exc = self.error
             raise RuntimeError(f"the {name} recipe's {kind.upper()} job failed: {exc!r}") from exc
         return dict(self.done)
+
+    def report(self) -> str:
+        """One line per finished task, in the order they ended: ``kind name start-end s``."""
+        return "\n".join(f"{kind:8s} {name:10s} {start:7.0f}-{end:.0f} s" for kind, name, start, end in self.timeline)
 
     def stop(self) -> None:
         if self.pool is not None:

@@ -30,6 +30,11 @@ def test_each_recipe_runs_its_sft_then_its_rl_and_a_free_worker_takes_the_longes
     assert results == {n: {"recipe": n, "algo": "turn-ppo", "seed": 0} for n in MINUTES}
     # chains: a 11, b 10, c 9.5; once a's SFT is done its RL (6) is ready beside b's and c's SFTs (10, 9.5)
     assert jobs.order == [("sft", "a"), ("sft", "b"), ("sft", "c"), ("rl", "c"), ("rl", "a"), ("rl", "b")]
+    # one worker: the timeline holds every task in that order, each starting after the previous one ended
+    assert [(kind, name) for kind, name, _, _ in jobs.timeline] == jobs.order
+    assert all(0 <= start <= end for _, _, start, end in jobs.timeline)
+    assert all(a[3] <= b[2] for a, b in zip(jobs.timeline, jobs.timeline[1:]))
+    assert jobs.report().count("\n") == len(jobs.order) - 1 and "sft      a" in jobs.report()
 
 
 def test_a_failed_task_fails_the_results_with_its_recipe_and_stops_handing_out_work(tmp_path):
