@@ -173,7 +173,7 @@ def turn_contract_machine(
             self.episodes = 0
             # caps per example, not per class: hypothesis replays an example and must see the same draws
             self.long_left, self.huge_left = max_long, max_huge
-            # state key -> a fork of the first state seen with it: per example, so hypothesis' replays of one agree
+            # state key -> a snapshot of the first state seen with it: per example, so hypothesis' replays of one agree
             self.keyed: dict[str, Any] = {}
             self.probes_left = max_key_probes
 
@@ -219,7 +219,7 @@ def turn_contract_machine(
                 return
             if key not in self.keyed:
                 if len(self.keyed) < 256:
-                    self.keyed[key] = base.fork(1)[0]
+                    self.keyed[key] = base.snapshot()  # a snapshot costs less than a fork; probes restore it
                 return
             if self.probes_left <= 0:
                 return
@@ -227,7 +227,9 @@ def turn_contract_machine(
             stats.key_probes += 1
             expert = getattr(base, "expert_action", None)
             probe = [expert() if callable(expert) else self.last_response, self.last_response]
-            why = same_future(self.keyed[key].fork(1)[0], base.fork(1)[0], probe)
+            first, now = base.fork(2)
+            first.restore(self.keyed[key])
+            why = same_future(first, now, probe)
             assert why is None, f"{where}: state_key {key} came back, but the two states have different futures ({why})"
 
         def _step(self, response: Any, kind: str) -> None:
