@@ -21,7 +21,7 @@ Faults: a turn whose ``info["reward_valid"]`` is False (``exit_status`` ``env_er
 (:attr:`Episode.fault`). :func:`make_batch` keeps a faulted episode's row but masks it out of
 every loss and of GRPO's group statistics, and :func:`episode_metrics` counts it apart. An env
 that raises from ``reset`` or ``step`` despite the contract does not stop the rollout:
-:class:`FaultGuard` (around every env :func:`make_envs` and :class:`ListEnvs` hold) turns the
+:class:`~agentgym_turn.core.contract.FaultGuard` (around every env :func:`make_envs` and :class:`ListEnvs` hold) turns the
 exception into such a faulted turn and logs it.
 """
 
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
@@ -39,7 +38,8 @@ import torch
 
 from agentgym_turn.async_pool import STEP_TIMEOUT_KEY, AsyncTurnEnvPool
 from agentgym_turn.chat import split_first_message
-from agentgym_turn.core import EXIT_STATUSES, InfraError
+from agentgym_turn.core import EXIT_STATUSES
+from agentgym_turn.core.contract import FaultGuard
 from agentgym_turn.vector import unbatch_info
 
 from .policy import TurnCache
@@ -47,8 +47,6 @@ from .tokenization import ROLE_ACTION, ChatFormat, Conversation
 
 __all__ = ["Episode", "EnvBatch", "FaultGuard", "ListEnvs", "VectorEnvs", "PoolEnvs", "ThreadEnvs", "ENV_MODES", "make_envs", "make_guarded",
            "collect", "RolloutBatch", "make_batch", "loss_rows", "expert_episodes", "episode_metrics"]
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -119,65 +117,6 @@ class EnvBatch(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-_LOGGED_FAULTS: set[tuple[str, str, str]] = set()  # (env, call, exception type) logged with a traceback already
-
-
-class FaultGuard(gym.Wrapper):
-    """Turns an exception out of the env's ``reset`` or ``step`` (an env that breaks the turn contract, or a
-    service it needs failing) into a faulted turn, so one broken episode does not stop a whole rollout.
-
-    A raising ``step`` returns a message, reward 0, ``truncated`` and ``info`` with ``reward_valid=False`` and
-    ``exit_status`` ``"infra_error"`` (an :class:`~agentgym_turn.core.InfraError`) or ``"env_error"`` (any other
-    exception), as :class:`~agentgym_turn.core.TurnEnv` does for a turn that raises inside it. A raising ``reset``
-    returns a message saying so, and the episode's first ``step`` returns that fault without calling the env. Each
-    (env, call, exception type) is logged once with its traceback, later ones at debug level.
-    """
-
-    def __init__(self, env: gym.Env):
-        super().__init__(env)
-        self._reset_fault: BaseException | None = None
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        self._reset_fault = None
-        try:
-            return self.env.reset(seed=seed, options=options)
-        except Exception as exc:  # the episode is lost, not the rollout
-            self._reset_fault = exc
-            status = self._log(exc, "reset")
-            return _fault_message("could not start the episode", exc), {"exit_status": status, "reward_valid": False}
-
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        if self._reset_fault is not None:
-            exc, self._reset_fault = self._reset_fault, None
-            return self._fault(exc, "reset", log=False)
-        try:
-            return self.env.step(action)
-        except Exception as exc:
-            return self._fault(exc, "step")
-
-    def _fault(self, exc: BaseException, call: str, log: bool = True) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        status = self._log(exc, call) if log else _fault_status(exc)
-        info = {"success": False, "score": 0.0, "exit_status": status, "reward_valid": False, "reward_components": {}}
-        return _fault_message("failed during this turn" if call == "step" else "could not start the episode", exc), 0.0, False, True, info
-
-    def _log(self, exc: BaseException, call: str) -> str:
-        status = _fault_status(exc)
-        key = (type(self.env.unwrapped).__name__, call, type(exc).__name__)
-        first = key not in _LOGGED_FAULTS
-        _LOGGED_FAULTS.add(key)
-        logger.log(logging.WARNING if first else logging.DEBUG, "%s.%s raised %s: %s; the episode ends as faulted "
-                   "(exit_status=%r) and is left out of training", key[0], call, key[2], exc, status, exc_info=exc if first else None)
-        return status
-
-
-def _fault_status(exc: BaseException) -> str:
-    return "infra_error" if isinstance(exc, InfraError) else "env_error"
-
-
-def _fault_message(what: str, exc: BaseException) -> str:
-    return f"The environment {what} ({type(exc).__name__}: {str(exc)[:300]}). This episode is over."
 
 
 def make_guarded(env_id: str, **env_kwargs: Any) -> FaultGuard:

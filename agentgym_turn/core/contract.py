@@ -19,11 +19,14 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
 from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["EXIT_STATUSES", "FAULT_STATUSES", "InfraError", "TurnStatus", "fork_env", "fork_by_replay", "state_digest", "components_sum"]
+__all__ = ["EXIT_STATUSES", "FAULT_STATUSES", "FaultGuard", "InfraError", "TurnStatus", "fork_env", "fork_by_replay", "state_digest", "components_sum"]
+
+logger = logging.getLogger(__name__)
 
 #: The ``info["exit_status"]`` vocabulary, in the order the docs list it.
 EXIT_STATUSES: tuple[str, ...] = ("ok", "invalid_action", "truncated", "env_error", "infra_error")
@@ -103,3 +106,62 @@ def fork_by_replay(env: Any, n: int) -> list[Any]:
             twin.close()
         raise
     return out
+
+
+_LOGGED_FAULTS: set[tuple[str, str, str]] = set()  # (env, call, exception type) logged with a traceback already
+
+
+class FaultGuard(gym.Wrapper):
+    """Turns an exception out of the env's ``reset`` or ``step`` (an env that breaks the turn contract, or a
+    service it needs failing) into a faulted turn, so one broken episode does not stop a whole rollout.
+
+    A raising ``step`` returns a message, reward 0, ``truncated`` and ``info`` with ``reward_valid=False`` and
+    ``exit_status`` ``"infra_error"`` (an :class:`~agentgym_turn.core.InfraError`) or ``"env_error"`` (any other
+    exception), as :class:`~agentgym_turn.core.TurnEnv` does for a turn that raises inside it. A raising ``reset``
+    returns a message saying so, and the episode's first ``step`` returns that fault without calling the env. Each
+    (env, call, exception type) is logged once with its traceback, later ones at debug level.
+    """
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self._reset_fault: BaseException | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        self._reset_fault = None
+        try:
+            return self.env.reset(seed=seed, options=options)
+        except Exception as exc:  # the episode is lost, not the rollout
+            self._reset_fault = exc
+            status = self._log(exc, "reset")
+            return _fault_message("could not start the episode", exc), {"exit_status": status, "reward_valid": False}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self._reset_fault is not None:
+            exc, self._reset_fault = self._reset_fault, None
+            return self._fault(exc, "reset", log=False)
+        try:
+            return self.env.step(action)
+        except Exception as exc:
+            return self._fault(exc, "step")
+
+    def _fault(self, exc: BaseException, call: str, log: bool = True) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        status = self._log(exc, call) if log else _fault_status(exc)
+        info = {"success": False, "score": 0.0, "exit_status": status, "reward_valid": False, "reward_components": {}}
+        return _fault_message("failed during this turn" if call == "step" else "could not start the episode", exc), 0.0, False, True, info
+
+    def _log(self, exc: BaseException, call: str) -> str:
+        status = _fault_status(exc)
+        key = (type(self.env.unwrapped).__name__, call, type(exc).__name__)
+        first = key not in _LOGGED_FAULTS
+        _LOGGED_FAULTS.add(key)
+        logger.log(logging.WARNING if first else logging.DEBUG, "%s.%s raised %s: %s; the episode ends as faulted "
+                   "(exit_status=%r) and is left out of training", key[0], call, key[2], exc, status, exc_info=exc if first else None)
+        return status
+
+
+def _fault_status(exc: BaseException) -> str:
+    return "infra_error" if isinstance(exc, InfraError) else "env_error"
+
+
+def _fault_message(what: str, exc: BaseException) -> str:
+    return f"The environment {what} ({type(exc).__name__}: {str(exc)[:300]}). This episode is over."

@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..core.contract import FAULT_STATUSES
+from ..core.contract import FAULT_STATUSES, FaultGuard
 
 import gymnasium as gym
 
@@ -95,7 +95,7 @@ class TurnEnvironment:
     def __init__(self) -> None:
         import agentgym_turn  # noqa: F401  (registers the ids in TRL's process)
 
-        self.env = gym.make(self.env_id, **self.env_kwargs)
+        self.env = FaultGuard(gym.make(self.env_id, **self.env_kwargs))  # an env that raises ends its episode as faulted
         self.episode = EpisodeRecord(self.env_id, None, None, done=True)
 
     def reset(self, **row: Any) -> str:

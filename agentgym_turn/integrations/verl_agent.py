@@ -32,7 +32,7 @@ import gymnasium as gym
 import numpy as np
 
 from ..core.args import is_int
-from ..core.contract import FAULT_STATUSES
+from ..core.contract import FAULT_STATUSES, FaultGuard
 
 __all__ = ["VerlAgentEnvs", "build_envs", "text_projection"]
 
@@ -49,7 +49,7 @@ def _with_contract(info: dict[str, Any], reward: float, terminated: bool = False
     """``info`` plus verl-agent's ``won`` and the turn contract's fields (filled in for an env that reports none)."""
     status = str(info.get("exit_status") or ("truncated" if truncated and not terminated else "ok"))
     components = info.get("reward_components")
-    return {**info, "won": bool(info["success"]), "exit_status": status,
+    return {**info, "won": bool(info.get("success", False)), "exit_status": status,
             "reward_valid": bool(info.get("reward_valid", status not in FAULT_STATUSES)),
             "reward_components": {str(k): float(v) for k, v in components.items()} if components is not None else {"task": float(reward)}}
 
@@ -85,7 +85,8 @@ class VerlAgentEnvs:
 
         self.env_id, self.env_num, self.group_n, self.is_train = env_id, env_num, group_n, is_train
         self.num_processes = env_num * group_n
-        self.envs = [gym.make(env_id, **(env_kwargs or {})) for _ in range(self.num_processes)]
+        # an env that raises ends its episode as faulted (reward_valid False) instead of stopping the batch
+        self.envs = [FaultGuard(gym.make(env_id, **(env_kwargs or {}))) for _ in range(self.num_processes)]
         self._rng = np.random.default_rng(seed)
         self._done = [True] * self.num_processes
         self._last: list[tuple[str, dict[str, Any]]] = [("", {})] * self.num_processes

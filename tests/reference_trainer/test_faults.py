@@ -130,7 +130,7 @@ def test_a_raising_env_is_logged_once_with_its_traceback(caplog):
 
     envs = ListEnvs([LoggedOnceCorridorEnv() for _ in range(3)])
     envs.reset([0, 1, 2])
-    with caplog.at_level(logging.DEBUG, logger="reference_trainer.rollout"):
+    with caplog.at_level(logging.DEBUG, logger="agentgym_turn.core.contract"):
         results = envs.step({0: "L", 1: "L", 2: "R"})
     assert all(r[4]["exit_status"] == "env_error" and r[4]["reward_valid"] is False and r[3] for r in results.values())
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "LoggedOnceCorridorEnv" in r.getMessage()]

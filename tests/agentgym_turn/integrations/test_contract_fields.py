@@ -100,3 +100,35 @@ def test_trl_a_faulted_episode_ends_and_get_reward_leaves_it_unscored_or_gives_t
     assert flagged.get_reward() == 0.0 and not flagged.episode.reward_valid
     instance.reset(seed=4)  # a new episode starts valid again
     assert instance.episode.reward_valid and instance.episode.exit_status == "ok"
+
+
+class _RaisingEnv(gym.Env):
+    """A third-party text env outside the turn contract: its step raises on ``boom``."""
+
+    observation_space = action_space = gym.spaces.Text(64)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return "say anything", {}
+
+    def step(self, action):
+        if "boom" in action:
+            raise RuntimeError("a bug in a user's env")
+        return "again", 0.5, False, False, {}
+
+
+RAISING_ID = "ContractToyRaising-v0"
+if RAISING_ID not in gym.registry:
+    gym.register(id=RAISING_ID, entry_point=_RaisingEnv, max_episode_steps=4)
+
+
+def test_both_adapters_turn_an_env_that_raises_into_a_faulted_episode_not_an_exception():
+    envs = build_envs(RAISING_ID, seed=0, env_num=1, group_n=2)
+    envs.reset()
+    _, rewards, dones, infos = envs.step(["fine", "boom"])
+    assert rewards == [0.5, 0.0] and dones == [False, True]
+    assert (infos[1]["exit_status"], infos[1]["reward_valid"]) == ("env_error", False) and infos[0]["reward_valid"] is True
+    env = trl_environment(RAISING_ID)()
+    env.reset()
+    env._turn("boom")  # what each of its tools does with the action text
+    assert env.episode.done and env.get_reward() is None  # faulted: TRL leaves the rollout unscored
