@@ -34,6 +34,8 @@ EXTRAS: dict[str, Extra] = {
     "dense": Extra(("sentence_transformers",), "TurnSearchQA's dense retriever (a local sentence-transformers model)"),
     "train": Extra(("torch", "transformers", "tokenizers", "matplotlib"), "the reference trainer (python -m reference_trainer)"),
     "trl": Extra(("trl", "transformers"), "TRL's GRPOTrainer through the envs (agentgym_turn.integrations.trl)"),
+    "ray": Extra(("ray",), "envs in Ray actors across a cluster (agentgym_turn.ray_pool, the trainer's --env-mode ray)"),
+    "mcp": Extra(("mcp",), "the MCP tools of served envs (/mcp of agentgym-turn serve env, the official mcp SDK)"),
     "dev": Extra(("pytest", "hypothesis", "mkdocs", "build"), "the test suite, the docs site and sdist/wheel builds"),
 }
 

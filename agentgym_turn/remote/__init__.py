@@ -8,9 +8,9 @@ Importing this package loads neither the server stack nor ``websockets``; see
 :mod:`~agentgym_turn.remote.protocol`.
 """
 
-from .client import REMOTE_ENV_ID, RemoteEnvError, RemoteTurnEnv
+from .client import REMOTE_ENV_ID, RemoteEnvError, RemoteTurnEnv, ServerAtCapacityError
 
-__all__ = ["REMOTE_ENV_ID", "RemoteEnvError", "RemoteTurnEnv", "EnvServer"]
+__all__ = ["REMOTE_ENV_ID", "RemoteEnvError", "RemoteTurnEnv", "ServerAtCapacityError", "EnvServer"]
 
 
 def __getattr__(name: str):

@@ -13,6 +13,19 @@ whose service failed does: the turn says the served env is gone, its reward is 0
 True and ``info`` keeps the last keys the server sent with ``exit_status="infra_error"`` and
 ``reward_valid=False`` (:mod:`~agentgym_turn.core.contract`).
 
+A server at its session cap refuses a new session at once; ``reset`` then waits and retries, with exponential
+backoff, jitter from the env's own random stream and at least the server's ``Retry-After``, for up to
+``capacity_wait_s`` seconds in all (30 by default), and then raises :class:`ServerAtCapacityError` (a
+``ConnectionError``) naming the cap.
+
+Groups: ``reset(options={"group_id": "g", "task_id": 0})`` plays task 0 of group ``g``, the same task on every
+server process or machine (the server derives the seed from the two with
+:func:`~agentgym_turn.remote.protocol.group_seed`, unless ``seed=`` is given too, which then wins). A later
+``reset()`` with neither seed nor group options (what a vector env's autoreset sends) plays the group's next task,
+so members that reset together stay aligned; ``options={"group_id": None}`` leaves the group. Each process records
+the digest of the first observation of each (served id, group, task) one of its clients reset into, and a member
+whose first observation differs raises :class:`RemoteEnvError` with code ``GROUP_MISMATCH``.
+
 ``snapshot()`` / ``restore()`` / ``fork(n)`` work by replay: a snapshot is the seed and options of the last
 seeded ``reset`` and every reset and action since, and restoring it plays them again in a new session on
 the server (served envs are deterministic given the seed and the actions).
@@ -27,9 +40,14 @@ JSON (lists, numbers). The envs of this suite put only JSON data in ``info``.
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import inspect
 import json
 import pickle
+import random
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -40,9 +58,11 @@ import gymnasium as gym
 from ..core.args import is_number
 from ..core.contract import fork_by_replay, state_digest
 from ..core.spaces import TurnText
-from .protocol import ACTION_FIELD, SHOWN_REWARD_KEY, dumps, parse_observation_payload, served_spec_from_schemas
+from .protocol import (
+    ACTION_FIELD, MAX_GROUP_ID_LENGTH, SHOWN_REWARD_KEY, ErrorCode, dumps, parse_observation_payload, served_spec_from_schemas,
+)
 
-__all__ = ["RemoteTurnEnv", "REMOTE_ENV_ID", "RemoteEnvError"]
+__all__ = ["RemoteTurnEnv", "REMOTE_ENV_ID", "RemoteEnvError", "ServerAtCapacityError", "capacity_backoff"]
 
 #: The registered id of the client env.
 REMOTE_ENV_ID = "agentgym_turn/Remote-v0"
@@ -68,13 +88,85 @@ _CAUSE_CHARS = 300
 #: Exceptions of the served env that the client raises as the same type (others: RemoteEnvError).
 _SAME_TYPE = {"ValueError": ValueError, "TypeError": TypeError, "RuntimeError": RuntimeError, "KeyError": KeyError, "IndexError": IndexError}
 
+#: Capacity backoff: the first wait and the longest one (seconds), and the most jitter (a fraction added on top).
+_BACKOFF_FIRST_S, _BACKOFF_MAX_S, _BACKOFF_JITTER = 0.25, 8.0, 0.5
+#: The longest server ``Retry-After`` the client honours (seconds); a larger hint is read as this.
+_MAX_RETRY_AFTER_S = 60.0
+#: Reset options the client sends as the protocol's group fields instead of as the env's options.
+_GROUP_OPTIONS = ("group_id", "task_id")
+#: (served id, group, task) first observations remembered per process; the oldest are forgotten first.
+_GROUP_RECORD_SIZE = 1 << 16
+
 
 class RemoteEnvError(RuntimeError):
-    """The server answered with an OpenEnv error frame (``code`` holds its code)."""
+    """The server answered with an OpenEnv error frame (``code`` holds its code, ``details`` the frame's other
+    fields), or the client found a served answer inconsistent (``PROTOCOL``, ``GROUP_MISMATCH``)."""
 
-    def __init__(self, message: str, code: str):
+    def __init__(self, message: str, code: str, details: dict[str, Any] | None = None):
         super().__init__(message)
         self.code = code
+        self.details = dict(details or {})
+
+
+class ServerAtCapacityError(ConnectionError):
+    """``reset`` could not open a session: the server stayed at its session cap for ``capacity_wait_s``.
+
+    ``max_sessions`` and ``active_sessions`` are the server's numbers (``None`` when it did not say them)."""
+
+    def __init__(self, message: str, max_sessions: int | None = None, active_sessions: int | None = None):
+        super().__init__(message)
+        self.max_sessions, self.active_sessions = max_sessions, active_sessions
+
+
+def capacity_backoff(attempt: int, retry_after: float | None, rng: random.Random) -> float:
+    """Seconds to wait before retry ``attempt`` (0 first) of a session the server refused at its cap.
+
+    Exponential from 0.25 s, doubling up to 8 s; never less than the server's ``retry_after`` (seconds, itself
+    bounded by 60); then times 1 to 1.5, drawn from ``rng``, so that clients refused together retry apart.
+    """
+    wait = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2.0 ** min(max(int(attempt), 0), 16))
+    if is_number(retry_after) and retry_after > 0:
+        wait = max(wait, min(float(retry_after), _MAX_RETRY_AFTER_S))
+    return wait * (1.0 + _BACKOFF_JITTER * rng.random())
+
+
+def _retry_after(value: Any) -> float | None:
+    """A ``Retry-After`` header's seconds (the HTTP-date form is not used by these servers: ``None``)."""
+    try:
+        seconds = float(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return seconds if seconds >= 0 else None
+
+
+class _GroupRecord:
+    """The digest of the first observation of each (served id, group, task) that a client in this process reset
+    into: a later member whose first observation differs is told at once. Bounded; thread-safe."""
+
+    def __init__(self, size: int):
+        self._size = size
+        self._digests: collections.OrderedDict[tuple[str, str, int], str] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def check(self, key: tuple[str, str, int], digest: str) -> str | None:
+        """Record ``digest`` for ``key`` if it is the first; return the recorded one where it differs, else ``None``."""
+        with self._lock:
+            known = self._digests.get(key)
+            if known is None:
+                self._digests[key] = digest
+                if len(self._digests) > self._size:
+                    self._digests.popitem(last=False)
+                return None
+            self._digests.move_to_end(key)
+            return None if known == digest else known
+
+    def clear(self) -> None:
+        with self._lock:
+            self._digests.clear()
+
+
+#: This process's record of group first observations (see :class:`_GroupRecord`).
+GROUP_RECORD = _GroupRecord(_GROUP_RECORD_SIZE)
 
 
 def _is_local(host: str | None) -> bool:
@@ -107,11 +199,20 @@ class RemoteTurnEnv(gym.Env[str, str]):
         message_timeout: Seconds to wait for each answer (a step of a slow env included).
         token: The server's token (``agentgym-turn serve env --token`` or ``AGENTGYM_TOKEN``), sent as
             ``Authorization: Bearer <token>`` on every request and the ``/ws`` handshake; ``None``: none.
+        capacity_wait_s: Most seconds ``reset`` spends retrying a session the server refused at its session cap
+            (backoff with jitter, at least the server's ``Retry-After``); then :class:`ServerAtCapacityError`.
+            ``0``: raise at the first refusal.
+
+    Reset options ``group_id`` (a string) and ``task_id`` (an integer >= 0, 0 unless given) make the episode task
+    ``task_id`` of that group: every member plays the same task, whichever server serves it. A later ``reset()``
+    with neither seed nor group options plays the group's next task (so a vector env's autoreset keeps members
+    aligned); ``options={"group_id": None}`` leaves the group.
 
     Example::
 
         env = gymnasium.make("agentgym_turn/Remote-v0", base_url="http://127.0.0.1:8000", env_id="TurnSokoban-v0")
         observation, info = env.reset(seed=0)
+        observation, info = env.reset(options={"group_id": "step-7/prompt-3", "task_id": 0})  # a GRPO group's task
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
@@ -125,22 +226,29 @@ class RemoteTurnEnv(gym.Env[str, str]):
         connect_timeout: float = 10.0,
         message_timeout: float = 120.0,
         token: str | None = None,
+        capacity_wait_s: float = 30.0,
     ):
         for name, value in (("connect_timeout", connect_timeout), ("message_timeout", message_timeout)):
             if not is_number(value) or not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}.")
+        if not is_number(capacity_wait_s) or not 0 <= capacity_wait_s < float("inf"):
+            raise ValueError(f"capacity_wait_s must be a finite number of seconds >= 0, got {capacity_wait_s!r}.")
         if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
             raise ValueError("token must be a non-empty string of printable ASCII characters (the server's --token).")
         self.base_url, self.ws_url = _urls(base_url)
         # what fork(n) makes its envs with
         self._init_args: dict[str, Any] = dict(base_url=base_url, env_id=env_id, render_mode=render_mode, connect_timeout=connect_timeout,
-                                               message_timeout=message_timeout, token=token)
+                                               message_timeout=message_timeout, token=token, capacity_wait_s=capacity_wait_s)
         self._last_info: dict[str, Any] | None = None  # the server's last info (the keys of an infra-error turn)
         self._fault_over = False  # the last step was an infra-error turn: the episode is over
         self._log: list[tuple[Any, ...]] | None = None  # ("reset", seed, options) and ("step", action) since the last seeded reset
         self._headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
         self.connect_timeout = float(connect_timeout)
         self.message_timeout = float(message_timeout)
+        self.capacity_wait_s = float(capacity_wait_s)
+        # the backoff's jitter: this env's own stream, seeded from the OS so that clients refused together retry apart
+        self._backoff_rng = random.Random()
+        self._group: tuple[str, int] | None = None  # (group_id, task_id) of the last reset, while in a group
         self._ws: Any = None
         self._close_note = ""
         self.served_env_id = env_id or "ENV_ID"  # what the hints name until the server says
@@ -194,8 +302,22 @@ class RemoteTurnEnv(gym.Env[str, str]):
             kwargs["proxy"] = None  # websockets >= 15 reads proxy settings from the environment
         if "legacy" in accepted:
             kwargs["legacy"] = True  # websockets >= 17: a connection held across calls, not a with-block
+        from websockets.exceptions import InvalidStatus
+
         try:
             self._ws = connect(self.ws_url, **kwargs)
+        except InvalidStatus as err:
+            response = err.response
+            if response.status_code == 503:  # a server (or a proxy before it) with no place for one more session
+                details = {"retry_after_s": _retry_after(response.headers.get("Retry-After"))}
+                try:
+                    body = json.loads(response.body or b"{}")
+                    details.update({k: body[k] for k in ("active_sessions", "max_sessions") if k in body})
+                except (ValueError, TypeError):
+                    pass
+                raise RemoteEnvError(f"the env server at {self.base_url} refused a session with HTTP 503 (at capacity)",
+                                     ErrorCode.CAPACITY_REACHED, details) from None
+            raise ConnectionError(f"the env server at {self.base_url} refused a session ({err}); {self._hint()}.") from None
         except (OSError, TimeoutError) as err:
             raise ConnectionError(f"cannot open a session at {self.ws_url} ({err}); {self._hint()}.") from None
         except Exception as err:  # handshake refused (websockets.InvalidHandshake and kin)
@@ -212,7 +334,7 @@ class RemoteTurnEnv(gym.Env[str, str]):
             except Exception:
                 pass
 
-    def _closed_error(self, err: Exception) -> ConnectionError:
+    def _closed_error(self, err: Exception) -> Exception:
         rcvd = getattr(err, "rcvd", None)
         if rcvd is None:
             why = "without a close frame: the server stopped or the network dropped"
@@ -220,6 +342,8 @@ class RemoteTurnEnv(gym.Env[str, str]):
             why = f"code {rcvd.code}, {_CLOSE_CODES.get(rcvd.code, 'closed')}{': ' + rcvd.reason if rcvd.reason else ''}"
         note = f"the env server at {self.base_url} closed the session ({why})"
         self._drop(note)
+        if rcvd is not None and rcvd.code == 1013:  # "try again later": refused at the cap, its error frame lost
+            return RemoteEnvError(note, ErrorCode.CAPACITY_REACHED)
         return ConnectionError(f"{note}; the episode is lost. Check that the server runs ({self._hint()}), then call reset().")
 
     def _request(self, message: dict[str, Any], *, new_session_ok: bool = False) -> dict[str, Any]:
@@ -280,30 +404,105 @@ class RemoteTurnEnv(gym.Env[str, str]):
                 raise ConnectionError(f"{note}; the episode is lost. Call reset() to start a new session.")
         if code == "VALIDATION_ERROR" and data.get("errors"):
             text = f"{text}: {json.dumps(data['errors'])[:500]}"
-        raise RemoteEnvError(f"the env server at {self.base_url} answered {code}: {text}", code)
+        raise RemoteEnvError(f"the env server at {self.base_url} answered {code}: {text}", code,
+                             {k: v for k, v in data.items() if k not in ("code", "message")})
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode (opening a session first if none is open). ``options`` may hold ``group_id`` and
+        ``task_id`` (see the class docstring); the other options go to the served env's ``reset``."""
+        env_options, group = self._group_of(seed, options)
         super().reset(seed=seed)
         data: dict[str, Any] = {"seed": seed}
-        if options is not None:
-            data["options"] = options
+        if env_options is not None:
+            data["options"] = env_options
+        if group is not None:
+            data["group_id"], data["task_id"] = group
+        frame = self._reset_in_a_session({"type": "reset", "data": data})
+        text, _, _, _, info = self._observation(frame)
+        self._shown = None
+        self._last_info, self._fault_over = dict(info), False
+        self._group = group
+        if seed is not None or group is not None:  # a group's task is replayable: its seed is the group's
+            self._log = []
+        if self._log is not None:
+            logged = None if env_options is None else dict(env_options)
+            if group is not None:
+                logged = {**(logged or {}), "group_id": group[0], "task_id": group[1]}
+            self._log.append(("reset", seed, logged))
+        if group is not None:
+            self._check_group(group, text)
+        return text, info
+
+    def _group_of(self, seed: int | None, options: dict[str, Any] | None) -> tuple[dict[str, Any] | None, tuple[str, int] | None]:
+        """``(the env's options, (group_id, task_id) or None)`` of one reset: the group options given, or the group's
+        next task for a reset with neither seed nor group options, or no group. Bad group options: ``ValueError``."""
+        if options is None or not any(name in options for name in _GROUP_OPTIONS):
+            if seed is None and self._group is not None:
+                return options, (self._group[0], self._group[1] + 1)
+            return options, None
+        rest = {k: v for k, v in options.items() if k not in _GROUP_OPTIONS}
+        group_id = options["group_id"] if "group_id" in options else (self._group[0] if self._group else None)
+        task_id = options.get("task_id")
+        if group_id is None:
+            if task_id is not None:
+                raise ValueError(f"reset option task_id={task_id!r} numbers a group's tasks: pass group_id too.")
+            return rest or None, None
+        if not isinstance(group_id, str) or not 0 < len(group_id) <= MAX_GROUP_ID_LENGTH:
+            raise ValueError(f"reset option group_id must be a non-empty string of at most {MAX_GROUP_ID_LENGTH} characters, got {group_id!r}.")
+        if task_id is None:
+            task_id = 0
+        elif isinstance(task_id, bool) or not isinstance(task_id, int) or task_id < 0:
+            raise ValueError(f"reset option task_id must be an integer >= 0, got {task_id!r}.")
+        return rest or None, (group_id, int(task_id))
+
+    def _check_group(self, group: tuple[str, int], text: str) -> None:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        known = GROUP_RECORD.check((self.served_env_id, group[0], group[1]), digest)
+        if known is not None:
+            raise RemoteEnvError(
+                f"group {group[0]!r}, task {group[1]} of {self.served_env_id}: this member's first observation (sha256 "
+                f"{digest[:12]}) differs from the one another member in this process got (sha256 {known[:12]}). Members of "
+                "a group must play servers of the same id and --kwarg, and send the same seed or none.", "GROUP_MISMATCH")
+
+    def _reset_in_a_session(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send a reset, opening a session if none is open; a session refused at the server's cap is retried with
+        :func:`capacity_backoff` for up to ``capacity_wait_s`` seconds, then :class:`ServerAtCapacityError`."""
+        deadline, attempt = None, 0
+        while True:
+            try:
+                return self._reset_request(message)
+            except RemoteEnvError as err:
+                if err.code != ErrorCode.CAPACITY_REACHED:
+                    raise
+                refusal = err
+            now = time.monotonic()
+            deadline = now + self.capacity_wait_s if deadline is None else deadline
+            if now >= deadline:
+                raise self._capacity_error(refusal, attempt) from None
+            time.sleep(min(deadline - now, capacity_backoff(attempt, refusal.details.get("retry_after_s"), self._backoff_rng)))
+            attempt += 1
+
+    def _reset_request(self, message: dict[str, Any]) -> dict[str, Any]:
         stale = self._ws is not None
         try:
-            frame = self._request({"type": "reset", "data": data}, new_session_ok=True)
+            return self._request(message, new_session_ok=True)
         except ConnectionError:
             if not stale or self._ws is not None:
                 raise
             # the open session was lost unnoticed (a server restart): one new session, and a reset there
-            frame = self._request({"type": "reset", "data": data}, new_session_ok=True)
-        text, _, _, _, info = self._observation(frame)
-        self._shown = None
-        self._last_info, self._fault_over = dict(info), False
-        if seed is not None:
-            self._log = []
-        if self._log is not None:
-            self._log.append(("reset", seed, None if options is None else dict(options)))
-        return text, info
+            return self._request(message, new_session_ok=True)
+
+    def _capacity_error(self, refusal: RemoteEnvError, retries: int) -> ServerAtCapacityError:
+        maximum, active = refusal.details.get("max_sessions"), refusal.details.get("active_sessions")
+        cap = f"its cap of {maximum} sessions ({active}/{maximum} active)" if is_number(maximum) else "its session cap"
+        waited = (f"after {retries} retries over capacity_wait_s={self.capacity_wait_s:g} s" if self.capacity_wait_s > 0
+                  else "at once (capacity_wait_s=0)")
+        return ServerAtCapacityError(
+            f"the env server at {self.base_url} is at {cap} and refused a new session, {waited}. Close envs you no "
+            "longer use (env.close()), start the server with a larger --max-sessions or another server, or raise "
+            f"capacity_wait_s.{'' if is_number(maximum) else ' The server said: ' + str(refusal)[:_CAUSE_CHARS]}",
+            maximum if is_number(maximum) else None, active if is_number(active) else None)
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if isinstance(action, (bytes, bytearray)):

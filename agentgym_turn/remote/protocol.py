@@ -7,6 +7,7 @@ Pure functions shared by the server (:mod:`agentgym_turn.remote.server`) and the
 WebSocket ``/ws`` (one session, one env, per connection), client to server::
 
     {"type": "reset", "data": {"seed": 0, "options": {...}, "episode_id": "..."}}
+    {"type": "reset", "data": {"group_id": "step-7/prompt-3", "task_id": 0}}   (a group's task: see group_seed)
     {"type": "step",  "data": {"message": "<answer>Up</answer>"}}
     {"type": "state"}
     {"type": "close"}
@@ -26,12 +27,17 @@ and ``done`` beside them) carries the env's text, ``terminated``, ``truncated`` 
 optional ``metadata``. A ``message`` that is not a string is passed to the env as it is: by the
 turn contract any value is a legal action, and the env answers with an invalid turn.
 
+Groups: a reset that names a ``group_id`` (and a ``task_id``, 0 unless given) and no ``seed`` resets with
+:func:`group_seed` of the two, so every member of a group plays the same task whichever server process or
+machine serves it. A ``seed`` sent beside them wins (then every member must send the same one).
+
 JSON is written with ``ensure_ascii=True`` so that every Python string, lone surrogates
 included, survives the trip unchanged.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from typing import Any
@@ -45,6 +51,8 @@ __all__ = [
     "MESSAGE_TYPES",
     "ErrorCode",
     "ProtocolError",
+    "group_seed",
+    "reset_seed",
     "dumps",
     "error_frame",
     "json_safe",
@@ -64,7 +72,9 @@ SHOWN_REWARD_KEY = "shown_reward"
 MESSAGE_TYPES = ("reset", "step", "state", "close", "expert")
 #: Keys a reset message's ``data`` may hold that the server uses; others are dropped, as OpenEnv
 #: drops keyword arguments the env's ``reset`` does not take.
-RESET_KEYS = ("seed", "options", "episode_id")
+RESET_KEYS = ("seed", "options", "episode_id", "group_id", "task_id")
+#: Longest ``group_id`` (characters), as OpenEnv bounds ``episode_id``.
+MAX_GROUP_ID_LENGTH = 255
 
 
 class ErrorCode:
@@ -167,9 +177,38 @@ def _check_reset(data: dict[str, Any]) -> dict[str, Any]:
     episode_id = data.get("episode_id")
     if episode_id is not None and (not isinstance(episode_id, str) or len(episode_id) > 255):
         errors.append(_field_error("string_type", ["data", "episode_id"], "episode_id must be a string of at most 255 characters", episode_id))
+    group_id, task_id = data.get("group_id"), data.get("task_id")
+    if group_id is not None and (not isinstance(group_id, str) or not 0 < len(group_id) <= MAX_GROUP_ID_LENGTH):
+        errors.append(_field_error("string_type", ["data", "group_id"],
+                                   f"group_id must be a non-empty string of at most {MAX_GROUP_ID_LENGTH} characters or null", group_id))
+    if task_id is not None and not is_int(task_id, 0):
+        errors.append(_field_error("int_type", ["data", "task_id"], "task_id must be a non-negative integer or null", task_id))
+    elif task_id is not None and group_id is None:
+        errors.append(_field_error("missing", ["data", "group_id"], "task_id numbers a group's tasks: send it with a group_id", task_id))
     if errors:
         raise _invalid(errors)
     return {key: data[key] for key in RESET_KEYS if key in data}
+
+
+def group_seed(group_id: str, task_id: int = 0) -> int:
+    """The reset seed of task ``task_id`` of group ``group_id``: a 63-bit integer from SHA-256, the same in every
+    process, on every machine and in every release (never Python's salted ``hash()``). A local env reset with it
+    plays the task the group's served members play."""
+    if not isinstance(group_id, str) or not is_int(task_id, 0):
+        raise ValueError(f"a group is a string group_id and a non-negative integer task_id, got {group_id!r}, {task_id!r}.")
+    text = dumps(["agentgym-turn/group-seed/v1", group_id, int(task_id)])
+    digest = hashlib.sha256(text.encode("ascii")).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def reset_seed(data: dict[str, Any]) -> int | None:
+    """The seed a validated reset message resets with: its ``seed`` if it sends one, else :func:`group_seed` of its
+    ``group_id`` and ``task_id`` (0 unless given) if it names a group, else ``None`` (the env's own stream)."""
+    if data.get("seed") is not None:
+        return int(data["seed"])
+    if data.get("group_id") is not None:
+        return group_seed(data["group_id"], data.get("task_id") or 0)
+    return None
 
 
 def _check_step(data: dict[str, Any]) -> dict[str, Any]:
