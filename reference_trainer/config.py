@@ -62,11 +62,12 @@ class RolloutConfig:
     group_size: int = _f(1, "rollouts per task (GRPO needs > 1; the PPO presets use 1)")
     num_envs: int = _f(64, "envs stepped together (episodes run in chunks of this size)")
     env_mode: str = _f("list", "list (one process, one env after another), sync or async (Gymnasium vector envs), threads "
-                       "(active envs stepped at once by threads: envs that wait on I/O) or processes (one worker process "
-                       "per env: CPU-bound envs)", choices=("list", "sync", "async", "threads", "processes"))
+                       "(active envs stepped at once by threads: envs that wait on I/O), processes (one worker process "
+                       "per env: CPU-bound envs) or ray (Ray actors across the cluster ray.init connected to; extra ray)",
+                       choices=("list", "sync", "async", "threads", "processes", "ray"))
     env_workers: int = _f(0, "threads of --env-mode threads (0: one per env)")
     step_timeout_s: float = _f(0.0, "seconds an env step may take before its episode ends as truncated (truncation='timeout') "
-                               "and the env is replaced; needs --env-mode threads or processes (0: no limit)")
+                               "and the env is replaced; needs --env-mode threads, processes or ray (0: no limit)")
     max_new_tokens: int = _f(24, "longest response per turn, in tokens")
     max_context_tokens: int = _f(1024, "longest conversation; an episode that would exceed it ends as truncated")
     temperature: float = _f(1.0, "sampling temperature of the rollout policy")

@@ -45,7 +45,7 @@ from agentgym_turn.vector import unbatch_info
 from .policy import TurnCache
 from .tokenization import ROLE_ACTION, ChatFormat, Conversation
 
-__all__ = ["Episode", "EnvBatch", "FaultGuard", "ListEnvs", "VectorEnvs", "PoolEnvs", "ThreadEnvs", "ENV_MODES", "make_envs", "make_guarded",
+__all__ = ["Episode", "EnvBatch", "FaultGuard", "ListEnvs", "VectorEnvs", "PoolEnvs", "ThreadEnvs", "RayEnvs", "ENV_MODES", "make_envs", "make_guarded",
            "collect", "RolloutBatch", "make_batch", "loss_rows", "expert_episodes", "episode_metrics"]
 
 
@@ -237,8 +237,28 @@ class ThreadEnvs(PoolEnvs):
         return {i: (_plain(r), extra) for i, (r, extra) in pairs.items()}
 
 
+class RayEnvs:
+    """The envs of an :class:`~agentgym_turn.ray_pool.RayEnvPool` (env mode ``ray``: Ray actors across the cluster
+    ``ray.init`` connected to); an actor that dies ends its episodes as ``infra_error`` turns (faulted episodes)."""
+
+    def __init__(self, pool: Any):
+        self.pool, self.num_envs = pool, pool.num_envs
+
+    def reset(self, seeds: Sequence[int]) -> list[str]:
+        return [obs for obs, _ in self.pool.reset([int(s) for s in seeds])]
+
+    def step(self, actions: dict[int, str]) -> dict[int, tuple[str, float, bool, bool, dict[str, Any]]]:
+        return self.pool.step(actions)
+
+    def split_first(self, index: int, observation: str) -> tuple[str, str]:
+        return self.pool.split_first(index, observation)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
 #: ``env_mode`` values of :func:`make_envs`.
-ENV_MODES = ("list", "sync", "async", "threads", "processes")
+ENV_MODES = ("list", "sync", "async", "threads", "processes", "ray")
 
 
 def make_envs(env_id: str, num_envs: int, mode: str = "list", *, env_workers: int = 0, step_timeout_s: float = 0.0,
@@ -250,16 +270,26 @@ def make_envs(env_id: str, num_envs: int, mode: str = "list", *, env_workers: in
     ``env_workers`` threads, 0: one per env; for envs that wait on I/O) or ``"processes"`` (one
     worker process per env; for CPU-bound envs), both an
     :class:`~agentgym_turn.async_pool.AsyncTurnEnvPool`. ``step_timeout_s > 0`` (threads and
-    processes only) cuts off a step after that many seconds and replaces its env.
+    processes only) cuts off a step after that many seconds and replaces its env. ``"ray"``: an
+    :class:`~agentgym_turn.ray_pool.RayEnvPool` over the cluster ``ray.init`` connected to (the ``ray`` extra;
+    ``step_timeout_s`` there gives up an actor that does not answer); each actor imports the module that
+    registered ``env_id``.
     """
     if mode not in ENV_MODES:
         raise ValueError(f"make_envs: env_mode must be one of {ENV_MODES}, got {mode!r}.")
-    if step_timeout_s and mode not in ("threads", "processes"):
-        raise ValueError(f"make_envs: step_timeout_s={step_timeout_s} needs env_mode 'threads' or 'processes' "
+    if step_timeout_s and mode not in ("threads", "processes", "ray"):
+        raise ValueError(f"make_envs: step_timeout_s={step_timeout_s} needs env_mode 'threads', 'processes' or 'ray' "
                          f"(got {mode!r}); set --env-mode threads (I/O-bound envs) or processes (CPU-bound envs).")
     if env_workers and mode != "threads":
         raise ValueError(f"make_envs: env_workers={env_workers} sets the threads of env_mode 'threads' (got {mode!r}); "
                          "leave it at 0 or set --env-mode threads.")
+    if mode == "ray":
+        from agentgym_turn.ray_pool import RayEnvPool
+
+        entry = gym.spec(env_id).entry_point
+        module = entry.split(":")[0] if isinstance(entry, str) else getattr(entry, "__module__", "")
+        return RayEnvs(RayEnvPool(env_id, num_envs, env_kwargs=env_kwargs, step_timeout_s=step_timeout_s or None,
+                                  imports=(module,) if module and not module.startswith("agentgym_turn") else ()))
     factory = functools.partial(make_guarded, env_id, **env_kwargs)
     if mode == "list":
         return ListEnvs([factory() for _ in range(num_envs)])
