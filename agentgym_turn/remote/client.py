@@ -202,6 +202,12 @@ class RemoteTurnEnv(gym.Env[str, str]):
         capacity_wait_s: Most seconds ``reset`` spends retrying a session the server refused at its session cap
             (backoff with jitter, at least the server's ``Retry-After``); then :class:`ServerAtCapacityError`.
             ``0``: raise at the first refusal.
+        resume_wait_s: Most seconds a ``step`` spends resuming its episode after the connection was lost (the
+            server restarted, the socket dropped, the session idled out during a long generation): it reconnects
+            with backoff and replays the episode's seeded reset and actions in a new session (envs are deterministic
+            given both), checks the replay ends on the observation it last returned, and sends the step again. Only
+            then, or for an episode begun with ``reset(seed=None)`` outside a group, does the turn end as an
+            ``infra_error``. ``0``: no resume.
 
     Reset options ``group_id`` (a string) and ``task_id`` (an integer >= 0, 0 unless given) make the episode task
     ``task_id`` of that group: every member plays the same task, whichever server serves it. A later ``reset()``
@@ -227,18 +233,21 @@ class RemoteTurnEnv(gym.Env[str, str]):
         message_timeout: float = 120.0,
         token: str | None = None,
         capacity_wait_s: float = 30.0,
+        resume_wait_s: float = 30.0,
     ):
         for name, value in (("connect_timeout", connect_timeout), ("message_timeout", message_timeout)):
             if not is_number(value) or not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}.")
-        if not is_number(capacity_wait_s) or not 0 <= capacity_wait_s < float("inf"):
-            raise ValueError(f"capacity_wait_s must be a finite number of seconds >= 0, got {capacity_wait_s!r}.")
+        for name, value in (("capacity_wait_s", capacity_wait_s), ("resume_wait_s", resume_wait_s)):
+            if not is_number(value) or not 0 <= value < float("inf"):
+                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}.")
         if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
             raise ValueError("token must be a non-empty string of printable ASCII characters (the server's --token).")
         self.base_url, self.ws_url = _urls(base_url)
         # what fork(n) makes its envs with
         self._init_args: dict[str, Any] = dict(base_url=base_url, env_id=env_id, render_mode=render_mode, connect_timeout=connect_timeout,
-                                               message_timeout=message_timeout, token=token, capacity_wait_s=capacity_wait_s)
+                                               message_timeout=message_timeout, token=token, capacity_wait_s=capacity_wait_s,
+                                               resume_wait_s=resume_wait_s)
         self._last_info: dict[str, Any] | None = None  # the server's last info (the keys of an infra-error turn)
         self._fault_over = False  # the last step was an infra-error turn: the episode is over
         self._log: list[tuple[Any, ...]] | None = None  # ("reset", seed, options) and ("step", action) since the last seeded reset
@@ -246,6 +255,11 @@ class RemoteTurnEnv(gym.Env[str, str]):
         self.connect_timeout = float(connect_timeout)
         self.message_timeout = float(message_timeout)
         self.capacity_wait_s = float(capacity_wait_s)
+        self.resume_wait_s = float(resume_wait_s)
+        self._last_text: str | None = None  # the last observation, which a resumed episode must show again
+        self._resuming = False  # replaying to resume: a lost connection then is not resumed again
+        #: Episodes this client resumed after a lost connection (a dropped socket, a server restart, an idle timeout).
+        self.resumed = 0
         # the backoff's jitter: this env's own stream, seeded from the OS so that clients refused together retry apart
         self._backoff_rng = random.Random()
         self._group: tuple[str, int] | None = None  # (group_id, task_id) of the last reset, while in a group
@@ -421,7 +435,7 @@ class RemoteTurnEnv(gym.Env[str, str]):
         frame = self._reset_in_a_session({"type": "reset", "data": data})
         text, _, _, _, info = self._observation(frame)
         self._shown = None
-        self._last_info, self._fault_over = dict(info), False
+        self._last_info, self._fault_over, self._last_text = dict(info), False, text
         self._group = group
         if seed is not None or group is not None:  # a group's task is replayable: its seed is the group's
             self._log = []
@@ -509,25 +523,58 @@ class RemoteTurnEnv(gym.Env[str, str]):
             action = bytes(action).decode("utf-8", errors="replace")  # as TurnEnv decodes bytes
         if self._fault_over:
             return self._over_turn()
-        if self._ws is None:
-            if not (self._close_note and self._last_info is not None):  # never reset, or closed: a caller bug, as locally
-                raise ConnectionError(f"no session is open; call reset() to start a new session at {self.ws_url}.")
-            return self._fault_turn(f"{self._close_note}; the episode is lost")  # found lost by render() or state()
+        if self._ws is None and not (self._close_note and self._last_info is not None):  # never reset, or closed: a caller bug
+            raise ConnectionError(f"no session is open; call reset() to start a new session at {self.ws_url}.")
         try:
-            frame = self._request({"type": "step", "data": {ACTION_FIELD: action}})
-            text, reward, terminated, truncated, info = self._observation(frame)
-        except (ConnectionError, TimeoutError) as err:
-            return self._fault_turn(str(err))
+            try:
+                if self._ws is None:  # found lost by render() or state()
+                    raise ConnectionError(f"{self._close_note}; the episode is lost")
+                text, reward, terminated, truncated, info = self._observation(self._request({"type": "step", "data": {ACTION_FIELD: action}}))
+            except (ConnectionError, TimeoutError) as err:
+                frame = self._resume(action, err)
+                if frame is None:
+                    return self._fault_turn(str(err))
+                text, reward, terminated, truncated, info = self._observation(frame)
         except RemoteEnvError as err:
             if err.code not in _INFRA_CODES:
                 raise
             self._drop(str(err))  # requests and answers may be out of step now: the session is not reused
             return self._fault_turn(str(err))
         self._shown = info.pop(SHOWN_REWARD_KEY, None)  # kept for shown_reward: the info stays the served env's own
-        self._last_info = dict(info)
+        self._last_info, self._last_text = dict(info), text
         if self._log is not None:
             self._log.append(("step", action))
         return text, (0.0 if reward is None else reward), terminated, truncated, info
+
+    def _resume(self, action: str, cause: BaseException) -> dict[str, Any] | None:
+        """After a lost connection: replay the episode in a new session (see ``resume_wait_s``) and send ``action``
+        again; its answer frame, or ``None`` when the episode cannot be resumed in time."""
+        if self._resuming or self._log is None or self.resume_wait_s <= 0 or self._last_text is None:
+            return None
+        log, expected = list(self._log), self._last_text
+        deadline, attempt = time.monotonic() + self.resume_wait_s, 0
+        self._resuming = True
+        try:
+            while True:
+                try:
+                    self.restore(pickle.dumps((type(self).__qualname__, {"env_id": self.served_env_id, "log": log})))
+                    if self._last_text != expected:  # not the episode it was: never continue another one
+                        self._drop("a resumed episode replayed to another observation")
+                        return None
+                    frame = self._request({"type": "step", "data": {ACTION_FIELD: action}})
+                    self.resumed += 1
+                    return frame
+                except (ConnectionError, TimeoutError, RemoteEnvError) as err:
+                    if isinstance(err, RemoteEnvError) and err.code not in _INFRA_CODES:
+                        raise
+                    now = time.monotonic()
+                    if now >= deadline:
+                        return None
+                    time.sleep(min(deadline - now, capacity_backoff(attempt, None, self._backoff_rng)))
+                    attempt += 1
+        finally:
+            self._resuming = False
+            self._log = log
 
     def _fault_turn(self, cause: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """The turn a fault outside the policy's control ends the episode with: what the served env's last info

@@ -32,6 +32,7 @@ def sokoban():
 def remote(server: EnvServer, **kwargs: Any) -> Any:
     kwargs.setdefault("message_timeout", 30)
     kwargs.setdefault("connect_timeout", 10)
+    kwargs.setdefault("resume_wait_s", 0.5)  # these faults outlast a resume: it is tried, briefly, then the turn is a fault
     return gym.make(REMOTE_ENV_ID, base_url=server.base_url, env_id=server.spec.env_id, **kwargs)
 
 

@@ -243,9 +243,19 @@ def test_an_idle_session_is_closed_and_reset_opens_a_new_one(servers):
     remote = _remote(server)
     remote.reset(seed=0)
     _wait_for(lambda: server.sessions.active == 0)
-    observation, reward, terminated, truncated, info = remote.step("<answer>Up</answer>")
+    # a session idled out (a long generation) is resumed: a new session replays the episode, then the step is played
+    local = gym.make("TurnSokoban-v0")
+    local.reset(seed=0)
+    assert remote.step("<answer>Up</answer>") == local.step("<answer>Up</answer>") and remote.unwrapped.resumed == 1
+    _wait_for(lambda: server.sessions.active == 0)
+    stay = _remote(server, resume_wait_s=0)  # without resuming, the episode ends as a fault outside the policy's control
+    stay.reset(seed=0)
+    _wait_for(lambda: server.sessions.active <= 1 and stay.unwrapped._ws is not None)
+    _wait_for(lambda: server.sessions.active == 0)
+    observation, reward, terminated, truncated, info = stay.step("<answer>Up</answer>")
     assert "idle for more than 0.2 s" in observation and (info["exit_status"], info["reward_valid"], truncated) == ("infra_error", False, True)
-    assert "episode is over" in remote.step("<answer>Up</answer>")[0]  # until reset, as a finished local episode
+    assert "episode is over" in stay.step("<answer>Up</answer>")[0]  # until reset, as a finished local episode
+    stay.close()
     assert remote.reset(seed=0) == gym.make("TurnSokoban-v0").reset(seed=0)
     remote.close()
 
@@ -312,7 +322,7 @@ def test_a_slow_env_blocks_neither_the_server_nor_other_sessions(servers, blocki
 
 def test_a_server_that_does_not_answer_is_a_timeout_not_a_hang(servers, blocking_id):
     server = _server(servers, blocking_id)
-    remote = gym.make(REMOTE_ENV_ID, base_url=server.base_url, message_timeout=0.3)
+    remote = gym.make(REMOTE_ENV_ID, base_url=server.base_url, message_timeout=0.3, resume_wait_s=0)
     remote.reset(seed=0)
     _BlockingGuessEnv.release.clear()
     observation, _, _, truncated, info = remote.step("<wait>")
@@ -349,7 +359,7 @@ def test_a_silent_listener_is_a_connection_error_within_the_timeout():
 
 def test_a_server_stopped_mid_episode_ends_the_episode_with_a_clear_infra_error():
     server = EnvServer("TurnSokoban-v0").start()
-    remote = _remote(server)
+    remote = _remote(server, resume_wait_s=0.5)  # a resume is tried, briefly; the server stays down
     remote.reset(seed=0)
     url = server.base_url
     server.stop()
