@@ -29,35 +29,18 @@ import sys
 import time
 from typing import Any
 
-import gymnasium as gym
 
 import agentgym_turn  # noqa: F401  (registers the ids)
 
 try:  # python -m benchmarks.served_capacity, or imported by the tests
     from benchmarks import common
+    from benchmarks.remote import record_episodes
 except ModuleNotFoundError:  # python benchmarks/served_capacity.py: this folder comes first on the import path
     import common
+    from remote import record_episodes
 
 RESULTS = common.RESULTS / "served_capacity.json"
 IDS = ("TurnSokoban-v0", "TurnWebShop-v0", "TurnSearchQA-v0")
-
-
-def expert_episodes(env_id: str, n: int) -> list[tuple[int, list[str]]]:
-    """``n`` seeds and the expert's responses of each seed's episode, played in process."""
-    env = gym.make(env_id)
-    out = []
-    for seed in range(n):
-        env.reset(seed=seed)
-        actions: list[str] = []
-        for _ in range(64):
-            action = env.unwrapped.expert_action()
-            actions.append(action)
-            _, _, terminated, truncated, _ = env.step(action)
-            if terminated or truncated:
-                break
-        out.append((seed, actions))
-    env.close()
-    return out
 
 
 def _free_port() -> int:
@@ -133,7 +116,7 @@ async def _level(url: str, episodes: list[tuple[int, list[str]]], sessions: int,
 
 def measure(env_id: str, levels: list[int], seconds: float, slo_ms: float, pin: bool) -> dict[str, Any]:
     """Every concurrency level of one id against one pinned server process."""
-    episodes = expert_episodes(env_id, 32)
+    episodes = record_episodes(env_id, list(range(32)))  # the expert's episodes, played in process
     cores = sorted(os.sched_getaffinity(0))
     two = pin and len(cores) >= 2
     proc, url = start_server(env_id, cores[0] if two else None)

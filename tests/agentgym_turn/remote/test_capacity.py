@@ -29,6 +29,7 @@ from agentgym_turn.remote.server import CAPACITY_RETRY_AFTER_S, EnvServer
 
 #: Hang guard of a refusal that must come at once (not a timing assertion: a refusal takes milliseconds).
 HANG_GUARD_S = 5.0
+from support.served import wait_for
 
 
 @pytest.fixture
@@ -45,16 +46,6 @@ def full_server():
 
 def _remote(server: EnvServer, **kwargs: Any) -> Any:
     return gym.make(REMOTE_ENV_ID, base_url=server.base_url, env_id=server.spec.env_id, **kwargs)
-
-
-def _wait_for(condition, rounds: int = 400) -> None:
-    """Poll ``condition`` (a bounded number of rounds of 25 ms; not a timing assertion)."""
-    event = threading.Event()
-    for _ in range(rounds):
-        if condition():
-            return
-        event.wait(0.025)
-    assert condition()
 
 
 def test_a_third_client_is_refused_at_once_with_a_connection_error_naming_the_cap(full_server):
@@ -174,7 +165,7 @@ def test_two_thousand_refusals_leave_memory_flat_and_no_session_behind():
         assert server.sessions.active == 1 and server.sessions.stateless == 0
         assert held.step("<answer>Up</answer>")[4]["exit_status"] != "infra_error"  # the held session still plays
         held.close()
-        _wait_for(lambda: server.sessions.active == 0)
+        wait_for(lambda: server.sessions.active == 0)
 
 
 def _schema_app_refusing_every_session(refusals: list[int]):

@@ -35,6 +35,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from agentgym_turn.core.serving import ServerLimits  # noqa: E402
 from agentgym_turn.remote.mcp_tools import McpEndpoint  # noqa: E402
+from support.served import servers, shared_server  # noqa: E402,F401  (servers: a fixture)
 from agentgym_turn.remote.protocol import SHOWN_REWARD_KEY, json_safe  # noqa: E402
 from agentgym_turn.remote.server import EnvServer, EnvSessions, ServedEnvSpec  # noqa: E402
 
@@ -51,24 +52,6 @@ ACTION_TOOLS = {
 
 def _family(env_id: str) -> str:
     return next(name for name in ACTION_TOOLS if name in env_id)  # Dialog before WebShop: its id holds both
-
-
-_SERVERS: dict[str, EnvServer] = {}
-
-
-@pytest.fixture(scope="module")
-def servers():
-    yield _SERVERS
-    for server in _SERVERS.values():
-        server.stop()
-    _SERVERS.clear()
-
-
-def _server(servers: dict[str, EnvServer], env_id: str, **kwargs: Any) -> EnvServer:
-    key = env_id + repr(sorted(kwargs.items()))
-    if key not in servers:
-        servers[key] = EnvServer(env_id, **kwargs).start()
-    return servers[key]
 
 
 @contextlib.asynccontextmanager
@@ -142,7 +125,7 @@ async def _episode(session: ClientSession, env_id: str, seed: int, *, tools: boo
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_every_id__lists_its_tools_and_plays_expert_episodes_equal_to_in_process(servers, env_id):
-    server = _server(servers, env_id)
+    server = shared_server(servers, env_id)
     max_length = server.spec.max_action_length
 
     async def main() -> None:
@@ -165,7 +148,7 @@ def test_every_id__lists_its_tools_and_plays_expert_episodes_equal_to_in_process
 
 
 def test_tool_errors__are_tool_errors_and_the_session_and_server_go_on(servers):
-    server = _server(servers, "TurnSokoban-v0")
+    server = shared_server(servers, "TurnSokoban-v0")
 
     async def main() -> None:
         async with _client(server) as session:
@@ -202,12 +185,12 @@ def test_oracle_keys__reach_mcp_clients_only_with_expert(servers):
             return (await session.call_tool("reset", {"seed": 2})).structured_content["info"]
 
     for expert in (False, True):
-        info = anyio.run(reset_info, _server(servers, "TurnSearchQA-v0", expert=expert))
+        info = anyio.run(reset_info, shared_server(servers, "TurnSearchQA-v0", expert=expert))
         assert ("golden_answers" in info) is expert
 
 
 def test_session_cap__is_shared_with_websocket_sessions(servers):
-    server = _server(servers, "TurnSokoban-v0", max_sessions=1)
+    server = shared_server(servers, "TurnSokoban-v0", max_sessions=1)
 
     async def main(ws: Any) -> None:
         async with _client(server) as session:
@@ -225,7 +208,7 @@ def test_session_cap__is_shared_with_websocket_sessions(servers):
 
 
 def test_idle_session__is_ended_with_its_env_and_a_new_session_plays(servers):
-    server = _server(servers, "TurnSokoban-v0", idle_timeout=0.2)
+    server = shared_server(servers, "TurnSokoban-v0", idle_timeout=0.2)
 
     async def main() -> None:
         async with _client(server) as session:
@@ -252,7 +235,7 @@ def _post(server: EnvServer, body: bytes) -> tuple[int, Any]:
 
 def test_a_post_that_is_not_json_rpc__gets_a_json_rpc_error_with_status_200(servers):
     # what OpenEnv's runtime validator sends (POST /mcp {}) and reads (a JSON-RPC 2.0 payload)
-    server = _server(servers, "TurnSokoban-v0")
+    server = shared_server(servers, "TurnSokoban-v0")
     status, answer = _post(server, b"{}")
     assert status == 200 and answer["jsonrpc"] == "2.0" and answer["error"]["code"] == -32600
     assert _post(server, b"{nope")[1]["error"]["code"] == -32700

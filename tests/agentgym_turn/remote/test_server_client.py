@@ -22,10 +22,11 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 import agentgym_turn
-from agentgym_turn.remote import REMOTE_ENV_ID, RemoteEnvError
+from agentgym_turn.remote import REMOTE_ENV_ID
 from agentgym_turn.remote.client import ServerAtCapacityError
 from agentgym_turn.remote.protocol import ACTION_FIELD
 from agentgym_turn.remote.server import EnvServer
+from support.served import servers, shared_server, wait_for  # noqa: F401  (servers: a fixture)
 from support.toy_envs import GuessNumberEnv
 
 IDS = agentgym_turn.env_ids()
@@ -57,25 +58,11 @@ def _transcript(env: Any, seed: int, after_reset: Any = None) -> list[Any]:
     return out
 
 
-_SERVERS: dict[str, EnvServer] = {}
-
-
-@pytest.fixture(scope="module")
-def servers():
-    yield _SERVERS
-    for server in _SERVERS.values():
-        server.stop()
-    _SERVERS.clear()
-
-
 def _server(servers: dict[str, EnvServer], env_id: str, **kwargs: Any) -> EnvServer:
     """A shared server of ``env_id``; with the oracles served (``expert=True``) unless told otherwise, so that the
     remote env compares with the local one key for key."""
     kwargs.setdefault("expert", True)
-    key = env_id + repr(sorted(kwargs.items()))
-    if key not in servers:
-        servers[key] = EnvServer(env_id, **kwargs).start()
-    return servers[key]
+    return shared_server(servers, env_id, **kwargs)
 
 
 def _remote(server: EnvServer, **kwargs: Any) -> Any:
@@ -167,7 +154,7 @@ def test_sixty_four_concurrent_sessions_do_not_leak_into_one_another(servers):
         assert repr(got[seed]) == repr(expected[seed]), f"session of seed {seed} differs"
     for remote in remotes:
         remote.close()
-    _wait_for(lambda: server.sessions.active == 0)
+    wait_for(lambda: server.sessions.active == 0)
 
 
 @pytest.mark.parametrize("env_id", IDS)
@@ -207,16 +194,6 @@ def _transcripts_at_once(remotes: Any, seeds: Any, barrier: threading.Barrier) -
     return got
 
 
-def _wait_for(condition, rounds: int = 400) -> None:
-    """Poll ``condition`` (a bounded number of rounds of 25 ms; not a timing assertion)."""
-    event = threading.Event()
-    for _ in range(rounds):
-        if condition():
-            return
-        event.wait(0.025)
-    assert condition()
-
-
 def test_a_server_at_capacity_refuses_with_openenv_capacity_error_and_recovers(servers):
     server = _server(servers, "TurnSokoban-v0", max_sessions=2)
     first, second = _remote(server), _remote(server)
@@ -231,7 +208,7 @@ def test_a_server_at_capacity_refuses_with_openenv_capacity_error_and_recovers(s
     assert frame["type"] == "error" and frame["data"]["code"] == "CAPACITY_REACHED"
     assert (frame["data"]["active_sessions"], frame["data"]["max_sessions"]) == (2, 2)
     first.close()
-    _wait_for(lambda: server.sessions.active < 2)
+    wait_for(lambda: server.sessions.active < 2)
     assert third.reset(seed=2)[1]["turn"] == 0
     second.step(second.unwrapped.expert_action())
     second.close()
@@ -242,16 +219,16 @@ def test_an_idle_session_is_closed_and_reset_opens_a_new_one(servers):
     server = _server(servers, "TurnSokoban-v0", idle_timeout=0.2)
     remote = _remote(server)
     remote.reset(seed=0)
-    _wait_for(lambda: server.sessions.active == 0)
+    wait_for(lambda: server.sessions.active == 0)
     # a session idled out (a long generation) is resumed: a new session replays the episode, then the step is played
     local = gym.make("TurnSokoban-v0")
     local.reset(seed=0)
     assert remote.step("<answer>Up</answer>") == local.step("<answer>Up</answer>") and remote.unwrapped.resumed == 1
-    _wait_for(lambda: server.sessions.active == 0)
+    wait_for(lambda: server.sessions.active == 0)
     stay = _remote(server, resume_wait_s=0)  # without resuming, the episode ends as a fault outside the policy's control
     stay.reset(seed=0)
-    _wait_for(lambda: server.sessions.active <= 1 and stay.unwrapped._ws is not None)
-    _wait_for(lambda: server.sessions.active == 0)
+    wait_for(lambda: server.sessions.active <= 1 and stay.unwrapped._ws is not None)
+    wait_for(lambda: server.sessions.active == 0)
     observation, reward, terminated, truncated, info = stay.step("<answer>Up</answer>")
     assert "idle for more than 0.2 s" in observation and (info["exit_status"], info["reward_valid"], truncated) == ("infra_error", False, True)
     assert "episode is over" in stay.step("<answer>Up</answer>")[0]  # until reset, as a finished local episode
