@@ -1,12 +1,16 @@
 """Groups on the served-env protocol: every member of a group plays the same task, on any server, episode after episode.
 
-Two servers of the same id run in this process (``EnvServer`` in threads), standing in for two machines.
+Two servers of the same id run as two processes (``agentgym-turn serve env``), standing in for two machines.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
 import urllib.request
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -18,24 +22,42 @@ from hypothesis import strategies as st
 import agentgym_turn  # noqa: F401  (registers the ids)
 from agentgym_turn.remote import REMOTE_ENV_ID, RemoteEnvError
 from agentgym_turn.remote.protocol import ProtocolError, group_seed, parse_client_message
-from agentgym_turn.remote.server import EnvServer
 
 ENV_ID = "TurnSokoban-v0"  # generated levels: every seed a new task
 
 
+@dataclass
+class _Served:
+    """A server process's URL (what the tests use of a server)."""
+
+    base_url: str
+
+
+def _serve_in_a_process() -> tuple[subprocess.Popen, _Served]:
+    proc = subprocess.Popen([sys.executable, "-m", "agentgym_turn", "serve", "env", ENV_ID, "--port", "0", "--max-sessions", "8", "--expert"],
+                            stderr=subprocess.PIPE, text=True)
+    for line in proc.stderr:  # "Serving TurnSokoban-v0 at http://127.0.0.1:PORT (...)"
+        if line.startswith("Serving"):
+            threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep draining: a full pipe would block the server
+            return proc, _Served(line.split(" at ", 1)[1].split()[0])
+    proc.kill()
+    raise RuntimeError(f"the {ENV_ID} server printed no 'Serving ... at URL' line")
+
+
 @pytest.fixture(scope="module")
 def two_servers():
-    servers = [EnvServer(ENV_ID, max_sessions=8, expert=True).start() for _ in range(2)]
-    yield servers
-    for server in servers:
-        server.stop()
+    started = [_serve_in_a_process() for _ in range(2)]
+    yield [served for _, served in started]
+    for proc, _ in started:
+        proc.terminate()
+        proc.wait(timeout=60)
 
 
-def _remote(server: EnvServer, **kwargs: Any) -> Any:
+def _remote(server: Any, **kwargs: Any) -> Any:
     return gym.make(REMOTE_ENV_ID, base_url=server.base_url, env_id=ENV_ID, **kwargs)
 
 
-def _members(servers: list[EnvServer], n: int) -> list[Any]:
+def _members(servers: list[Any], n: int) -> list[Any]:
     """``n`` clients, spread over the servers in turn."""
     return [_remote(servers[i % len(servers)]) for i in range(n)]
 
