@@ -22,6 +22,7 @@ def cluster():
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), str(TESTS), saved) if p)
     nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "object_store_memory": 80 * 2**20})
     nodes.add_node(num_cpus=2, object_store_memory=80 * 2**20)
+    nodes.wait_for_nodes()  # both nodes registered before any actor is placed
     ray.init(address=nodes.address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     try:
         yield nodes
@@ -37,7 +38,7 @@ def cluster():
 def test_a_pool_spreads_over_both_nodes_and_plays_groups_as_in_process(cluster):
     from agentgym_turn.ray_pool import RayEnvPool
 
-    pool = RayEnvPool("TurnSokoban-v0", 64, envs_per_actor=8)
+    pool = RayEnvPool("TurnSokoban-v0", 64, envs_per_actor=32)  # two actors: one a node
     try:
         assert len(set(pool.nodes())) == 2  # SPREAD: actors on both nodes
         seeds = [100 + i // 8 for i in range(64)]  # 8 groups of 8 members, each group one task
