@@ -32,7 +32,8 @@ Groups: a reset that names a ``group_id`` (and a ``task_id``, 0 unless given) an
 machine serves it. A ``seed`` sent beside them wins (then every member must send the same one).
 
 JSON is written with ``ensure_ascii=True`` so that every Python string, lone surrogates
-included, survives the trip unchanged.
+included, survives the trip unchanged, but for one case JSON cannot tell apart: a high surrogate
+followed by a low one (two code points, not text) arrives as the one character they encode.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentgym_turn.remote.protocol import (
@@ -38,11 +38,24 @@ def test_every_text_action_arrives_unchanged(action):
     assert type(data[ACTION_FIELD]) is str
 
 
+def _as_json_text(value):
+    """``value`` as JSON carries it: a high surrogate followed by a low one (two code points, not text) arrives as the
+    one character they encode, as every JSON decoder reads ``\\ud800\\udc00``; lone surrogates arrive as they are."""
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    if isinstance(value, dict):
+        return {_as_json_text(k): _as_json_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_json_text(v) for v in value]
+    return value
+
+
 @given(ANY_TEXT, st.floats(allow_nan=False) | st.none(), st.booleans(), st.booleans(), st.dictionaries(ANY_TEXT, JSON_DATA, max_size=6))
+@example("\udc00\ud800x\ud800\udc00", None, False, False, {"\ud800\udc00": None, "\ud800": "\udfff"})  # a pair joins; lone ones stay
 def test_an_observation_round_trips_exactly(text, reward, terminated, truncated, info):
     payload = json.loads(dumps(observation_payload(text, reward, terminated, truncated, info)))
     got = parse_observation_payload(payload)
-    assert repr(got) == repr((text, reward, terminated, truncated, info))
+    assert repr(got) == repr((_as_json_text(text), reward, terminated, truncated, _as_json_text(info)))
     assert payload["done"] is (terminated or truncated)
 
 
