@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from .core.contract import FaultGuard
+from .core.contract import FaultGuard, fault_step
 from .extras import require
 
 __all__ = ["RayEnvPool", "infra_turn"]
@@ -31,9 +31,7 @@ StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
 def infra_turn(cause: str) -> StepResult:
     """The turn an episode ends with when the actor holding its env is gone."""
-    info = {"turn": 0, "action_is_valid": False, "action_is_effective": False, "success": False, "score": 0.0,
-            "exit_status": "infra_error", "reward_valid": False, "reward_components": {}}
-    return f"The env worker holding this episode is gone ({cause[:300]}). This episode is over.", 0.0, False, True, info
+    return fault_step("infra_error", f"The env worker holding this episode is gone ({cause[:300]}). This episode is over.")
 
 
 class _EnvWorker:

@@ -63,7 +63,8 @@ def _distinct_starts(trainer: Any, split: str, seeds: list[int]) -> tuple[list[i
     from .tasks import start_keys
 
     cache = trainer.__dict__.setdefault("_eval_starts", {})
-    if (split, len(seeds), seeds[0] if seeds else 0) not in cache:
+    key = (split, tuple(seeds))
+    if key not in cache:
         t, r = trainer.cfg.train, trainer.cfg.rollout
         over = t.eval_env_kwargs if split == "test" else t.val_env_kwargs
         keys = start_keys(t.env, {**r.env_kwargs, **(over or {})}, seeds)
@@ -78,5 +79,5 @@ def _distinct_starts(trainer: Any, split: str, seeds: list[int]) -> tuple[list[i
                 if key is not None:
                     index[key] = slot
             first.append(slot)
-        cache[(split, len(seeds), seeds[0] if seeds else 0)] = (played, first)
-    return cache[(split, len(seeds), seeds[0] if seeds else 0)]
+        cache[key] = (played, first)
+    return cache[key]

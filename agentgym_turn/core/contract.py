@@ -24,7 +24,7 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["EXIT_STATUSES", "FAULT_STATUSES", "FaultGuard", "InfraError", "TurnStatus", "fork_env", "fork_by_replay", "state_digest", "components_sum"]
+__all__ = ["EXIT_STATUSES", "FAULT_STATUSES", "FaultGuard", "InfraError", "fault_step", "TurnStatus", "fork_env", "fork_by_replay", "state_digest", "components_sum"]
 
 logger = logging.getLogger(__name__)
 
@@ -146,8 +146,7 @@ class FaultGuard(gym.Wrapper):
 
     def _fault(self, exc: BaseException, call: str, log: bool = True) -> tuple[str, float, bool, bool, dict[str, Any]]:
         status = self._log(exc, call) if log else _fault_status(exc)
-        info = {"success": False, "score": 0.0, "exit_status": status, "reward_valid": False, "reward_components": {}}
-        return _fault_message("failed during this turn" if call == "step" else "could not start the episode", exc), 0.0, False, True, info
+        return fault_step(status, _fault_message("failed during this turn" if call == "step" else "could not start the episode", exc))
 
     def _log(self, exc: BaseException, call: str) -> str:
         status = _fault_status(exc)
@@ -157,6 +156,13 @@ class FaultGuard(gym.Wrapper):
         logger.log(logging.WARNING if first else logging.DEBUG, "%s.%s raised %s: %s; the episode ends as faulted "
                    "(exit_status=%r) and is left out of training", key[0], call, key[2], exc, status, exc_info=exc if first else None)
         return status
+
+
+def fault_step(status: str, message: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    """The ``step`` result of a turn a fault ended outside an env (a wrapper, a worker pool): ``message``, reward 0,
+    ``truncated``, and an info with ``exit_status=status`` and ``reward_valid=False``."""
+    info = {"success": False, "score": 0.0, "exit_status": status, "reward_valid": False, "reward_components": {}}
+    return message, 0.0, False, True, info
 
 
 def _fault_status(exc: BaseException) -> str:

@@ -70,8 +70,9 @@ DEFAULT_MAX_ACTION_LENGTH = 65_536
 #: Default ``max_length`` of the observation space.
 DEFAULT_MAX_OBSERVATION_LENGTH = 65_536
 _TRUNCATION_MARK = "\n…[observation truncated]"
-#: Attributes every snapshot leaves out: set once when the env is made, never by a turn.
-_SPACES_AND_SPEC = ("action_space", "observation_space", "spec", "last_error")
+#: Attributes every snapshot leaves out: the spaces and spec (set once when the env is made, never by a turn) and
+#: the last fault's exception (a traceback does not pickle, and is not state).
+_NOT_SNAPSHOTTED = ("action_space", "observation_space", "spec", "last_error")
 
 
 class TurnOutcome:
@@ -319,7 +320,7 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         exactly where this one is."""
         state = self.__getstate__()
         state = dict(state) if isinstance(state, dict) else dict(self.__dict__)
-        for name in (*_SPACES_AND_SPEC, *self.shared_attributes, *self.derived_attributes):
+        for name in (*_NOT_SNAPSHOTTED, *self.shared_attributes, *self.derived_attributes):
             state.pop(name, None)
         return pickle.dumps((type(self).__qualname__, state), protocol=pickle.HIGHEST_PROTOCOL)
 
