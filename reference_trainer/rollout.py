@@ -43,7 +43,7 @@ from agentgym_turn.core.contract import FaultGuard
 from agentgym_turn.vector import unbatch_info
 
 from .policy import TurnCache
-from .tokenization import ROLE_ACTION, ChatFormat, Conversation
+from .tokenization import ROLE_ACTION, ChatFormat, Conversation, TokenEpisode, continues_with
 
 __all__ = ["Episode", "EnvBatch", "FaultGuard", "ListEnvs", "VectorEnvs", "PoolEnvs", "ThreadEnvs", "RayEnvs", "ENV_MODES", "make_envs", "make_guarded",
            "collect", "RolloutBatch", "make_batch", "loss_rows", "expert_episodes", "episode_metrics"]
@@ -360,13 +360,14 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
                    reuse_cache=False):
     pad_id = fmt.tokenizer.pad_token_id if fmt.tokenizer.pad_token_id is not None else 0
     tail_room = len(fmt.assistant_suffix)
-    eps = [Episode(Conversation(), int(s), int(g)) for s, g in zip(seeds, groups)]
+    tokens = [TokenEpisode(fmt) for _ in seeds]  # the assembly ChatView(env, tokenizer=...) does, turn for turn
+    eps = [Episode(t.conversation, int(s), int(g)) for t, s, g in zip(tokens, seeds, groups)]
     if split_system_prompt:  # the message is split before it is tokenised
         observations, contents = envs.reset(seeds), [None] * len(eps)
     else:
         observations, contents = _reset_tokenised(envs, seeds, fmt)
     for index, (ep, obs) in enumerate(zip(eps, observations)):
-        open_episode(ep.conversation, fmt, obs, envs.split_first if split_system_prompt else None, index, contents[index])
+        open_episode(tokens[index], obs, envs.split_first if split_system_prompt else None, index, contents[index])
         if len(ep.conversation) + max_new_tokens + tail_room > max_context_tokens:
             raise ValueError(
                 f"The first message takes {len(ep.conversation)} tokens; with max_new_tokens="
@@ -389,7 +390,7 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
         actions = {}
         for i, ids, lp in zip(active, responses, logps):
             text = fmt.decode_response(ids)
-            eps[i].conversation.add_response(fmt, ids, text)
+            tokens[i].respond(ids, text)
             eps[i].sampled_logp.extend(lp)
             actions[i] = text
         results, contents = _step_tokenised(envs, actions, fmt)
@@ -403,7 +404,7 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
             if ep.note_fault(info):  # nothing after a fault is the policy's doing: the episode ends here
                 ep.terminated, ep.truncated, ep.truncation = terminated, not terminated, None if terminated else "fault"
                 continue
-            if terminated:
+            if not continues_with(terminated, info):
                 ep.terminated = True
                 continue
             if info.get(STEP_TIMEOUT_KEY):  # the env did not answer in time: no final state to bootstrap from
@@ -416,10 +417,10 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
                 ep.truncated = True
                 ep.truncation = "env" if truncated else "context"
                 if fits:  # the final state, for the critic's bootstrap value
-                    conv.add_observation(fmt, obs, pieces=pieces)
+                    tokens[i].observe(obs, content_ids=contents[i])
                     ep.bootstrap_pos = len(conv) - 1
                 continue
-            conv.add_observation(fmt, obs, pieces=pieces)
+            tokens[i].observe(obs, content_ids=contents[i])
             still.append(i)
         active = still
     return eps
@@ -576,16 +577,16 @@ def make_batch(episodes: Sequence[Episode], pad_id: int, *, min_group: int = 1) 
 
 
 # ---------------------------------------------------------------------- SFT data and episode metrics
-def open_episode(conversation: Conversation, fmt: ChatFormat, observation: str, split: Any, index: int = 0,
+def open_episode(tokens: TokenEpisode, observation: str, split: Any, index: int = 0,
                  content_ids: list[int] | None = None) -> None:
-    """Start ``conversation`` with the env's first message, split by ``split(index, observation)``
+    """Start ``tokens`` with the env's first message, split by ``split(index, observation)``
     into a system message and the first state when ``split`` is given; ``content_ids``: the unsplit
     message's ``fmt.encode_content`` when the caller has it already."""
     if split is None:
-        conversation.add_observation(fmt, observation, pieces=fmt.prompt_pieces(observation, content_ids=content_ids))
+        tokens.open(observation, content_ids=content_ids)
         return
     system_prompt, first_state = split(index, observation)
-    conversation.add_observation(fmt, first_state, system_prompt=system_prompt)
+    tokens.open(first_state, system_prompt or None)
 
 
 def expert_episodes(
@@ -601,17 +602,17 @@ def expert_episodes(
     end-of-turn token, so SFT teaches the model to stop.
     """
     env = gym.make(env_id, **(env_kwargs or {}))
-    stop = fmt.assistant_suffix[0] if fmt.assistant_suffix else next(iter(fmt.stop_ids))
     episodes = []
     try:
         for seed in seeds:
             obs, _ = env.reset(seed=int(seed))
-            ep = Episode(Conversation(), int(seed), len(episodes))
-            open_episode(ep.conversation, fmt, obs, (lambda _, o: split_first_message(env, o)) if split_system_prompt else None)
+            tokens = TokenEpisode(fmt)
+            ep = Episode(tokens.conversation, int(seed), len(episodes))
+            open_episode(tokens, obs, (lambda _, o: split_first_message(env, o)) if split_system_prompt else None)
             while True:
                 text = env.unwrapped.expert_action()
-                ids = fmt.encode_content(text) + [stop]
-                ep.conversation.add_response(fmt, ids, text)
+                ids = fmt.encode_response(text)
+                tokens.respond(ids, text)
                 ep.sampled_logp.extend([0.0] * len(ids))
                 obs, reward, terminated, truncated, info = env.step(text)
                 ep.rewards.append(float(reward))
@@ -619,7 +620,7 @@ def expert_episodes(
                 if ep.note_fault(info) or terminated or truncated:
                     ep.terminated, ep.truncated = bool(terminated), bool(truncated and not terminated)
                     break
-                ep.conversation.add_observation(fmt, obs)
+                tokens.observe(obs)
             episodes.append(ep)
     finally:
         env.close()

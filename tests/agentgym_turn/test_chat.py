@@ -150,7 +150,7 @@ def test_chat_view__non_string_actions_are_shown_as_text():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"history_window": 0}, "history_window must be None or an integer >= 1, got 0"),
+        ({"history_window": 0}, "history_window must be None, an integer >= 1 or .compact., got 0"),
         ({"history_window": True}, "history_window"),
         ({"reward_template": "Reward: {r}"}, r"reward_template='Reward: \{r\}' must be a str.format template"),
         ({"reward_template": 3}, "reward_template must be a str or None"),

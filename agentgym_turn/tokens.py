@@ -1,0 +1,531 @@
+"""Token-in/token-out conversation assembly: ids, per-token roles and turn ids, by construction.
+
+A conversation is ``[system] user_1 assistant_1 user_2 assistant_2 ...``: the env's first
+observation is the first user message, every response an assistant message, every later
+observation a user message. :class:`ChatFormat` reads, once, from the tokenizer's own chat
+template, which template tokens go before and after each message's content; the
+:class:`Conversation` then grows by appending
+
+* the ids of each observation, tokenised **once**, wrapped in those template tokens
+  (role ``ROLE_TEMPLATE``/``ROLE_OBSERVATION``, loss mask 0);
+* the ids the policy **sampled**, exactly as sampled (role ``ROLE_ACTION``, loss mask 1),
+  ending with the end-of-turn token when the policy emitted it;
+* the rest of the assistant message's template (e.g. the ``\\n`` after ``<|im_end|>``, or the
+  whole end-of-turn sequence when the response hit ``max_new_tokens``), loss mask 0.
+
+Decoded text is never re-encoded. For a tokenizer whose template pieces are separated from the
+content by special tokens or pre-tokenizer boundaries (the tiny tokenizer, ChatML/Qwen2.5
+templates when the content does not start or end with whitespace), the ids equal
+``tokenizer.apply_chat_template(whole_conversation)`` whenever the sampled ids are the
+canonical encoding of the decoded text; ``tests/reference_trainer/test_rollout.py`` asserts it for
+the tiny tokenizer. Where they differ (a sampled non-canonical split such as ``"Le" + "ft"``;
+templates that rewrite history, e.g. Qwen3 dropping earlier ``<think>`` blocks; whitespace
+merged across a template boundary), the assembled ids are the ones the policy actually saw.
+
+Observation text is encoded with ``split_special_tokens=True``: an env message (or an echo of
+the agent's own text) that contains ``<|im_end|>`` can never inject a control token.
+
+:class:`TokenEpisode` keeps those pieces by turn, so that a history policy (keep the last ``k`` turns,
+or the current state alone) builds each turn's input from the same exact ids, and reports the tokens each
+turn costs. The reference trainer's rollouts and ``agentgym_turn.chat.ChatView(env, tokenizer=...)`` both
+assemble tokens here: one implementation. :func:`audit_template` checks a chat template against it.
+No torch: a tokenizer is any object with Hugging Face's ``encode``/``decode``/``apply_chat_template``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+__all__ = [
+    "ROLE_TEMPLATE",
+    "ROLE_OBSERVATION",
+    "ROLE_ACTION",
+    "ChatFormat",
+    "Conversation",
+    "ChatTemplateError",
+    "COMPACT",
+    "EpisodeTokens",
+    "TokenEpisode",
+    "TurnSpan",
+    "continues_with",
+]
+
+ROLE_TEMPLATE = 0  # chat-template tokens (role headers, end-of-message markers) and the system prompt
+ROLE_OBSERVATION = 1  # the env's text
+ROLE_ACTION = 2  # tokens the policy sampled (the only ones with loss mask 1)
+
+_PLACEHOLDER = "\u2063PLACEHOLDER{}\u2063"  # invisible separator: never produced by a template
+
+
+class ChatTemplateError(ValueError):
+    """The tokenizer's chat template cannot be split into per-message pieces."""
+
+
+def _clean(text: str) -> str:
+    """``text`` with lone surrogates replaced (tokenizers reject them)."""
+    return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
+
+
+def _render(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool) -> str:
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+
+
+@dataclass(frozen=True)
+class _Wrapped:
+    """Template ids before and after a message's content."""
+
+    before: tuple[int, ...]
+    after: tuple[int, ...]
+
+
+class ChatFormat:
+    """The per-message template pieces of a tokenizer's chat template, as token ids.
+
+    Args:
+        tokenizer: A Hugging Face tokenizer with a chat template.
+        system_prompt: Optional system message put before the first observation.
+
+    Attributes:
+        stop_ids: Token ids that end a response (the template's end-of-turn token and the
+            tokenizer's ``eos_token_id``).
+    """
+
+    def __init__(self, tokenizer: Any, system_prompt: str | None = None):
+        if not getattr(tokenizer, "chat_template", None):
+            raise ChatTemplateError(
+                "The tokenizer has no chat template. Use a chat/instruct checkpoint, or set "
+                "tokenizer.chat_template (the tiny model's ChatML template is "
+                "reference_trainer.tiny.CHAT_TEMPLATE)."
+            )
+        self.tokenizer = tokenizer
+        self.system_prompt = system_prompt
+        self._system_split: tuple[list[int], list[int], list[int]] | None = None
+        p = [_PLACEHOLDER.format(i) for i in range(4)]
+        head = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        first = _render(tokenizer, head + [{"role": "user", "content": p[0]}], True)
+        with_answer = _render(tokenizer, head + [{"role": "user", "content": p[0]}, {"role": "assistant", "content": p[1]}], False)
+        second = _render(
+            tokenizer,
+            head + [{"role": "user", "content": p[0]}, {"role": "assistant", "content": p[1]}, {"role": "user", "content": p[2]}],
+            True,
+        )
+        if not (with_answer.startswith(first) and second.startswith(with_answer)):
+            raise ChatTemplateError(
+                "The chat template is not prefix-stable (rendering a longer conversation changes "
+                "earlier text, e.g. it drops earlier <think> blocks), so a conversation cannot be "
+                "grown token by token. Pass a simpler template as tokenizer.chat_template."
+            )
+        # Prompt: everything before the first content, the content, everything up to the response.
+        before0, after0 = first.split(p[0])
+        self._prompt_before = self._encode_template(before0)
+        self._prompt_after = self._encode_template(after0)
+        # Assistant message: the response is appended as sampled; what follows it is the suffix.
+        answer_part = with_answer[len(first) :]
+        if not answer_part.startswith(p[1]):
+            raise ChatTemplateError(
+                "The chat template adds text between the generation prompt and the assistant's "
+                f"content ({answer_part[:40]!r}); this trainer needs the response to follow the "
+                "generation prompt directly."
+            )
+        self.assistant_suffix = tuple(self._encode_template(answer_part[len(p[1]) :]))
+        # A later user message, up to and including the next generation prompt.
+        user_part = second[len(with_answer) :]
+        before2, after2 = user_part.split(p[2])
+        self._user = _Wrapped(tuple(self._encode_template(before2)), tuple(self._encode_template(after2)))
+        stops = set()
+        if self.assistant_suffix and self.assistant_suffix[0] in set(getattr(tokenizer, "all_special_ids", [])):
+            stops.add(self.assistant_suffix[0])
+        if tokenizer.eos_token_id is not None:
+            stops.add(int(tokenizer.eos_token_id))
+        if not stops:
+            raise ChatTemplateError("Found no end-of-turn token: set tokenizer.eos_token.")
+        self.stop_ids = frozenset(stops)
+
+    # ------------------------------------------------------------------ encoding
+    def _encode_template(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(_clean(text), add_special_tokens=False)) if text else []  # a system prompt may hold lone surrogates
+
+    def encode_content(self, text: str) -> list[int]:
+        """Ids of message content: special-token strings in it stay plain text."""
+        if not text:
+            return []
+        return list(self.tokenizer.encode(_clean(text), add_special_tokens=False, split_special_tokens=True))
+
+    def encode_contents(self, texts: Sequence[str]) -> list[list[int]]:
+        """:meth:`encode_content` of every text, in one tokenizer call (a fast tokenizer encodes the batch in
+        parallel native threads, outside the GIL: a rollout tokenises all of a turn's observations at once)."""
+        if not texts:
+            return []
+        cleaned = [_clean(t) for t in texts]
+        ids = self.tokenizer(cleaned, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        return [list(row) if text else [] for row, text in zip(ids, texts)]
+
+    def prompt_pieces(self, observation: str, system_prompt: str | None = None,
+                      content_ids: list[int] | None = None) -> list[tuple[list[int], int]]:
+        """The first state: ``[(ids, role), ...]`` for system prompt, first observation, generation prompt.
+
+        ``system_prompt`` is a per-episode system message (the env's instructions, see
+        ``agentgym_turn.chat.split_first_message``), put after the format's own system prompt;
+        its text is content (special-token strings stay plain text), with the observation role.
+        ``content_ids``: the observation's :meth:`encode_content` when the caller has it already.
+        """
+        observation_ids = self.encode_content(observation) if content_ids is None else content_ids
+        if not system_prompt:
+            return [
+                (self._prompt_before, ROLE_TEMPLATE),
+                (observation_ids, ROLE_OBSERVATION),
+                (self._prompt_after, ROLE_TEMPLATE),
+            ]
+        before, between, after = self._episode_system_template()
+        system = f"{self.system_prompt}\n\n{system_prompt}" if self.system_prompt else system_prompt
+        return [
+            (list(before), ROLE_TEMPLATE),
+            (self.encode_content(system), ROLE_OBSERVATION),
+            (list(between), ROLE_TEMPLATE),
+            (observation_ids, ROLE_OBSERVATION),
+            (list(after), ROLE_TEMPLATE),
+        ]
+
+    def _episode_system_template(self) -> tuple[list[int], list[int], list[int]]:
+        """Template ids before a system message's content, between it and the first user content, and after."""
+        if self._system_split is None:
+            ps, p0 = _PLACEHOLDER.format("S"), _PLACEHOLDER.format("U")
+            text = _render(self.tokenizer, [{"role": "system", "content": ps}, {"role": "user", "content": p0}], True)
+            if text.count(ps) != 1 or text.count(p0) != 1 or text.index(ps) > text.index(p0):
+                raise ChatTemplateError("The chat template does not render a system message before the first user message.")
+            before, rest = text.split(ps)
+            between, after = rest.split(p0)
+            self._system_split = (self._encode_template(before), self._encode_template(between), self._encode_template(after))
+        return self._system_split
+
+    def observation_pieces(self, observation: str, content_ids: list[int] | None = None) -> list[tuple[list[int], int]]:
+        """A later observation as a user message, followed by the generation prompt; ``content_ids``: the
+        observation's :meth:`encode_content` when the caller has it already (see :meth:`encode_contents`)."""
+        return [
+            (list(self._user.before), ROLE_TEMPLATE),
+            (self.encode_content(observation) if content_ids is None else content_ids, ROLE_OBSERVATION),
+            (list(self._user.after), ROLE_TEMPLATE),
+        ]
+
+    def encode_response(self, text: str) -> list[int]:
+        """A response known only as text (an expert's, a scripted one) as the ids a policy would have sampled:
+        the canonical encoding of ``text`` followed by the template's end-of-turn token (so SFT teaches stopping)."""
+        stop = self.assistant_suffix[0] if self.assistant_suffix else min(self.stop_ids)
+        return self.encode_content(text) + [stop]
+
+    def response_tail(self, response_ids: Sequence[int]) -> list[int]:
+        """Template ids that close an assistant message whose sampled ids are ``response_ids``.
+
+        If the response ended with the template's end-of-turn token, only the rest of the
+        suffix (e.g. ``\\n``); otherwise (cut at ``max_new_tokens``, or ended by another stop
+        id such as ``<|endoftext|>``) the whole suffix.
+        """
+        suffix = self.assistant_suffix
+        if response_ids and suffix and response_ids[-1] == suffix[0]:
+            return list(suffix[1:])
+        return list(suffix)
+
+    def decode_response(self, response_ids: Sequence[int]) -> str:
+        """The text the env receives: the sampled ids without a final stop id, decoded as is."""
+        ids = list(response_ids)
+        if ids and ids[-1] in self.stop_ids:
+            ids = ids[:-1]
+        return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def messages(self, observations: Sequence[str], responses: Sequence[str], system_prompt: str = "") -> list[dict[str, str]]:
+        """The conversation as chat messages (for ``apply_chat_template`` and for reading);
+        ``system_prompt`` is the conversation's per-episode system message, if any."""
+        system = "\n\n".join(s for s in (self.system_prompt, system_prompt) if s)
+        msgs = [{"role": "system", "content": system}] if system else []
+        for i, obs in enumerate(observations):
+            msgs.append({"role": "user", "content": obs})
+            if i < len(responses):
+                msgs.append({"role": "assistant", "content": responses[i]})
+        return msgs
+
+
+@dataclass
+class Conversation:
+    """One episode's tokens, grown turn by turn, with a role and a turn id per token.
+
+    ``turn_ids[t] = k`` for the tokens of state ``s_k``'s new message and of response ``a_k``
+    (0-based: the system prompt and first observation belong to turn 0). ``action_spans[k]``
+    is ``(start, end)``: the response of turn ``k`` is ``ids[start:end]``; its value is read
+    at ``start - 1``, the last token of the state.
+    """
+
+    ids: list[int] = field(default_factory=list)
+    roles: list[int] = field(default_factory=list)
+    turn_ids: list[int] = field(default_factory=list)
+    action_spans: list[tuple[int, int]] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)
+    responses: list[str] = field(default_factory=list)
+    #: The per-episode system message the conversation opened with ("" when none).
+    system_prompt: str = ""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def num_turns(self) -> int:
+        """Responses appended so far."""
+        return len(self.action_spans)
+
+    def extend(self, pieces: Sequence[tuple[Sequence[int], int]], turn: int) -> None:
+        for ids, role in pieces:
+            self.ids.extend(map(int, ids))
+            self.roles.extend([role] * len(ids))
+            self.turn_ids.extend([turn] * len(ids))
+
+    def add_observation(self, fmt: ChatFormat, observation: str, system_prompt: str | None = None,
+                        pieces: Sequence[tuple[Sequence[int], int]] | None = None) -> None:
+        """Append the state's new message (the first one opens the conversation, with
+        ``system_prompt`` as a per-episode system message when given). ``pieces``: the observation's
+        ``fmt.observation_pieces`` (``fmt.prompt_pieces`` for the first) when the caller has them already."""
+        if self.ids:
+            pieces = fmt.observation_pieces(observation) if pieces is None else pieces
+        else:
+            pieces = fmt.prompt_pieces(observation, system_prompt) if pieces is None else pieces
+            self.system_prompt = system_prompt or ""
+        self.observations.append(observation)
+        self.extend(pieces, self.num_turns)
+
+    def observation_length(self, fmt: ChatFormat, observation: str) -> int:
+        """How many tokens :meth:`add_observation` would append."""
+        pieces = fmt.prompt_pieces(observation) if not self.ids else fmt.observation_pieces(observation)
+        return sum(len(ids) for ids, _ in pieces)
+
+    def add_response(self, fmt: ChatFormat, response_ids: Sequence[int], text: str) -> None:
+        """Append the sampled ids of this turn's response, then the template that closes it."""
+        turn = self.num_turns
+        start = len(self.ids)
+        if start == 0:
+            raise ValueError("add_observation must come before the first response.")
+        self.extend([(response_ids, ROLE_ACTION)], turn)
+        self.action_spans.append((start, len(self.ids)))
+        self.responses.append(text)
+        self.extend([(fmt.response_tail(response_ids), ROLE_TEMPLATE)], turn)
+
+
+def continues_with(terminated: bool, info: Mapping[str, Any]) -> bool:
+    """Whether the observation a step returned joins the episode's tokens: not after termination (there is
+    nothing left to answer) nor after a fault (``info["reward_valid"]`` False: nothing after it is the policy's
+    doing); after truncation it does, so that a critic can bootstrap from the final state."""
+    return not terminated and info.get("reward_valid", True) is not False
+
+
+#: History policies of :class:`TokenEpisode` (and ``ChatView(history_window=...)``): ``None`` keeps every turn,
+#: an integer ``k`` the last ``k`` user messages (the current one included) and the responses between them,
+#: ``"compact"`` the env's current state text alone.
+COMPACT = "compact"
+
+
+@dataclass(frozen=True)
+class TurnSpan:
+    """Where one turn lies in an :class:`EpisodeTokens`: its state's new message (template tokens included)
+    and its response's sampled ids (``None`` while the response is due). ``turn`` counts from the episode's start."""
+
+    turn: int
+    observation: tuple[int, int]
+    response: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class EpisodeTokens:
+    """One token sequence of an episode, exactly as the model saw (or sees) it.
+
+    ``mask`` is 1 on the policy's own sampled ids only (role ``ROLE_ACTION``); ``turn_ids[i]`` is the episode
+    turn token ``i`` belongs to; ``first_turn`` is the turn the sequence's history starts at (0 unless a
+    history policy cut earlier turns off: the sequence is then a new prefix that starts there).
+    """
+
+    ids: list[int]
+    mask: list[int]
+    roles: list[int]
+    turn_ids: list[int]
+    turns: list[TurnSpan]
+    first_turn: int = 0
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class TokenEpisode:
+    """An episode's exact tokens under a history policy, appended piece by piece and never re-rendered.
+
+    The whole episode grows in :attr:`conversation` (a :class:`Conversation`: the sequence a trainer trains on
+    when every turn is kept). Each observation's content ids and each response's sampled ids are also kept by
+    turn, so that a history policy builds the model's input at turn ``t`` from those same pieces:
+
+    * ``history=None``: every turn; the input at turn ``t`` extends the one at ``t - 1``.
+    * ``history=k``: the system message, then the last ``k`` user messages and the responses between them.
+      Once the episode is longer than ``k`` turns each input starts a new prefix (at turn ``t - k + 1``), so the
+      tokens per turn stay flat instead of growing with the episode.
+    * ``history="compact"``: the system message and the env's current state text (``render()``), one message.
+
+    :attr:`tokens_per_turn` is the length of the sequence each response was sampled in (input plus response);
+    :attr:`new_tokens_per_turn` what of it did not extend the previous turn's sequence (what a KV cache kept
+    across turns, :class:`reference_trainer.policy.TurnCache`, still has to run through the model).
+    """
+
+    def __init__(self, fmt: ChatFormat, history: int | str | None = None):
+        if not (history is None or history == COMPACT or (isinstance(history, int) and not isinstance(history, bool) and history >= 1)):
+            raise ValueError(f"history must be None, an integer >= 1 or {COMPACT!r}, got {history!r}.")
+        self.fmt = fmt
+        self.history = history
+        self.conversation = Conversation()
+        self.system_prompt: str | None = None
+        self._contents: list[list[int]] = []  # per turn: the observation's content ids
+        self._states: list[list[int]] = []  # per turn ("compact"): the state text's content ids
+        self._responses: list[list[int]] = []
+        self.tokens_per_turn: list[int] = []
+        self.new_tokens_per_turn: list[int] = []
+        self._last_sequence: Sequence[int] = []
+
+    @property
+    def num_turns(self) -> int:
+        """Responses appended so far."""
+        return len(self._responses)
+
+    def open(self, observation: str, system_prompt: str | None = None, *, content_ids: list[int] | None = None,
+             state: str | None = None) -> None:
+        """Start the episode with its first state (``system_prompt``: the per-episode system message, if any;
+        ``state``: the env's state text, for ``history="compact"``)."""
+        if self.conversation.ids:
+            raise ValueError("TokenEpisode.open: the episode has started already.")
+        content = self.fmt.encode_content(observation) if content_ids is None else list(content_ids)
+        self.system_prompt = system_prompt or None
+        self.conversation.add_observation(self.fmt, observation, system_prompt,
+                                          pieces=self.fmt.prompt_pieces(observation, system_prompt, content_ids=content))
+        self._note_observation(content, state)
+
+    def observe(self, observation: str, *, content_ids: list[int] | None = None, state: str | None = None) -> None:
+        """Append a later state (after a response)."""
+        if len(self._contents) != self.num_turns:
+            raise ValueError("TokenEpisode.observe: a response must come between two observations.")
+        content = self.fmt.encode_content(observation) if content_ids is None else list(content_ids)
+        self.conversation.add_observation(self.fmt, observation, pieces=self.fmt.observation_pieces(observation, content))
+        self._note_observation(content, state)
+
+    def _note_observation(self, content: list[int], state: str | None) -> None:
+        self._contents.append(content)
+        if self.history == COMPACT:
+            if state is None:
+                raise ValueError("TokenEpisode: history='compact' needs each observation's state text (state=...).")
+            self._states.append(self.fmt.encode_content(state))
+
+    def respond(self, response_ids: Sequence[int], text: str) -> None:
+        """Append the ids the policy sampled for the current state (and the template that closes them)."""
+        if len(self._contents) != self.num_turns + 1:
+            raise ValueError("TokenEpisode.respond: no state is waiting for a response.")
+        ids = [int(i) for i in response_ids]
+        if self.history is None:  # the input is the conversation so far, which extends the last turn's sequence
+            length, shared = len(self.conversation) + len(ids), len(self._last_sequence)
+            self._last_sequence = range(length)  # only its length is read
+        else:
+            sequence = self.view().ids + ids
+            length, shared = len(sequence), _common_prefix(self._last_sequence, sequence)
+            self._last_sequence = sequence
+        self.conversation.add_response(self.fmt, ids, text)
+        self._responses.append(ids)
+        self.tokens_per_turn.append(length)
+        self.new_tokens_per_turn.append(length - shared)
+
+    def first_turn(self, turn: int) -> int:
+        """The turn the model's input at ``turn`` starts at under the history policy."""
+        if self.history is None:
+            return 0
+        if self.history == COMPACT:
+            return turn
+        return max(0, turn - int(self.history) + 1)
+
+    def sequence_start(self, turn: int) -> int:
+        """The first turn of the sequence turn ``turn``'s response is sampled in: the turns from there to ``turn``
+        extend one another's inputs (0 under ``history=None``; under a window of ``k``, 0 for the first ``k``
+        turns, then ``turn`` itself; ``turn`` under ``"compact"``)."""
+        start = self.first_turn(turn)
+        return 0 if start == 0 and self.history != COMPACT else turn
+
+    def view(self, turn: int | None = None) -> EpisodeTokens:
+        """The model's input at ``turn`` (default: the latest state), ending with the generation prompt. Its
+        ``mask`` is 1 on the responses sampled in this same sequence (:meth:`sequence_start`); earlier responses a
+        window keeps are context here (mask 0), trained in the sequences they were sampled in. The latest view
+        under ``history=None`` is :attr:`conversation`'s ids (without a last response's tail)."""
+        last = len(self._contents) - 1
+        if last < 0:
+            raise ValueError("TokenEpisode.view: the episode has not started (call open first).")
+        turn = last if turn is None else turn
+        if not 0 <= turn <= last:
+            raise ValueError(f"TokenEpisode.view: turn {turn} is not in 0..{last}.")
+        start = self.first_turn(turn)
+        first = self._states[turn] if self.history == COMPACT else self._contents[start]
+        builder = _Builder()
+        builder.add(self.fmt.prompt_pieces("", self.system_prompt, content_ids=first), start, observation=True)
+        for k in range(start, turn):
+            builder.add([(self._responses[k], ROLE_ACTION)], k, response=True)
+            builder.add([(self.fmt.response_tail(self._responses[k]), ROLE_TEMPLATE)], k)
+            builder.add(self.fmt.observation_pieces("", self._contents[k + 1]), k + 1, observation=True)
+        return builder.build(start, self.sequence_start(turn))
+
+    def samples(self) -> list[EpisodeTokens]:
+        """The sequences to train on: each response in the sequence it was sampled in (mask 1 on it), the turns of
+        one :meth:`sequence_start` sharing one sequence: one in all under ``history=None`` (:attr:`conversation`'s
+        ids), one per turn once a window slides, one per turn under ``"compact"``. A final state with no response
+        (a truncated episode's, for a critic's bootstrap) ends the last sequence when it belongs to it."""
+        out: dict[int, EpisodeTokens] = {}
+        for turn in range(len(self._contents)):
+            start = self.sequence_start(turn)
+            if turn == self.num_turns and start not in out:
+                break  # the final state starts no sequence of its own: nothing was sampled there
+            view = self.view(turn)
+            if turn < self.num_turns:
+                builder = _Builder.of(view)
+                builder.add([(self._responses[turn], ROLE_ACTION)], turn, response=True)
+                builder.add([(self.fmt.response_tail(self._responses[turn]), ROLE_TEMPLATE)], turn)
+                view = builder.build(view.first_turn, start)
+            out[start] = view
+        return list(out.values())
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class _Builder:
+    """Grows an :class:`EpisodeTokens` from ``(ids, role)`` pieces, noting each turn's spans."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.roles: list[int] = []
+        self.turn_ids: list[int] = []
+        self.spans: dict[int, list[Any]] = {}
+
+    @classmethod
+    def of(cls, tokens: EpisodeTokens) -> "_Builder":
+        b = cls()
+        b.ids, b.roles, b.turn_ids = list(tokens.ids), list(tokens.roles), list(tokens.turn_ids)
+        b.spans = {s.turn: [s.observation, s.response] for s in tokens.turns}
+        return b
+
+    def add(self, pieces: Sequence[tuple[Sequence[int], int]], turn: int, *, observation: bool = False, response: bool = False) -> None:
+        start = len(self.ids)
+        for ids, role in pieces:
+            self.ids.extend(int(i) for i in ids)
+            self.roles.extend([role] * len(ids))
+            self.turn_ids.extend([turn] * len(ids))
+        span = self.spans.setdefault(turn, [(start, start), None])
+        if observation:
+            span[0] = (start, len(self.ids))
+        if response:
+            span[1] = (start, len(self.ids))
+
+    def build(self, first_turn: int, trained_from: int) -> EpisodeTokens:
+        """The sequence; ``mask`` is 1 on the responses of turns ``trained_from`` on."""
+        turns = [TurnSpan(t, obs, resp) for t, (obs, resp) in sorted(self.spans.items())]
+        mask = [int(r == ROLE_ACTION and t >= trained_from) for r, t in zip(self.roles, self.turn_ids)]
+        return EpisodeTokens(list(self.ids), mask, list(self.roles), list(self.turn_ids), turns, first_turn)
