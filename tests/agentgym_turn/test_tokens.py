@@ -3,6 +3,7 @@ rollouts assemble, token for token, and its history policies keep each turn's in
 
 from __future__ import annotations
 
+import re
 import zlib
 
 import gymnasium as gym
@@ -15,6 +16,7 @@ from agentgym_turn.chat import ChatView
 from agentgym_turn.tokens import ROLE_ACTION, TokenEpisode
 from reference_trainer.rollout import ListEnvs, collect
 from reference_trainer.tiny.model import env_corpus, train_tokenizer
+from support.paths import ROOT
 
 IDS = ["TurnSokoban-v0", "TurnSokoban-8x8-v0", "TurnSokoban-10x10-v0", "TurnWebShop-v0", "TurnWebShopDialog-v0",
        "TurnSearchQA-v0", "TurnSearchQA-MCQ-v0"]
@@ -155,6 +157,11 @@ def test_tokens_per_turn_stay_flat_over_a_twenty_turn_dialog_under_keep_last_k(t
     assert new[0] == grown[0] and all(new[t] == grown[t] - grown[t - 1] for t in range(1, 20))
     samples = windowed.samples()
     assert len(samples) == 1 + 17 and [s.first_turn for s in samples] == [0] + list(range(1, 18))
+    # the table of docs/tokens.md is this episode's counts
+    page = (ROOT / "docs" / "tokens.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| (whole episode|last 3 turns|compact state) \|(.*)\|$", page, re.M))
+    for name, counts in (("whole episode", grown), ("last 3 turns", window), ("compact state", states)):
+        assert [int(c.strip().replace(",", "")) for c in rows[name].split("|")] == [counts[0], counts[9], counts[19]]
 
 
 @pytest.mark.parametrize("history", [2, 3, "compact"])
