@@ -7,7 +7,9 @@ import torch
 
 from support import trainer_envs
 from reference_trainer.policy import Policy, TurnCache, load_policy
+from reference_trainer.recipes.sokoban import SOKOBAN_ENV_KWARGS
 from reference_trainer.rollout import ListEnvs, collect
+from reference_trainer.tiny import TinySpec, build_tiny
 from reference_trainer.tokenization import ChatFormat
 from support.random_models import random_lm
 
@@ -82,3 +84,23 @@ def test_rollouts_with_the_turn_cache_equal_rollouts_without(toy_policy, env_id)
         assert a.conversation.ids == b.conversation.ids and a.rewards == b.rewards
         assert a.sampled_logp == pytest.approx(b.sampled_logp, abs=1e-4)
     assert max(e.num_turns for e in runs[0]) > 1
+
+
+@pytest.fixture(scope="module")
+def sokoban_policy(tmp_path_factory):
+    spec = TinySpec(arch="gpt2", num_layers=3, corpus_episodes=16)  # the Sokoban recipe's layout
+    return load_policy(build_tiny("TurnSokoban-v0", tmp_path_factory.mktemp("tiny") / "sokoban", spec=spec, env_kwargs=SOKOBAN_ENV_KWARGS))
+
+
+def test_a_five_turn_sokoban_rollout_with_the_turn_cache_equals_one_without(sokoban_policy):
+    policy, tokenizer = sokoban_policy
+    fmt = ChatFormat(tokenizer)
+    envs = ListEnvs([gym.make("TurnSokoban-v0", max_episode_steps=5, **SOKOBAN_ENV_KWARGS) for _ in range(6)])
+    runs = [collect(policy, fmt, envs, list(range(6)), generator=torch.Generator().manual_seed(11), max_new_tokens=16,
+                    max_context_tokens=1024, temperature=1.0, reuse_cache=reuse) for reuse in (True, False)]
+    envs.close()
+    for a, b in zip(*runs):
+        assert a.conversation.ids == b.conversation.ids and a.rewards == b.rewards
+        assert a.sampled_logp == pytest.approx(b.sampled_logp, abs=1e-4)
+        assert a.truncation != "context"
+    assert max(e.num_turns for e in runs[0]) == 5
