@@ -118,6 +118,7 @@ class ChatFormat:
             )
         # Prompt: everything before the first content, the content, everything up to the response.
         before0, after0 = first.split(p[0])
+        self.content_strip = self._content_strip(head, before0, after0)
         self._prompt_before = self._encode_template(before0)
         self._prompt_after = self._encode_template(after0)
         # Assistant message: the response is appended as sampled; what follows it is the suffix.
@@ -142,12 +143,31 @@ class ChatFormat:
             raise ChatTemplateError("Found no end-of-turn token: set tokenizer.eos_token.")
         self.stop_ids = frozenset(stops)
 
+    def _content_strip(self, head: list[dict[str, str]], before: str, after: str) -> str | None:
+        """How the template changes a message's surrounding whitespace (Llama 3's ``| trim``): ``"both"``, ``"left"``,
+        ``"right"`` or ``None`` (kept). Message content is encoded as the template renders it."""
+        marker = _PLACEHOLDER.format("W")
+        padded = _render(self.tokenizer, head + [{"role": "user", "content": f" \n{marker}\n "}], True)
+        if not (padded.startswith(before) and padded.endswith(after)):
+            return None
+        inner = padded[len(before) : len(padded) - len(after)]
+        return {marker: "both", f"{marker}\n ": "left", f" \n{marker}": "right"}.get(inner)
+
+    def _content_text(self, text: str) -> str:
+        """``text`` as the template renders a message's content (trimmed where it trims)."""
+        strip = self.content_strip
+        if strip is None:
+            return text
+        return text.strip() if strip == "both" else text.lstrip() if strip == "left" else text.rstrip()
+
     # ------------------------------------------------------------------ encoding
     def _encode_template(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(_clean(text), add_special_tokens=False)) if text else []  # a system prompt may hold lone surrogates
 
     def encode_content(self, text: str) -> list[int]:
-        """Ids of message content: special-token strings in it stay plain text."""
+        """Ids of message content: special-token strings in it stay plain text; whitespace the template trims
+        from every message (Llama 3's) is trimmed here too."""
+        text = self._content_text(text)
         if not text:
             return []
         return list(self.tokenizer.encode(_clean(text), add_special_tokens=False, split_special_tokens=True))
@@ -157,6 +177,7 @@ class ChatFormat:
         parallel native threads, outside the GIL: a rollout tokenises all of a turn's observations at once)."""
         if not texts:
             return []
+        texts = [self._content_text(t) for t in texts]
         cleaned = [_clean(t) for t in texts]
         ids = self.tokenizer(cleaned, add_special_tokens=False, split_special_tokens=True)["input_ids"]
         return [list(row) if text else [] for row, text in zip(ids, texts)]
@@ -529,3 +550,9 @@ class _Builder:
         turns = [TurnSpan(t, obs, resp) for t, (obs, resp) in sorted(self.spans.items())]
         mask = [int(r == ROLE_ACTION and t >= trained_from) for r, t in zip(self.roles, self.turn_ids)]
         return EpisodeTokens(list(self.ids), mask, list(self.roles), list(self.turn_ids), turns, first_turn)
+
+
+# The audit plays envs through ChatView, which imports this module: imported last, it finds these names defined.
+from .template_audit import DIVERGENCE_KINDS, Divergence, TemplateAudit, audit_template  # noqa: E402
+
+__all__ += ["DIVERGENCE_KINDS", "Divergence", "TemplateAudit", "audit_template"]
