@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .tokens import ROLE_ACTION, ROLE_OBSERVATION, ChatTemplateError, EpisodeTokens
+from .tokens import ROLE_ACTION, ROLE_OBSERVATION, ChatTemplateError, EpisodeTokens, _common_prefix
 
 __all__ = ["Divergence", "TemplateAudit", "audit_template", "DIVERGENCE_KINDS"]
 
@@ -129,14 +129,6 @@ def _respond(expert: str, rng: np.random.Generator, think: bool) -> str:
 
 def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
     return tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False) if len(ids) else ""
-
-
-def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 @dataclass(frozen=True)

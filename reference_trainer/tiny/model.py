@@ -102,13 +102,14 @@ def env_corpus(env_id: str, episodes: int = 64, seed: int = 0, env_kwargs: dict[
     return texts
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> Any:
-    """A byte-level BPE ``PreTrainedTokenizerFast`` with ChatML special tokens and template."""
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 512, pattern: str = PRETOKENIZER_PATTERN) -> Any:
+    """A byte-level BPE ``PreTrainedTokenizerFast`` with ChatML special tokens and template; ``pattern`` is the
+    pre-tokenizer's split regex."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(PRETOKENIZER_PATTERN), behavior="isolated"),
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
                                                  pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=list(SPECIAL_TOKENS),

@@ -196,25 +196,12 @@ def turn_numbered_tokenizer(base: Any, in_messages: bool = True) -> Any:
 @functools.lru_cache(maxsize=2)
 def _merging(env_ids: tuple[str, ...], episodes: int, vocab_size: int) -> Any:
     import agentgym_turn  # noqa: F401 - registers the env ids
-    from reference_trainer.tiny import CHAT_TEMPLATE, SPECIAL_TOKENS
-    from reference_trainer.tiny.model import env_corpus
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from reference_trainer.tiny.model import env_corpus, train_tokenizer
 
     texts: list[str] = []
     for env_id in env_ids:
         texts += env_corpus(env_id, episodes)
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZER), behavior="isolated"),
-                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator(texts, trainer=trainer)
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    _add_special(hf, ["<|im_start|>"])
-    hf.chat_template = CHAT_TEMPLATE
-    return hf
+    return train_tokenizer(texts, vocab_size, pattern=QWEN2_PRETOKENIZER)
 
 
 def whitespace_merging_tokenizer(env_ids: Iterable[str] = ("TurnSearchQA-v0",), episodes: int = 3, vocab_size: int = 512) -> Any:
