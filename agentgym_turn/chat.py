@@ -34,7 +34,7 @@ from gymnasium import spaces
 
 from .core.args import is_int
 from .core.spaces import TurnText
-from .tokens import COMPACT, ChatFormat, EpisodeTokens, TokenEpisode, continues_with
+from .tokens.assembly import COMPACT, ChatFormat, EpisodeTokens, TokenEpisode, continues_with
 
 __all__ = ["ChatView", "ChatSpace", "Message", "split_first_message", "DEFAULT_REWARD_TEMPLATE"]
 

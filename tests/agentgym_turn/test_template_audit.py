@@ -10,7 +10,7 @@ import pytest
 
 import agentgym_turn  # noqa: F401 - registers the env ids
 from agentgym_turn.chat import ChatView
-from agentgym_turn.template_audit import DIVERGENCE_KINDS, Divergence, TemplateAudit, audit_template
+from agentgym_turn.tokens import DIVERGENCE_KINDS, Divergence, TemplateAudit, audit_template
 from agentgym_turn.tokens import ROLE_OBSERVATION
 from support import chat_templates as ct
 

@@ -28,7 +28,7 @@ the agent's own text) that contains ``<|im_end|>`` can never inject a control to
 :class:`TokenEpisode` keeps those pieces by turn, so that a history policy (keep the last ``k`` turns,
 or the current state alone) builds each turn's input from the same exact ids, and reports the tokens each
 turn costs. The reference trainer's rollouts and ``agentgym_turn.chat.ChatView(env, tokenizer=...)`` both
-assemble tokens here: one implementation. :func:`audit_template` checks a chat template against it.
+assemble tokens here: one implementation. :func:`agentgym_turn.tokens.audit_template` checks a chat template against it.
 No torch: a tokenizer is any object with Hugging Face's ``encode``/``decode``/``apply_chat_template``.
 """
 
@@ -551,9 +551,3 @@ class _Builder:
         turns = [TurnSpan(t, obs, resp) for t, (obs, resp) in sorted(self.spans.items())]
         mask = [int(r == ROLE_ACTION and t >= trained_from) for r, t in zip(self.roles, self.turn_ids)]
         return EpisodeTokens(list(self.ids), mask, list(self.roles), list(self.turn_ids), turns, first_turn)
-
-
-# The audit plays envs through ChatView, which imports this module: imported last, it finds these names defined.
-from .template_audit import DIVERGENCE_KINDS, Divergence, TemplateAudit, audit_template  # noqa: E402
-
-__all__ += ["DIVERGENCE_KINDS", "Divergence", "TemplateAudit", "audit_template"]

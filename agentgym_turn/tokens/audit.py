@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .tokens import ROLE_ACTION, ROLE_OBSERVATION, ChatTemplateError, EpisodeTokens, _common_prefix
+from .assembly import ROLE_ACTION, ROLE_OBSERVATION, ChatTemplateError, EpisodeTokens, _common_prefix
 
 __all__ = ["Divergence", "TemplateAudit", "audit_template", "DIVERGENCE_KINDS"]
 
@@ -281,7 +281,7 @@ def audit_template(tokenizer: Any, *, env_id: str = "TurnSokoban-v0", episodes: 
     """
     import gymnasium as gym
 
-    from .chat import ChatView
+    from ..chat import ChatView
 
     divergences: list[Divergence] = []
     checked = 0
