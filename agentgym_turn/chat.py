@@ -34,7 +34,7 @@ from gymnasium import spaces
 
 from .core.args import is_int
 from .core.spaces import TurnText
-from .tokens.assembly import COMPACT, ChatFormat, EpisodeTokens, TokenEpisode, continues_with
+from .tokens.assembly import COMPACT, ChatFormat, EpisodeTokens, TokenEpisode, as_token_ids, continues_with
 
 __all__ = ["ChatView", "ChatSpace", "Message", "split_first_message", "DEFAULT_REWARD_TEMPLATE"]
 
@@ -259,13 +259,9 @@ class ChatView(gym.Wrapper):
         return self.view(), reward, terminated, truncated, info
 
     def _response_ids(self, action: Any) -> list[int] | None:
-        """``action`` as token ids when it is a sequence of integers (a list, a tuple, a 1-d array or tensor)."""
-        if isinstance(action, (str, bytes)) or not hasattr(action, "__len__"):
-            return None
-        values = action.tolist() if hasattr(action, "tolist") else list(action)
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            return None
-        if self.format is None:
+        """``action`` as token ids (:func:`~agentgym_turn.tokens.as_token_ids`), or ``None`` for a text response."""
+        values = as_token_ids(action)
+        if values is not None and self.format is None:
             raise ValueError("ChatView: a response given as token ids needs ChatView(env, tokenizer=...).")
         return values
 

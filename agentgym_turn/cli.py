@@ -252,26 +252,16 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_replay(args: argparse.Namespace) -> int:
-    from .recording import RecordFormatError, replay
+def _cmd_check_records(args: argparse.Namespace) -> int:
+    """``replay`` (exit 1 when an episode does not replay exactly) or ``rescore`` (a report, exit 0) a record file."""
+    from . import recording
 
     try:
-        report = replay(_record_file(args.file))
-    except RecordFormatError as e:
+        report = getattr(recording, args.command)(_record_file(args.file))
+    except recording.RecordFormatError as e:
         raise CliError(str(e)) from e
     print(report.summary())
-    return 0 if report.ok else 1
-
-
-def _cmd_rescore(args: argparse.Namespace) -> int:
-    from .recording import RecordFormatError, rescore
-
-    try:
-        report = rescore(_record_file(args.file))
-    except RecordFormatError as e:
-        raise CliError(str(e)) from e
-    print(report.summary())
-    return 0
+    return 0 if args.command == "rescore" or report.ok else 1
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
@@ -324,11 +314,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("replay", help="play a record file's actions again and report each episode's first difference (exit 1 if any)")
     p.add_argument("file", help="a JSONL file written by `agentgym-turn record` or RecordEpisode")
-    p.set_defaults(func=_cmd_replay)
+    p.set_defaults(func=_cmd_check_records)
 
     p = sub.add_parser("rescore", help="recompute a record file's rewards with today's code and print the turns that changed")
     p.add_argument("file", help="a JSONL file written by `agentgym-turn record` or RecordEpisode")
-    p.set_defaults(func=_cmd_rescore)
+    p.set_defaults(func=_cmd_check_records)
 
     p = sub.add_parser("view", help="write a record file as one static HTML page to read in a browser")
     p.add_argument("file", help="a JSONL file written by `agentgym-turn record` or RecordEpisode")

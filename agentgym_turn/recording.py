@@ -301,6 +301,10 @@ def read_records(source: str | os.PathLike | IO[str]) -> Iterator[dict[str, Any]
             record = json.loads(line)
         except json.JSONDecodeError as e:
             raise RecordFormatError(f"{name}, line {number}: not JSON ({e.msg}); a record file holds one JSON object per line.") from e
+        except RecursionError:
+            raise RecordFormatError(f"{name}, line {number}: JSON nested too deeply to read; not an episode record.") from None
+        except ValueError as e:  # an integer past Python's 4,300-digit conversion limit
+            raise RecordFormatError(f"{name}, line {number}: a JSON value cannot be read ({e}); not an episode record.") from None
         if not isinstance(record, dict) or record.get("format") != FORMAT:
             raise RecordFormatError(f"{name}, line {number}: not an episode record (no \"format\": {FORMAT!r}).")
         version = record.get("version")

@@ -69,6 +69,16 @@ def write_json(path: str | Path, data: Any, *, indent: int | None = 1, **dumps: 
     return path
 
 
+def print_table(path: str | Path, markdown: Any) -> Any:
+    """Print ``markdown(results)`` for the results saved in ``path`` (a script's ``--markdown``: the docs table,
+    nothing measured) and return the results."""
+    results = read_json(path)
+    if results is None:
+        raise SystemExit(f"{path} does not exist: run the benchmark first.")
+    print(markdown(results))
+    return results
+
+
 def shown(path: str | Path) -> str:
     """``path`` relative to the repository root when it lies inside it (for "wrote ..." lines)."""
     path = Path(path).resolve()

@@ -91,9 +91,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--markdown", action="store_true", help="only print the docs table of the saved results")
     args = parser.parse_args(argv)
     if args.markdown:
-        results = common.read_json(args.out)
-        print(markdown(results))
-        return results
+        return common.print_table(args.out, markdown)
     results = {"machine": common.machine(load_average=common.load_average()), "ids": {}}
     for env_id in args.only or agentgym_turn.env_ids():
         row = measure(env_id, args.states, args.repeat)

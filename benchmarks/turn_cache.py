@@ -176,9 +176,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     out = args.out or (None if args.quick else RESULTS)
     if args.markdown:
-        results = common.read_json(out or RESULTS)
-        print(markdown(results))
-        return results
+        return common.print_table(out or RESULTS, markdown)
     torch.set_num_threads(1)
     results: dict[str, Any] = {"machine": common.machine(load_average=common.load_average(), torch_threads=1), "cases": {}}
     with tempfile.TemporaryDirectory(prefix="turn_cache_") as tmp:

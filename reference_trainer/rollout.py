@@ -410,8 +410,9 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
             if info.get(STEP_TIMEOUT_KEY):  # the env did not answer in time: no final state to bootstrap from
                 ep.truncated, ep.truncation = True, "timeout"
                 continue
-            pieces = fmt.observation_pieces(obs, contents[i])  # tokenised once: for the length check and the conversation
-            need = sum(len(ids) for ids, _ in pieces)
+            if contents[i] is None:
+                contents[i] = fmt.encode_content(obs)
+            need = fmt.observation_length(contents[i])  # the observation is tokenised once, for this check and the conversation
             fits = len(conv) + need <= max_context_tokens
             if truncated or len(conv) + need + max_new_tokens + tail_room > max_context_tokens:
                 ep.truncated = True

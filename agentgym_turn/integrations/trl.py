@@ -236,11 +236,7 @@ def trl_environment(env_id: str, /, *, tools: str = "auto", **env_kwargs: Any) -
         A subclass of :class:`TurnEnvironment` named after the env (TRL logs its reward as
         ``rewards/<that name>/mean``).
     """
-    if not isinstance(env_id, str) or env_id not in gym.registry:
-        import agentgym_turn  # noqa: F401
-
-        if not isinstance(env_id, str) or env_id not in gym.registry:
-            raise ValueError(f"trl_environment: env_id={env_id!r} is not a registered id; see agentgym_turn.env_ids().")
+    _check_env_id(env_id, "trl_environment")
     if tools not in ("auto", "respond"):
         raise ValueError(f"trl_environment: tools must be 'auto' or 'respond', got {tools!r}.")
     family = env_id.split("/")[-1].split("-")[0]
@@ -405,6 +401,7 @@ def token_rollout(
 
 
 def _check_env_id(env_id: Any, who: str) -> None:
+    """Raise naming ``who`` unless ``env_id`` is registered (after importing the suite, which registers its ids)."""
     if not isinstance(env_id, str) or env_id not in gym.registry:
         import agentgym_turn  # noqa: F401
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..core.args import is_int
 from ..core.contract import FAULT_STATUSES, FaultGuard
-from ..tokens import EpisodeTokens
+from ..tokens import EpisodeTokens, as_token_ids
 
 __all__ = ["VerlAgentEnvs", "build_envs", "text_projection"]
 
@@ -173,8 +173,8 @@ class VerlAgentEnvs:
             if self._done[i]:
                 actions.append([])  # a done env is not stepped
                 continue
-            values = row.tolist() if hasattr(row, "tolist") else list(row)
-            if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            values = as_token_ids(row)
+            if values is None:
                 raise ValueError(f"VerlAgentEnvs.step_ids: env {i}'s response must be a list of token ids.")
             actions.append(values)
         return self.step(actions)  # type: ignore[arg-type]  (a view's step takes ids too)

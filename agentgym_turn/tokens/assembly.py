@@ -48,6 +48,7 @@ __all__ = [
     "EpisodeTokens",
     "TokenEpisode",
     "TurnSpan",
+    "as_token_ids",
     "continues_with",
 ]
 
@@ -235,6 +236,10 @@ class ChatFormat:
         stop = self.assistant_suffix[0] if self.assistant_suffix else min(self.stop_ids)
         return self.encode_content(text) + [stop]
 
+    def observation_length(self, content_ids: Sequence[int]) -> int:
+        """Tokens a later observation whose content is ``content_ids`` appends (:meth:`observation_pieces`)."""
+        return len(self._user.before) + len(content_ids) + len(self._user.after)
+
     def response_tail(self, response_ids: Sequence[int]) -> list[int]:
         """Template ids that close an assistant message whose sampled ids are ``response_ids``.
 
@@ -312,10 +317,6 @@ class Conversation:
         self.observations.append(observation)
         self.extend(pieces, self.num_turns)
 
-    def observation_length(self, fmt: ChatFormat, observation: str) -> int:
-        """How many tokens :meth:`add_observation` would append."""
-        pieces = fmt.prompt_pieces(observation) if not self.ids else fmt.observation_pieces(observation)
-        return sum(len(ids) for ids, _ in pieces)
 
     def add_response(self, fmt: ChatFormat, response_ids: Sequence[int], text: str) -> None:
         """Append the sampled ids of this turn's response, then the template that closes it."""
@@ -327,6 +328,17 @@ class Conversation:
         self.action_spans.append((start, len(self.ids)))
         self.responses.append(text)
         self.extend([(fmt.response_tail(response_ids), ROLE_TEMPLATE)], turn)
+
+
+def as_token_ids(response: Any) -> list[int] | None:
+    """``response`` as token ids when it is a sequence of integers (a list, a tuple, a 1-d array or tensor);
+    ``None`` for anything else (text, bytes, a scalar, a sequence holding other things)."""
+    if isinstance(response, (str, bytes)) or not hasattr(response, "__len__"):
+        return None
+    values = response.tolist() if hasattr(response, "tolist") else list(response)
+    if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    return values
 
 
 def continues_with(terminated: bool, info: Mapping[str, Any]) -> bool:
@@ -402,7 +414,7 @@ class TokenEpisode:
         self._responses: list[list[int]] = []
         self.tokens_per_turn: list[int] = []
         self.new_tokens_per_turn: list[int] = []
-        self._last_sequence: Sequence[int] = []
+        self._last_sequence: list[int] = []  # the last turn's sequence, under a history policy
 
     @property
     def num_turns(self) -> int:
@@ -441,9 +453,9 @@ class TokenEpisode:
         if len(self._contents) != self.num_turns + 1:
             raise ValueError("TokenEpisode.respond: no state is waiting for a response.")
         ids = [int(i) for i in response_ids]
-        if self.history is None:  # the input is the conversation so far, which extends the last turn's sequence
-            length, shared = len(self.conversation) + len(ids), len(self._last_sequence)
-            self._last_sequence = range(length)  # only its length is read
+        if self.history is None:  # the input is the conversation so far: it extends the last turn's whole sequence
+            length = len(self.conversation) + len(ids)
+            shared = self.tokens_per_turn[-1] if self.tokens_per_turn else 0
         else:
             sequence = self.view().ids + ids
             length, shared = len(sequence), _common_prefix(self._last_sequence, sequence)

@@ -249,7 +249,8 @@ def test_record_episode__any_responses_are_written_and_replay(actions):
 @pytest.mark.parametrize(
     "line, words",
     [("not json", "not JSON"), ('{"format": "other"}', "not an episode record"),
-     (json.dumps({"format": FORMAT, "version": 99}), "versions up to 1")],
+     (json.dumps({"format": FORMAT, "version": 99}), "versions up to 1"),
+     ("[" * 200_000, "nested too deeply"), ('{"format": ' + "9" * 5_000 + "}", "cannot be read")],
 )
 def test_read_records__a_bad_line_names_its_number_and_the_problem(line, words):
     stream = io.StringIO("\n" + line + "\n")

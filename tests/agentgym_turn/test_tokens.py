@@ -13,7 +13,7 @@ import torch
 
 import agentgym_turn  # noqa: F401
 from agentgym_turn.chat import ChatView
-from agentgym_turn.tokens import ROLE_ACTION, TokenEpisode
+from agentgym_turn.tokens import ROLE_ACTION, TokenEpisode, as_token_ids
 from reference_trainer.rollout import ListEnvs, collect
 from reference_trainer.tiny.model import env_corpus, train_tokenizer
 from support.paths import ROOT
@@ -208,3 +208,10 @@ def test_token_episode_refuses_calls_out_of_order(tokenizer):
         episode.respond([5], "x")
     with pytest.raises(ValueError, match="history must be"):
         TokenEpisode(view.format, 0)
+
+
+def test_a_response_is_token_ids_only_when_it_is_a_sequence_of_integers():
+    assert as_token_ids([5, 6]) == [5, 6] and as_token_ids(np.array([5, 6])) == [5, 6] and as_token_ids(torch.tensor([7])) == [7]
+    assert as_token_ids([]) == [] and as_token_ids((1,)) == [1]
+    for text_like in ("56", b"56", np.array(5), 5, [True, False], [1.0, 2.0], ["a"]):
+        assert as_token_ids(text_like) is None
