@@ -26,7 +26,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml Makefile | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[train,browser,parquet,fast-search,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[train,browser,parquet,fast-search,spacy,dev]"
 	touch $(STAMP)
 
 demo: $(STAMP)

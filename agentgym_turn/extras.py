@@ -31,6 +31,8 @@ EXTRAS: dict[str, Extra] = {
                      "Chromium + chromedriver: apt-get install chromium chromium-driver"),
     "parquet": Extra(("pyarrow",), "Search-R1's processed .parquet question files for TurnSearchQA"),
     "fast-search": Extra(("numba",), "the numba BM25 backend, used from 50,000 documents (WebShop catalogs, SearchQA corpora)"),
+    "spacy": Extra(("spacy",), "WebShop's title nouns tagged by spaCy's en_core_web_sm, as WebShop's reward tags them "
+                   "(TurnWebShop's title_nouns='auto' or 'spacy')"),
     "dense": Extra(("sentence_transformers",), "TurnSearchQA's dense retriever (a local sentence-transformers model)"),
     "train": Extra(("torch", "transformers", "tokenizers", "matplotlib"), "the reference trainer (python -m reference_trainer)"),
     "trl": Extra(("trl", "transformers"), "TRL's GRPOTrainer through the envs (agentgym_turn.integrations.trl)"),

@@ -13,7 +13,7 @@ so pip and setuptools as venv puts them), installs the wheel with no extra, and 
   the heavy optional packages are absent, that ``agentgym-turn list`` names every id, and that
   ``gymnasium.make("TurnWebShopBrowser-v0")`` fails with one line naming the ``browser`` extra.
 
-Then it installs the extras ``parquet``, ``fast-search`` and ``browser`` one after another into the
+Then it installs the extras ``parquet``, ``fast-search``, ``browser`` and ``spacy`` one after another into the
 same venv and records what each adds. ``train``, ``dense`` and ``trl`` are not measured: they need
 torch, whose CPU build the Makefile installs pinned (a bare ``pip install`` may pull a multi-GB
 CUDA build). Results: ``benchmarks/results/install_size.json``; ``docs/index.md`` quotes them.
@@ -37,7 +37,7 @@ except ModuleNotFoundError:  # python benchmarks/install_size.py: this folder co
 
 RESULTS = common.RESULTS / "install_size.json"
 #: The extras measured on top of the base install, in this order (each adds no torch).
-LIGHT_EXTRAS = ("parquet", "fast-search", "browser")
+LIGHT_EXTRAS = ("parquet", "fast-search", "browser", "spacy")
 MIB = 1 << 20
 
 #: Run by the fresh venv's Python: every distribution's size on disk, from its RECORD.
@@ -76,7 +76,7 @@ try:
     browser = None
 except Exception as err:
     browser = f"{type(err).__name__}: {err}"
-absent = {m: importlib.util.find_spec(m) is None for m in ("numba", "llvmlite", "pyarrow", "selenium", "scipy", "torch")}
+absent = {m: importlib.util.find_spec(m) is None for m in ("numba", "llvmlite", "pyarrow", "selenium", "spacy", "scipy", "torch")}
 print(json.dumps({"plays": plays, "browser_make_error": browser, "absent": absent}))
 """
 

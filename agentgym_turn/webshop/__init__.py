@@ -3,7 +3,8 @@
 * :mod:`.generator` – the generated catalog and goals;
 * :mod:`.source` – which shop an env plays in (:class:`ShopSource`) and the per-process shop cache;
 * :mod:`.loader` – WebShop's own files (``items_shuffle*.json``, human goals);
-* :mod:`.reward` – WebShop's purchase reward; :mod:`.expert` – the oracle shopper;
+* :mod:`.reward` – WebShop's purchase reward; :mod:`.nouns` – its title nouns (spaCy when installed, else a
+  rule); :mod:`.expert` – the oracle shopper;
 * :mod:`.goals`, :mod:`.product` – goal splits and weights, the product and goal records;
 * :mod:`.search`, :mod:`.pages`, :mod:`.text` – the search engine, WebShop's pages and their text;
 * :mod:`.env` – :class:`TurnWebShopEnv`, registered as ``TurnWebShop-v0``;

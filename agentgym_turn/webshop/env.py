@@ -13,7 +13,8 @@ from . import expert as _expert
 from . import pages
 from .goals import GoalPool
 from .product import Goal
-from .reward import REWARD_MODES
+from .nouns import noun_tagger
+from .reward import REWARD_MODES, webshop_reward
 from .source import ShopSource, shared_shop, shop_source
 from .text import OBSERVATION_MODES, page_text, with_history
 
@@ -172,6 +173,10 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
 * ``search_backend``: ``"auto"``, ``"numpy"`` or ``"numba"`` for the BM25 index.
 * ``num_prev_obs``, ``num_prev_actions``: WebShop's observation history (default 0, 0).
 * ``reward_mode``: ``"original"`` (WebShop's ``get_reward``, default) or ``"strict"`` (see :mod:`.reward`).
+* ``title_nouns``: what finds the title nouns of the type reward: ``"auto"`` (default: spaCy's
+  ``en_core_web_sm`` when the ``spacy`` extra is installed, as WebShop does, else the light rule),
+  ``"spacy"`` or ``"rule"`` (:mod:`.nouns`); ``noun_tagger`` on the env and in the reward
+  breakdown names the one used, since the two agree on 99.0% of purchases, not all.
 * ``filter_goals``, ``limit_goals``: WebShop's goal options, same semantics (see :mod:`.goals`).
 * ``goal_weighting``: ``"uniform"`` (default) or ``"weighted"`` (WebShop's server: by attribute rarity).
 * ``observation_style``: ``"webshop"`` (default: WebShop's pages, as above) or ``"compact"``, short
@@ -227,6 +232,7 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         num_prev_obs: int = 0,
         num_prev_actions: int = 0,
         reward_mode: str = "original",
+        title_nouns: str = "auto",
         filter_goals: Any = None,
         limit_goals: int = -1,
         goal_weighting: str = "uniform",
@@ -268,6 +274,9 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}.")
         self.reward_mode = reward_mode
+        self.title_nouns = title_nouns
+        #: The title-noun function of the type reward and its name (:func:`~.nouns.noun_tagger`).
+        self._nouns, self.noun_tagger = noun_tagger(title_nouns)
         self._attach()
         self._goals = GoalPool(self.shop, goal_split, filter_goals=filter_goals, limit_goals=limit_goals, weighting=goal_weighting,
                                content_split=content_split)
@@ -450,7 +459,8 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
                 s.page = value
             elif role == "buy":
                 product = self.shop.product(s.product)
-                s.score, s.breakdown = _webshop_reward(product, self.goal, s.options, self.reward_mode)
+                s.score, s.breakdown = webshop_reward(product, self.goal, product.price, s.options, nouns=self._nouns, mode=self.reward_mode)
+                s.breakdown["noun_tagger"] = self.noun_tagger
                 s.page = "done"
                 reward, terminated = s.score, True
                 return TurnOutcome(self._page_text(), reward, terminated, True, components=purchase_components(s.breakdown))
@@ -496,18 +506,18 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         target = shop.index_of(goal.asin)
         if s.page == "search":
             queries = _expert.expert_queries(goal, self.expert_query)
-            query = next((q for q in queries[:-1] if _expert.pick(self.search_engine.search(q), shop, goal, target) is not None), queries[-1])
+            query = next((q for q in queries[:-1] if _expert.pick(self.search_engine.search(q), shop, goal, target, self._nouns) is not None), queries[-1])
             return f"search[{query}]"
         if s.page in pages.SUB_PAGES:
             return "click[< prev]"
         if s.page == "item":
             product = shop.product(s.product)
-            if s.product != target and _expert.best_reward(product, goal)[0] < 1.0:
+            if s.product != target and _expert.best_reward(product, goal, self._nouns)[0] < 1.0:
                 return "click[< prev]"
             todo = _expert.options_to_click(product, goal, s.options)
             return f"click[{todo[0]}]" if todo else "click[buy now]"
         # results page
-        pos = _expert.pick(s.results, shop, goal, target if self.expert_browse == "target" else None)
+        pos = _expert.pick(s.results, shop, goal, target if self.expert_browse == "target" else None, self._nouns)
         if pos is None:
             return "click[back to search]"
         wanted_page = pos // self.results_per_page + 1
@@ -532,8 +542,3 @@ def purchase_components(breakdown: dict[str, Any]) -> dict[str, float]:
     return {"attributes": unit * breakdown["n_attr_matched"], "options": unit * breakdown["n_opt_matched"],
             "price": unit * int(breakdown["r_price"])}
 
-
-def _webshop_reward(product, goal, options, mode="original"):
-    from .reward import webshop_reward
-
-    return webshop_reward(product, goal, product.price, options, mode=mode)

@@ -18,7 +18,7 @@ import re
 from typing import Mapping
 
 from .product import Goal, Product
-from .reward import EXACT_MATCH_OPTIONS, FUZZY_THRESHOLD, normalize_color, token_set_ratio, webshop_reward
+from .reward import EXACT_MATCH_OPTIONS, FUZZY_THRESHOLD, normalize_color, title_nouns, token_set_ratio, webshop_reward
 
 __all__ = ["EXPERT_BROWSING", "EXPERT_QUERIES", "best_options", "best_reward", "expert_queries", "goal_query", "instruction_clause",
            "product_phrase", "strip_price_clause"]
@@ -122,19 +122,19 @@ def best_options(product: Product, goal: Goal) -> dict[str, str]:
     return chosen
 
 
-def best_reward(product: Product, goal: Goal) -> tuple[float, dict[str, str]]:
-    """The reward the expert can earn by buying ``product`` with :func:`best_options`."""
+def best_reward(product: Product, goal: Goal, nouns=title_nouns) -> tuple[float, dict[str, str]]:
+    """The reward the expert can earn by buying ``product`` with :func:`best_options` (title nouns by ``nouns``)."""
     options = best_options(product, goal)
-    return webshop_reward(product, goal, product.price, options)[0], options
+    return webshop_reward(product, goal, product.price, options, nouns=nouns)[0], options
 
 
-def pick(results: list[int], shop, goal: Goal, target: int | None) -> int | None:
+def pick(results: list[int], shop, goal: Goal, target: int | None, nouns=title_nouns) -> int | None:
     """Position in ``results`` of the product to buy: the target when listed (and given), else the first
     product that earns ``R = 1``, else ``None``."""
     if target is not None and target in results:
         return results.index(target)
     for pos, i in enumerate(results):
-        if best_reward(shop.product(i), goal)[0] >= 1.0:
+        if best_reward(shop.product(i), goal, nouns)[0] >= 1.0:
             return pos
     return None
 

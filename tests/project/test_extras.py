@@ -26,7 +26,7 @@ INSTALL_SIZE = ROOT / "benchmarks" / "results" / "install_size.json"
 BROWSER_LINE = ("TurnWebShopBrowser-v0 needs the 'browser' extra: pip install 'agentgym-turn[browser]' "
                 "(and Chromium + chromedriver: apt-get install chromium chromium-driver)")
 #: What the base install must not pull in (each belongs to an extra).
-HEAVY_OPTIONAL = ("numba", "llvmlite", "pyarrow", "selenium", "sentence_transformers", "torch", "transformers")
+HEAVY_OPTIONAL = ("numba", "llvmlite", "pyarrow", "selenium", "sentence_transformers", "spacy", "torch", "transformers")
 
 
 def _pyproject() -> dict:
@@ -105,14 +105,14 @@ def test_extras__match_pyproject_and_the_base_dependencies_hold_none_of_them():
     project = _pyproject()["project"]
     assert set(project["optional-dependencies"]) == set(EXTRAS)
     base = {re.split(r"[<>=!~;\[ ]", dep, maxsplit=1)[0].lower() for dep in project["dependencies"]}
-    assert not base & {"numba", "llvmlite", "pyarrow", "selenium", "sentence-transformers", "torch", "transformers"}
+    assert not base & {"numba", "llvmlite", "pyarrow", "selenium", "sentence-transformers", "spacy", "torch", "transformers"}
     assert any(dep.startswith("build") for dep in project["optional-dependencies"]["dev"])
 
 
 def test_makefile__installs_every_extra_the_tests_need():
     line = next(ln for ln in (ROOT / "Makefile").read_text().splitlines() if "pip install" in ln and "-e " in ln)
     installed = set(re.search(r'"\.\[([^\]]*)\]"', line).group(1).split(","))
-    assert {"train", "browser", "parquet", "fast-search", "dev"} <= installed
+    assert {"train", "browser", "parquet", "fast-search", "spacy", "dev"} <= installed
 
 
 def test_docs_install_section__names_every_extra_and_quotes_the_measured_sizes():

@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ["torch", "transformers", "bm25s", "numba", "pyarrow", "flask", "selenium", "matplotlib", "bs4"]
+HEAVY = ["torch", "transformers", "bm25s", "numba", "pyarrow", "flask", "selenium", "matplotlib", "bs4", "spacy"]
 
 
 def test_import_is_light_and_registers_ids():
@@ -31,7 +31,7 @@ def test_import_works_without_torch():
 
 def test_import_and_registration_work_without_any_optional_extra():
     # The base install has no numba, pyarrow, selenium or sentence-transformers; every id still registers.
-    hidden = ["numba", "llvmlite", "pyarrow", "selenium", "sentence_transformers", "torch", "transformers"]
+    hidden = ["numba", "llvmlite", "pyarrow", "selenium", "sentence_transformers", "spacy", "torch", "transformers"]
     code = (
         f"import sys; [sys.modules.__setitem__(m, None) for m in {hidden!r}];"
         "import json, gymnasium as gym, agentgym_turn, agentgym_turn.cli;"

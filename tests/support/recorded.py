@@ -84,8 +84,8 @@ READERS: dict[str, tuple[str, ...]] = {
     "sokoban_ragen.json": ("agentgym_turn/sokoban/test_ragen.py",),
     "searchqa_protocol_cases.json": ("agentgym_turn/searchqa/test_protocol.py",),
     "webshop_pages_original.json": ("agentgym_turn/webshop/test_pages.py",),
-    "webshop_reward_agreement.json": ("agentgym_turn/webshop/test_reward.py",),
-    "webshop_title_nouns.json": ("agentgym_turn/webshop/test_reward.py",),
+    "webshop_reward_agreement.json": ("agentgym_turn/webshop/test_reward.py", "agentgym_turn/webshop/test_nouns.py"),
+    "webshop_title_nouns.json": ("agentgym_turn/webshop/test_reward.py", "agentgym_turn/webshop/test_nouns.py"),
 }
 
 #: Numbers recorded inside learning tests (a measured start or gain) are bands, never points: the
