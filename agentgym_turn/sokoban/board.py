@@ -46,7 +46,7 @@ class Board:
         free: ``free[i]`` is True for a floor cell (anything but a wall).
         step: ``step[d][i]``: the cell one move ``d`` away from ``i``, or -1 (wall / edge).
         adj: ``adj[i]``: the free neighbours of ``i``.
-        targets: Target cells (tuple, ascending); ``target_mask`` their bitmask.
+        targets: Target cells (tuple, ascending); ``target_mask`` their bitmask; ``wall_mask`` the walls'.
         dead: ``dead[i]`` is True for a floor cell from which no box can ever reach a target
             (a "dead square"), computed by pulling boxes back from every target.
         push_dist: ``push_dist[k][i]``: least pushes that bring a box from cell ``i`` to
@@ -68,6 +68,7 @@ class Board:
         self.adj = [[self.step[d][i] for d in range(4) if self.step[d][i] >= 0] for i in range(self.n)]
         self.targets = tuple(sorted(targets))
         self.target_mask = mask_of(self.targets)
+        self.wall_mask = mask_of(i for i, free in enumerate(self.free) if not free)
         self.push_dist = [self._pull_distances(t) for t in self.targets]
         self.dead = [
             self.free[i] and all(pd[i] >= UNREACHABLE for pd in self.push_dist) for i in range(self.n)

@@ -63,10 +63,6 @@ def _money(x: float) -> str:
 _SPLIT_DRAWS = 1000
 
 
-def _wall_mask(walls: Sequence[bool]) -> int:
-    return sum(1 << i for i, w in enumerate(walls) if w)
-
-
 class TurnSokobanEnv(TurnEnv):
     """Push every box onto a target; each turn the agent sends a few moves as text.
 
@@ -646,8 +642,8 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         turn (in every key), all that the next observations and rewards depend on."""
         if self._board is None or self.level is None:
             return None
-        return [self.level.rows, self.level.cols, sorted(self._board.targets), _wall_mask(self.level.walls),
-                self._boxes, self._player, self._moves, self._deadlocked]
+        board = self._board  # its targets (ascending) and wall mask are computed once per layout
+        return [board.rows, board.cols, board.targets, board.wall_mask, self._boxes, self._player, self._moves, self._deadlocked]
 
     def task_key(self) -> str | None:
         """The current level's Boxoban text (walls, targets, boxes, player at the start): equal for two
