@@ -68,9 +68,14 @@ def _model() -> Any:
         name = spacy_model_name()
         if name is None:
             raise _missing()
-        import spacy
+        try:
+            import spacy
 
-        _nlp = spacy.load(name, exclude=list(_EXCLUDED))
+            _nlp = spacy.load(name, exclude=list(_EXCLUDED))
+        except Exception as exc:  # installed but unloadable (a binary mismatch, a partial install)
+            raise RuntimeError(
+                f"spaCy's model {name!r} is installed but did not load ({type(exc).__name__}: {exc}); reinstall it "
+                f"({install_command('spacy')}) or pass title_nouns='rule'.") from exc
     return _nlp
 
 

@@ -54,6 +54,28 @@ def test_without_spacy_auto_is_the_rule_and_spacy_names_the_extra(monkeypatch):
         gym.make("TurnWebShop-v0", num_products=50, title_nouns="nltk")
 
 
+def test_a_model_that_fails_to_load_ends_the_turn_as_an_env_error_saying_what_to_do(monkeypatch):
+    import spacy
+
+    def broken(*args, **kwargs):
+        raise OSError("[E050] Can't find model")
+
+    monkeypatch.setattr(nouns, "_nlp", None)
+    monkeypatch.setattr(spacy, "load", broken)
+    nouns._spacy_nouns.cache_clear()  # titles tagged by earlier tests would not reach the loader
+    try:
+        env = gym.make("TurnWebShop-v0", num_products=100, title_nouns="spacy")
+        env.reset(seed=0)
+        for _ in range(15):
+            observation, reward, terminated, truncated, info = env.step(env.unwrapped.expert_action())
+            if terminated or truncated:
+                break
+    finally:
+        nouns._spacy_nouns.cache_clear()
+    assert info["exit_status"] == "env_error" and not info["reward_valid"] and reward == 0.0
+    assert "did not load (OSError: [E050]" in observation and "title_nouns='rule'" in observation
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.one_of(st.text(max_size=200), st.text(alphabet="ab .-'’", min_size=5_000, max_size=30_000)))
 def test_spacy_title_nouns_answer_any_string(title):
