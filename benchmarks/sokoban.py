@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/sokoban.py --quick    # about 4 minutes: fewer samples, a 60 s peer budget
     .venv/bin/python benchmarks/sokoban.py --no-solver    # about 9 minutes: all but the solver entry (kept from the last run)
     .venv/bin/python benchmarks/sokoban.py --solver-only  # about 2 minutes: the solver measurements below
+    .venv/bin/python benchmarks/sokoban.py --markdown     # the docs tables of the saved results
 
 gym-sokoban 0.0.6 needs ``gym==0.26`` and ``numpy<2``, which conflict with this project's
 environment, so the script creates (once, cached) an isolated virtual environment in
@@ -623,6 +624,63 @@ def measure_solver(n_seeds: int) -> dict:
     return out
 
 
+#: The generation rows of the docs table: (results key of the peer, our env id, the label).
+_GENERATION_ROWS = (("6x6/1", "TurnSokoban-v0", "6x6, 1 box"), ("8x8/2", "TurnSokoban-8x8-v0", "8x8, 2 boxes"),
+                    ("10x10/4", "TurnSokoban-10x10-v0", "10x10, 4 boxes"))
+
+
+def _num(x: float) -> str:
+    """Milliseconds and rates as the docs print them: 2 decimals under 10, 1 under 100, else whole with commas."""
+    return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 100 else f"{x:,.0f}"
+
+
+def _times(x: float) -> str:
+    return f"{x:.1f}x" if x < 10 else f"{x:,.0f}x"
+
+
+def _ratio_cell(r: dict, unit: str = "") -> str:
+    """``3.3x (3.0-4.2x; 2.8-5.0x, 10 rounds)``: the median of the rounds, its 95% interval and the min-max."""
+    low, high = r["median_interval"]
+    return (f"{_times(r['median'])}{unit} ({_times(low)[:-1]}-{_times(high)}; {_times(r['min'])[:-1]}-{_times(r['max'])}, "
+            f"{r['rounds']} rounds)")
+
+
+def markdown(results: dict) -> str:
+    """The two tables of docs/benchmarks.md's TurnSokoban section (level generation, then steps) from saved results."""
+    peer, ours, ratios = results["peer"], results["ours"], results["ratios"]
+    lines = ["| level | gym-sokoban 0.0.6 | ours, certified | speed-up: median of rounds (95% interval; min-max) | pooled "
+             "| ours, plan only (no optimality proof) |", "|---|---|---|---|---|---|"]
+    for key, env_id, label in _GENERATION_ROWS:
+        p, c, plan = peer["generation"][key], ours["generation"][f"{env_id}/certified"], ours["generation"][f"{env_id}/plan_only"]
+        r = ratios[f"generation_median_speedup/{env_id}"]
+        lines.append(f"| {label} | {_num(p['median_ms'])} ms ({_num(p['p90_ms'])}), n = {p['n']} | {_num(c['median_ms'])} ms "
+                     f"({_num(c['p90_ms'])}), {c['certified_optimal']} / {c['n']} proven optimal | **{_ratio_cell(r)}** "
+                     f"| {_times(r['pooled'])} | {_num(plan['median_ms'])} ms |")
+    steps = peer["steps"]["6x6/1"]
+    lines += ["", "| | turn-steps/s | moves/s | vs RAGEN's text step: median of rounds (95% interval; min-max) | pooled |",
+              "|---|---|---|---|---|",
+              f"| gym-sokoban `SokobanEnv.step`, 6x6 | | {steps['gym_sokoban_step']['steps_per_s']:,.0f} | | |",
+              f"| RAGEN text step (reproduced), 6x6 | | {steps['ragen_text_step']['steps_per_s']:,.0f} | 1x | |",
+              f"| gym-sokoban game logic only (`_push`, `_calc_reward`, `_check_if_done`) | | "
+              f"{steps['game_logic_only']['steps_per_s']:,.0f} | | |"]
+    for key, row in ours["steps"].items():
+        env_id, style, label = key.split("/")
+        if env_id != "TurnSokoban-v0":
+            continue
+        one = label == "1_move"
+        r = ratios[f"{'text_turn_steps' if one else 'moves'}_vs_ragen/{key}"]
+        cell = _ratio_cell(r, "" if one else " moves").replace(f", {r['rounds']} rounds", "")
+        what = f"{'full prompt' if one and style == 'full' else style}, {'1 move' if one else label.split('_')[0] + ' moves'} a turn"
+        lines.append(f"| `{env_id}`, {what} | {row['turn_steps_per_s']:,.0f} | {row['moves_per_s']:,.0f} | "
+                     f"{'**' + cell + '**' if one and style == 'full' else cell} | {_times(r['pooled'])} |")
+    for env_id in ("TurnSokoban-8x8-v0", "TurnSokoban-10x10-v0"):
+        rows = [(k.split("/")[2], v) for k, v in ours["steps"].items() if k.startswith(f"{env_id}/full/")]
+        counts = " / ".join(label.split("_")[0] for label, _ in rows)
+        turns = " / ".join(f"{v['turn_steps_per_s']:,.0f}" for _, v in rows)
+        moves = " / ".join(f"{v['moves_per_s']:,.0f}" for _, v in rows)
+        lines.append(f"| `{env_id}`, full, {counts} moves a turn | {turns} | {moves} | | |")
+    return "\n".join(lines)
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -633,7 +691,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip the solver measurements; the 'solver' entry of the previous results is kept")
     parser.add_argument("--rounds", type=int, help="rounds of the step comparison (default 10, 5 with --quick)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default benchmarks/results/sokoban.json)")
+    parser.add_argument("--markdown", action="store_true", help="only print the docs tables of the saved results (--out)")
     args = parser.parse_args(argv)
+    if args.markdown:
+        common.print_table(args.out, markdown)
+        return 0
     quick = args.quick
     previous = common.read_json(args.out, {})
     if args.solver_only:

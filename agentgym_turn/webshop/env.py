@@ -274,7 +274,6 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}.")
         self.reward_mode = reward_mode
-        self.title_nouns = title_nouns
         #: The title-noun function of the type reward and its name (:func:`~.nouns.noun_tagger`).
         self._nouns, self.noun_tagger = noun_tagger(title_nouns)
         self._attach()
