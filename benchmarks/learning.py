@@ -64,7 +64,7 @@ def _key(*parts: Any) -> str:
 
 
 def _job(job: tuple[str, tuple, str]) -> dict[str, Any]:
-    """One job in a fresh process (``sft``, ``more`` or ``rl``), saved to ``cache`` as soon as it ends."""
+    """One job in a fresh process (``sft``, ``more``, ``rl`` or ``zero``), saved to ``cache`` as soon as it ends."""
     kind, args, cache = job
     from reference_trainer.recipes import rl_from, sft_policy
 
@@ -76,6 +76,10 @@ def _job(job: tuple[str, tuple, str]) -> dict[str, Any]:
         name, work, seed, model, seconds = args
         policy_dir, meta = sft_policy(name, work, seed=seed, model=model, seconds=seconds)
         result = {"policy_dir": policy_dir, **meta}
+    elif kind == "zero":
+        from reference_trainer.recipes import zero_shot
+
+        result = zero_shot(*args)
     else:
         rl_job, start, sft_seed = args
         result = {"sft_seed": sft_seed, **rl_from(rl_job, start=start)}
@@ -117,14 +121,15 @@ def _metric_of(meta: dict[str, Any], metric: str) -> list[float]:
 
 
 def _rl_jobs(name: str, args: argparse.Namespace, sfts: list[dict[str, Any]], variants: dict[str, dict[str, Any]], seeds: list[int],
-             iterations: int, cache: Path) -> list[tuple[str, tuple, str]]:
+             iterations: int, cache: Path, algo: str | None = None) -> list[tuple[str, tuple, str]]:
+    algo = algo or args.algo[0]
     jobs = []
     for sft in sfts:
         for label, over in variants.items():
             for seed in seeds:
-                rl_job = (name, args.algo, seed, sft["policy_dir"], iterations, 0, str(Path(args.work)), over)
+                rl_job = (name, algo, seed, sft["policy_dir"], iterations, 0, str(Path(args.work)), over)
                 # the config, not the overrides' spelling: a variant equal to the recipe reuses the recipe's runs
-                key = _key(rl_job[:3], rl_job[4:6], sft["recipe"], sft["after"], RECIPES[name].build(args.algo, **over).to_dict())
+                key = _key(rl_job[:3], rl_job[4:6], sft["recipe"], sft["after"], RECIPES[name].build(algo, **over).to_dict())
                 jobs.append(("rl", (rl_job, _start(sft), sft["seed"]), str(cache / f"rl_{key}.json")))
     return jobs
 
@@ -193,8 +198,13 @@ def validation(name: str, args: argparse.Namespace) -> dict[str, Any]:
     iterations = args.iterations or recipe.rl_iterations
     sft_jobs = [("sft", (name, str(work), s), str(cache / f"sft_{_key(name, s, recipe.build(out='x').to_dict())}.json"))
                 for s in args.sft_seeds]
-    sfts = _run_all(sft_jobs, args.jobs, f"{name} best SFT")
-    runs = _run_all(_rl_jobs(name, args, sfts, {"": {}}, args.seeds, iterations, cache), args.jobs, f"{name} RL")
+    zero_jobs = [] if recipe.zero_shot is None else [
+        ("zero", (name, recipe.zero_shot), str(cache / f"zero_{_key(name, recipe.zero_shot, recipe.build(out='x').to_dict())}.json"))]
+    done = _run_all(zero_jobs + sft_jobs, args.jobs, f"{name} zero-shot and best SFT")  # side by side
+    zero = next((r for r in done if "per_task" in r and "policy_dir" not in r), None)
+    sfts = [r for r in done if "policy_dir" in r]
+    runs = _run_all([job for algo in args.algo for job in _rl_jobs(name, args, sfts, {"": {}}, args.seeds, iterations, cache, algo)],
+                    args.jobs, f"{name} RL")
     sfts_run = [s for s in sfts if any(r["sft_seed"] == s["seed"] for r in runs)]  # all of them unless --cached-only
     more_jobs = []
     for sft in sfts_run:
@@ -205,20 +215,23 @@ def validation(name: str, args: argparse.Namespace) -> dict[str, Any]:
     more = _run_all(more_jobs, args.jobs, f"{name} SFT continued")
     test, keys = _test_group_and_keys(name)
     best = [_metric_of(s, metric) for s in sfts]
-    diffs_rl = [[[a - b for b, a in r["per_task"]] for r in runs if r["sft_seed"] == s["seed"]] for s in sfts_run]
     by_seed = {s["seed"]: s for s in sfts}
     diffs_more = [[[a - b for b, a in zip(_metric_of(by_seed[m["seed"]], metric), _metric_of(m, metric))]] for m in more]
+    per_algo = {algo: _rl_summary([r for r in runs if r["algo"] == algo], sfts_run, keys, metric) for algo in args.algo}
     summary = {
         "best_sft": nested_bootstrap([[v] for v in best], keys) | {"per_seed": [sum(v) / len(v) for v in best]},
         "sft_continued_gain": nested_bootstrap(diffs_more, keys) if more else None,
-        "rl_gain": nested_bootstrap(diffs_rl, keys) if runs else None,
-        "rl_end_per_run": [r["end" if metric == "success" else "end_score"] for r in runs],
+        # the first algorithm's, as before several could be run
+        "rl_gain": per_algo[args.algo[0]]["gain"], "rl_end_per_run": per_algo[args.algo[0]]["end_per_run"],
+        "rl": per_algo,
         "sft_continued_per_seed": [m["after" if metric == "success" else "after_score"] for m in more],
-        "complete": len(runs) == len(args.sft_seeds) * len(args.seeds) and len(more) == len(args.sft_seeds),
+        "complete": len(runs) == len(args.algo) * len(args.sft_seeds) * len(args.seeds) and len(more) == len(args.sft_seeds),
     }
+    if zero is not None:
+        summary["zero_shot"] = nested_bootstrap([[zero["per_task"]]], keys[:len(zero["per_task"])])
     result = {
         "env": recipe.env_id, "recipe": f"reference_trainer.recipes.{name}", "what": recipe.what, "metric": metric,
-        "machine": _machine(args), "algo": args.algo,
+        "machine": _machine(args), "algo": args.algo[0], "algos": list(args.algo),
         "settings": {"iterations": iterations, "sft_seeds": args.sft_seeds, "rl_seeds": args.seeds,
                      "bootstrap": "nested: SFT seeds, RL seeds within each, test-task clusters (same task key) shared; 2000 "
                                   "resamples, percentile 95% interval, numpy seed 0"},
@@ -228,7 +241,19 @@ def validation(name: str, args: argparse.Namespace) -> dict[str, Any]:
         "sft_continued": [{**_strip(m), "per_task": _metric_of(m, metric)} for m in more],
         "runs": [_strip(r) for r in runs], "tasks": _tasks(test, sfts + more + runs),
     }
+    if zero is not None:
+        result["zero_shot"] = zero
     return result
+
+
+def _rl_summary(runs: list[dict[str, Any]], sfts: list[dict[str, Any]], keys: list[str], metric: str) -> dict[str, Any]:
+    """One algorithm's runs: the gain over the best SFT (nested over SFT seeds, RL seeds and tasks) and each run's end."""
+    from reference_trainer.stats import nested_bootstrap
+
+    diffs = [[[a - b for b, a in r["per_task"]] for r in runs if r["sft_seed"] == s["seed"]] for s in sfts]
+    diffs = [d for d in diffs if d]
+    return {"gain": nested_bootstrap(diffs, keys) if diffs else None,
+            "end_per_run": [r["end" if metric == "success" else "end_score"] for r in runs]}
 
 
 def variants(name: str, args: argparse.Namespace, kind: str) -> dict[str, Any]:
@@ -260,7 +285,7 @@ def variants(name: str, args: argparse.Namespace, kind: str) -> dict[str, Any]:
             "mean_approx_kl": _mean([_mean(r["approx_kl"]) for r in rs]), "rl_seconds": [r["rl_seconds"] for r in rs]}
     return {"env": recipe.env_id, "recipe": f"reference_trainer.recipes.{name}", "metric": recipe.metric, "kind": kind,
             "machine": _machine(args), "settings": {"iterations": iterations, "rl_seeds": args.seeds, "sft_seed": 0,
-                                                    "base": args.algo, "variants": table},
+                                                    "base": args.algo[0], "variants": table},
             "start": sft["after" if recipe.metric == "success" else "after_score"], "summary": summary, "test_task_keys": keys,
             "runs": [_strip(r) for r in runs], "tasks": _tasks(test, [sft] + runs)}
 
@@ -280,17 +305,28 @@ def markdown(result: dict[str, Any]) -> str:
         s = result["summary"]
         n_sft, n_rl = len(result["settings"]["sft_seeds"]), len(result["settings"]["rl_seeds"])
         rl_end = _mean(s["rl_end_per_run"])
-        n_rl = f"{len(s['rl_end_per_run'])} runs ({n_sft} x {n_rl} planned)" if not s.get("complete", True) else f"{n_sft} x {n_rl} runs"
+        n_rl_seeds = n_rl
+        n_rl = _runs(len(s["rl_end_per_run"]), n_sft, n_rl) if not s.get("complete", True) else f"{n_sft} x {n_rl} runs"
         more_row = (f"| SFT continued for RL's compute | {100 * _mean(s['sft_continued_per_seed']):.1f} | gain over best SFT "
                     f"{_pct(s['sft_continued_gain'])} |" if s["sft_continued_gain"] else "| SFT continued for RL's compute | not run yet | |")
+        rl_rows = [f"| RL ({result['algo']}) from the best SFT, {n_rl} | {100 * rl_end:.1f} | gain over best SFT "
+                   f"{_pct(s['rl_gain'])} |"]
+        if "rl" in s:  # one row per algorithm, each from the same best SFT
+            rl_rows = [f"| RL ({algo}) from the best SFT, {_runs(len(v['end_per_run']), n_sft, n_rl_seeds)} | "
+                       f"{100 * _mean(v['end_per_run']):.1f} | gain over best SFT {_pct(v['gain']) if v['gain'] else 'not run'} |"
+                       for algo, v in s["rl"].items()]
+        zero = s.get("zero_shot")
+        zero_rows = [] if zero is None else [
+            f"| zero-shot ({result['zero_shot']['tasks']} of the test tasks, {_spec(result['zero_shot']['spec'])}) | "
+            f"{100 * zero['mean']:.1f} | {100 * zero['low']:.1f} to {100 * zero['high']:.1f} |"]
         return "\n".join([
             f"| test {unit} | mean | interval (95%, over seeds and tasks) |",
             "|---|---|---|",
+            *zero_rows,
             f"| best SFT (validation plateau, {n_sft} SFT seeds) | {100 * s['best_sft']['mean']:.1f} "
             f"| {100 * s['best_sft']['low']:.1f} to {100 * s['best_sft']['high']:.1f} |",
             more_row,
-            f"| RL ({result['algo']}) from the best SFT, {n_rl} | {100 * rl_end:.1f} | gain over best SFT "
-            f"{_pct(s['rl_gain'])} |",
+            *rl_rows,
             *[f"| scripted: {label} | {100 * v:.1f} | |" for label, v in result.get("scripted", {}).items()],
             "", _per_seed_table(result),
         ])
@@ -302,6 +338,16 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _runs(done: int, n_sft: int, n_rl: int) -> str:
+    """``"2 x 2 runs"``, or how many of them were made."""
+    return f"{n_sft} x {n_rl} runs" if done == n_sft * n_rl else f"{done} runs ({n_sft} x {n_rl} planned)"
+
+
+def _spec(spec: dict[str, Any]) -> str:
+    """A zero-shot setting in a few words: the env options over the recipe's."""
+    return ", ".join(f"{k}={v!r}" for k, v in {**spec.get("env_kwargs", {}), **spec.get("train", {})}.items()) or "the recipe's setting"
+
+
 def _per_seed_table(result: dict[str, Any]) -> str:
     """Per SFT seed: the best SFT (and the step it was best at), the SFT continued, and each RL run's paired gain."""
     end, after = ("end", "after") if result["metric"] == "success" else ("end_score", "after_score")
@@ -310,9 +356,10 @@ def _per_seed_table(result: dict[str, Any]) -> str:
              "|---|---|---|---|"]
     for sft in result["sft"]:
         more = [m for m in result["sft_continued"] if m["seed"] == sft["seed"]]
-        runs = sorted((r for r in result["runs"] if r["sft_seed"] == sft["seed"]), key=lambda r: r["seed"])
+        runs = sorted((r for r in result["runs"] if r["sft_seed"] == sft["seed"]), key=lambda r: (r.get("algo", ""), r["seed"]))
         more_cell = ", ".join(f"{100 * m[after]:.1f} ({m['steps']})" for m in more) or "not run"
-        rl_cell = "; ".join(f"{100 * r[end]:.1f}, {_pct(r[ci])}" for r in runs) or "not run"
+        several = len(result.get("algos", [])) > 1
+        rl_cell = "; ".join(f"{r['algo'] + ' ' if several else ''}{100 * r[end]:.1f}, {_pct(r[ci])}" for r in runs) or "not run"
         lines.append(f"| {sft['seed']} | {100 * sft[after]:.1f} ({sft['best_step']} of {sft['steps']}) | {more_cell} | {rl_cell} |")
     return "\n".join(lines)
 
@@ -330,14 +377,20 @@ def plot(result: dict[str, Any], path: Path) -> Path:
             seed = sft["seed"]
             best = sft["after" if metric == "success" else "after_score"]
             more = [m["after" if metric == "success" else "after_score"] for m in result["sft_continued"] if m["seed"] == seed]
-            ends = [r["end" if metric == "success" else "end_score"] for r in result["runs"] if r["sft_seed"] == seed]
             ax.plot([i - 0.2], [best], "ks", label="best SFT" if i == 0 else None)
             ax.plot([i] * len(more), more, "b^", label="SFT continued (RL's compute)" if i == 0 else None)
-            ax.plot([i + 0.2] * len(ends), ends, "ro", label=f"RL ({result['algo']}), per RL seed" if i == 0 else None)
+            algos = result.get("algos", [result["algo"]])
+            for k, (algo, style) in enumerate(zip(algos, ("ro", "mD", "gv", "c<", "y>"))):
+                ends = [r["end" if metric == "success" else "end_score"] for r in result["runs"]
+                        if r["sft_seed"] == seed and r.get("algo", algos[0]) == algo]
+                ax.plot([i + 0.2 + 0.1 * k] * len(ends), ends, style, label=f"RL ({algo}), per RL seed" if i == 0 else None)
+        if "zero_shot" in s:
+            ax.axhline(s["zero_shot"]["mean"], color="gray", linestyle=":", label="zero-shot")
         ax.set_xticks(range(len(result["sft"])), [f"SFT seed {sft['seed']}" for sft in result["sft"]])
         ax.set_ylabel(f"test {metric}")
-        ax.set_title(f"{result['env']}: RL gain over best SFT {_pct(s['rl_gain'])} points"
-                     + ("" if s.get("complete", True) else " (partial)"))
+        gains = "; ".join(f"{algo} {_pct(v['gain'])}" for algo, v in s["rl"].items() if v["gain"]) if "rl" in s else _pct(s["rl_gain"])
+        ax.set_title(f"{result['env']}: RL gain over best SFT, points: {gains}" + ("" if s.get("complete", True) else " (partial)"),
+                     fontsize=9)
         ax.legend(fontsize=8)
     else:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 3.8))
@@ -370,11 +423,22 @@ def recompute_intervals(result: dict[str, Any]) -> dict[str, Any]:
         return {label: nested_bootstrap([[[a - b for b, a in r["per_task"]] for r in result["runs"] if r["variant"] == label]], keys)
                 for label in s}
     start = {x["seed"]: x["per_task"] for x in result["sft"]}
-    seeds = [x for x in start if any(r["sft_seed"] == x for r in result["runs"])]
+
+    def gain(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+        diffs = [[[a - b for b, a in r["per_task"]] for r in runs if r["sft_seed"] == x] for x in start]
+        diffs = [d for d in diffs if d]
+        return nested_bootstrap(diffs, keys) if diffs else None
+
+    algos = result.get("algos", [result["algo"]])
     again = {"best_sft": nested_bootstrap([[start[x]] for x in start], keys) | {"per_seed": [sum(v) / len(v) for v in start.values()]},
-             "rl_gain": nested_bootstrap([[[a - b for b, a in r["per_task"]] for r in result["runs"] if r["sft_seed"] == x] for x in seeds], keys)}
+             "rl_gain": gain([r for r in result["runs"] if r.get("algo", algos[0]) == algos[0]])}
+    if "rl" in s:
+        for algo in algos:
+            again[f"rl[{algo}]"] = gain([r for r in result["runs"] if r["algo"] == algo])
     if result["sft_continued"]:
         again["sft_continued_gain"] = nested_bootstrap([[[a - b for b, a in zip(start[m["seed"]], m["per_task"])]] for m in result["sft_continued"]], keys)
+    if "zero_shot" in result:
+        again["zero_shot"] = nested_bootstrap([[result["zero_shot"]["per_task"]]], keys[:len(result["zero_shot"]["per_task"])])
     return again
 
 
@@ -385,7 +449,8 @@ def check(path: Path) -> dict[str, Any]:
     result = json.loads(path.read_text())
     saved = result["summary"]
     for name, again in recompute_intervals(result).items():
-        got = saved[name]["gain"] if "kind" in result else saved[name]
+        got = (saved[name]["gain"] if "kind" in result else saved["rl"][name[3:-1]]["gain"] if name.startswith("rl[")
+               else saved[name])
         assert again == got, (name, again, got)
     shared = overlap(result["tasks"]["test"], result["tasks"]["train"])
     assert not shared["shared"], f"{len(shared['shared'])} test tasks are among the training inputs"
@@ -395,7 +460,8 @@ def check(path: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env", nargs="+", default=sorted(RECIPES), choices=sorted(RECIPES), help="recipes to run (default: all)")
-    ap.add_argument("--algo", default="turn-ppo", choices=PRESETS, help="the RL preset of the validation (and the base of the variants)")
+    ap.add_argument("--algo", nargs="+", default=["turn-ppo"], choices=PRESETS,
+                    help="the RL presets of the validation, each from the same best SFT (the first: the base of the variants)")
     ap.add_argument("--sft-seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="RL seeds from each SFT start")
     ap.add_argument("--ablation", action="store_true", help="only the ratio level changes")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from .base import Recipe
 from .registry import RECIPES
-from .runs import learn, rl_from, sft_policy, sft_start, suite_sft_policy
+from .runs import learn, rl_from, sft_policy, sft_start, suite_sft_policy, zero_shot
 from .sokoban import SOKOBAN_ENV, SOKOBAN_ENV_KWARGS, SOKOBAN_RL_ITERATIONS, sokoban_tiny
 
 __all__ = ["RECIPES", "Recipe", "SOKOBAN_ENV", "SOKOBAN_ENV_KWARGS", "SOKOBAN_RL_ITERATIONS", "learn", "rl_from", "sft_policy", "sft_start", "sokoban_tiny",
-           "suite_sft_policy"]
+           "suite_sft_policy", "zero_shot"]

@@ -49,3 +49,9 @@ class Recipe:
     #: A lower SFT ceiling for the test suite's one run, where the recipe's plateau costs more than the
     #: suite's time (``None``: the recipe's own); SFT keeps the best validated weights up to it.
     suite_sft_steps: int | None = None
+    #: Whether the test suite runs the recipe's learning (the tiny model's recipes); a real model's recipe is a benchmark.
+    suite_learning: bool = True
+    #: The model before any training, on the first ``tasks`` test tasks with ``env_kwargs`` over the evaluation's (e.g.
+    #: the env's full instructions where the recipe trains on a compact prompt) and ``train`` over its config
+    #: (``{"tasks": 64, "env_kwargs": {...}, "train": {...}}``); ``None``: no zero-shot row.
+    zero_shot: dict[str, Any] | None = None

@@ -7,7 +7,7 @@ from typing import Any
 from .base import BEFORE_SFT_TASKS
 from .registry import RECIPES
 
-__all__ = ["learn", "rl_from", "sft_policy", "sft_start", "suite_sft_policy"]
+__all__ = ["learn", "rl_from", "sft_policy", "sft_start", "suite_sft_policy", "zero_shot"]
 
 
 def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any]:
@@ -184,3 +184,35 @@ def learn(job: tuple) -> dict[str, Any]:
     result["sft"] = result_sft
     result["train_tasks"] = merge_groups(meta["train_tasks"] + result["train_tasks"])  # the SFT start's inputs and RL's
     return result
+
+
+def zero_shot(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The recipe's model before any training, greedy, on its first ``spec["tasks"]`` test tasks, on one thread.
+
+    ``spec``: :attr:`~reference_trainer.recipes.base.Recipe.zero_shot` (``env_kwargs`` over the evaluation's env
+    options, ``train`` over the recipe's config fields). Returns the evaluation's metrics, its per-task ``success``,
+    ``score`` and the recipe's metric (``per_task``, in the order of the test resets) and the settings."""
+    import tempfile
+    import time
+
+    import torch
+
+    from ..trainer import Trainer
+
+    torch.set_num_threads(1)
+    recipe = RECIPES[name]
+    n = int(spec["tasks"])
+    base = recipe.build(out="unused")
+    over = {"eval_env_kwargs": {**base.train.eval_env_kwargs, **spec.get("env_kwargs", {})}, **spec.get("train", {})}
+    with tempfile.TemporaryDirectory() as out:
+        cfg = recipe.build(sft_episodes=0, eval_episodes=n, out=out, progress=False, **over)
+        t0 = time.perf_counter()
+        trainer = Trainer(cfg)
+        try:
+            metrics = trainer.evaluate(n)
+            outcomes = trainer.last_eval_outcomes
+        finally:
+            trainer.close()
+    return {"recipe": name, "tasks": n, "spec": spec, "metrics": metrics, "seconds": time.perf_counter() - t0,
+            "test_seeds": [int(x) for x in outcomes["seeds"]], "success": list(outcomes["success"]), "score": list(outcomes["score"]),
+            "per_task": [float(x) for x in outcomes[recipe.metric]]}

@@ -89,3 +89,44 @@ def test_every_interval_of_the_committed_results_recomputes_from_their_per_task_
         saved = result["summary"]
         for name, again in learning.recompute_intervals(result).items():
             assert again == (saved[name]["gain"] if "kind" in result else saved[name]), (path.name, name)
+
+
+def _two_algorithms(tmp_path):
+    """The made-up result with a second algorithm's runs from the same starts and a zero-shot row."""
+    path, result = _made_up(tmp_path)
+    keys = result["test_task_keys"]
+    second = [{**r, "algo": "st-ppo", "end": r["end"] - 0.1,
+               "per_task": [[b, max(0, a - (i % 2))] for i, (b, a) in enumerate(r["per_task"])]} for r in result["runs"]]
+    for r in result["runs"]:
+        r["algo"] = "turn-ppo"
+    runs = result["runs"] + second
+
+    def gain(algo):
+        return nested_bootstrap([[[a - b for b, a in r["per_task"]] for r in runs if r["algo"] == algo and r["sft_seed"] == s]
+                                 for s in (0, 1)], keys)
+
+    zero = [0.0, 0.0, 1.0, 0.0]  # the first four test tasks
+    result.update(runs=runs, algos=["turn-ppo", "st-ppo"],
+                  zero_shot={"tasks": 4, "spec": {"tasks": 4, "env_kwargs": {"prompt_style": "full"}}, "per_task": zero})
+    result["summary"].update(rl={a: {"gain": gain(a), "end_per_run": [r["end"] for r in runs if r["algo"] == a]}
+                                 for a in ("turn-ppo", "st-ppo")},
+                             zero_shot=nested_bootstrap([[zero]], keys[:4]), rl_gain=gain("turn-ppo"))
+    path.write_text(json.dumps(result))
+    return path, result
+
+
+def test_several_algorithms_from_the_same_starts_and_a_zero_shot_row(tmp_path):
+    path, result = _two_algorithms(tmp_path)
+    table = learning.markdown(result)
+    assert "| zero-shot (4 of the test tasks, prompt_style='full') | 25.0 |" in table, table
+    assert "| RL (turn-ppo) from the best SFT, 2 x 2 runs |" in table and "| RL (st-ppo) from the best SFT, 2 x 2 runs |" in table
+    assert "st-ppo 40.0" in table  # the per-seed table names each run's algorithm
+    assert table.index("zero-shot") < table.index("best SFT") < table.index("RL (turn-ppo)") < table.index("RL (st-ppo)")
+    assert learning.plot(result, tmp_path / "x.png").stat().st_size > 10_000
+    assert learning.check(path)["shared"] == []
+    for field in ("rl", "zero_shot"):  # an interval that does not recompute from the records fails the check
+        _, tampered = _two_algorithms(tmp_path)
+        (tampered["summary"]["rl"]["st-ppo"]["gain"] if field == "rl" else tampered["summary"]["zero_shot"])["high"] += 0.01
+        path.write_text(json.dumps(tampered))
+        with pytest.raises(AssertionError):
+            learning.check(path)
