@@ -111,3 +111,15 @@ def import_package(folder: str | Path) -> ModuleType:
         del sys.modules[folder.name]
         raise
     return module
+
+
+def run_and_report(args: Any, run: Any, markdown: Any) -> int:
+    """A script's ``main`` after parsing: with ``args.markdown``, print the table of the saved ``args.out``; otherwise
+    ``run(args)``, save it to ``args.out`` and print its table. Returns the exit status (0)."""
+    if getattr(args, "markdown", False):
+        print(markdown(read_json(args.out)))
+        return 0
+    result = run(args)
+    write_json(args.out, result)
+    print(markdown(result))
+    return 0

@@ -3,7 +3,8 @@
 Both train SmolLM2-135M-Instruct (or ``--model``) with GRPO on the SmolLM2 Sokoban recipe's env
 (``reference_trainer.recipes.sokoban_smollm2``: compact prompt, training levels, 5 turns, 32 new
 tokens a turn, temperature 1), with the same episodes per step (``--tasks`` levels x ``--group``
-rollouts), one optimizer step per batch, float32, the same torch threads. TRL plays the env through
+rollouts), one optimizer step per batch in micro-batches of ``--micro-batch`` episodes, float32, the
+same torch threads. TRL plays the env through
 the project's token-exact ``rollout_func`` (:func:`agentgym_turn.integrations.trl.token_rollout`,
 which samples each turn with ``generate`` over the whole conversation); the reference trainer
 keeps each episode's KV cache across turns. The steps alternate: a TRL callback runs one
@@ -45,7 +46,8 @@ def _reference(model: str, args: argparse.Namespace, out: str):
 
     cfg = RECIPES["sokoban_smollm2"].build("grpo", model=model, sft_episodes=0, iterations=args.steps + 1, eval_episodes=1,
                                            tasks_per_iteration=args.tasks, group_size=args.group, num_envs=args.tasks * args.group,
-                                           minibatch_size=args.tasks * args.group, micro_batch_tokens=0, lr=args.lr,
+                                           minibatch_size=args.tasks * args.group, micro_batch_size=args.micro_batch,
+                                           micro_batch_tokens=0, lr=args.lr,
                                            threads=args.threads, seed=args.seed, out=out, progress=False)
     return Trainer(cfg), cfg
 
@@ -65,7 +67,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from agentgym_turn.integrations.trl import env_return_reward, token_rollout
     from reference_trainer.models import resolve_model
     from reference_trainer.policy import load_tokenizer
-    from reference_trainer.recipes import RECIPES
 
     torch.set_num_threads(args.threads)
     model_dir = resolve_model(args.model)
@@ -84,10 +85,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return out
 
     steps = args.steps + 1  # the first of each side is a warm-up
+    if (args.tasks * args.group) % args.micro_batch:
+        raise SystemExit(f"--micro-batch ({args.micro_batch}) must divide --tasks x --group ({args.tasks * args.group}).")
     per_step = args.tasks * args.group
     # training levels: seeds the recipe's RL draws from (the "train" split of the env options), as the reference's
     dataset = Dataset.from_dict({"prompt": [str(s) for s in range(steps * args.tasks)]})
-    config = GRPOConfig(output_dir=os.path.join(work, "trl"), max_steps=steps, per_device_train_batch_size=per_step,
+    config = GRPOConfig(output_dir=os.path.join(work, "trl"), max_steps=steps, per_device_train_batch_size=args.micro_batch,
+                        gradient_accumulation_steps=per_step // args.micro_batch,  # one generation and one optimizer step per batch
                         num_generations=args.group, max_completion_length=r.max_context_tokens, learning_rate=args.lr,
                         temperature=r.temperature, beta=0.0, num_iterations=1, logging_steps=1, save_strategy="no",
                         report_to="none", use_cpu=True, bf16=False, seed=args.seed, shuffle_dataset=False,
@@ -122,7 +126,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {"machine": common.machine(threads=args.threads, load_average=common.load_average()),
             "settings": {"model": args.model, "recipe": "reference_trainer.recipes.sokoban_smollm2", "env": cfg.train.env,
                          "env_kwargs": r.env_kwargs, "tasks_per_step": args.tasks, "group": args.group, "timed_steps": args.steps,
-                         "max_new_tokens": r.max_new_tokens, "max_turns": 5, "temperature": r.temperature, "lr": args.lr,
+                         "micro_batch": args.micro_batch, "max_new_tokens": r.max_new_tokens, "max_turns": 5, "temperature": r.temperature, "lr": args.lr,
                          "dtype": "float32", "trl": common.installed_version("trl")},
             "steps": rows, "median": median,
             "ratio_reference_over_trl": {k: median["reference"][k] / median["trl"][k] for k in keys}}
@@ -143,19 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=4, help="timed steps per side (after one warm-up step each)")
     ap.add_argument("--tasks", type=int, default=4, help="levels per step")
     ap.add_argument("--group", type=int, default=8, help="rollouts per level (GRPO's group)")
+    ap.add_argument("--micro-batch", type=int, default=4, help="episodes per forward/backward on both sides (gradient accumulation)")
     ap.add_argument("--lr", type=float, default=1e-5)
     ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--markdown", action="store_true", help="only print the docs table of the saved result")
-    args = ap.parse_args(argv)
-    if args.markdown:
-        print(markdown(common.read_json(args.out)))
-        return 0
-    result = run(args)
-    common.write_json(args.out, result)
-    print(markdown(result))
-    return 0
+    return common.run_and_report(ap.parse_args(argv), run, markdown)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from .sokoban import SOKOBAN_ENV, SOKOBAN_ENV_KWARGS
 __all__ = ["RECIPE", "SMOLLM2", "SOKOBAN_SMOLLM2_EVAL_LEVELS", "SOKOBAN_SMOLLM2_RL_ITERATIONS", "sokoban_smollm2"]
 
 SMOLLM2 = "smollm2-135m-instruct"
-SOKOBAN_SMOLLM2_RL_ITERATIONS = 8
+SOKOBAN_SMOLLM2_RL_ITERATIONS = 16
 #: Test draws (seeds from 10^9 up, each drawing a test level) and validation draws.
 SOKOBAN_SMOLLM2_EVAL_LEVELS = 256
 SOKOBAN_SMOLLM2_VAL_LEVELS = 64
@@ -54,4 +54,4 @@ RECIPE = Recipe(name="sokoban_smollm2", env_id=SOKOBAN_ENV, build=sokoban_smollm
                 metric="success", suite_learning=False, zero_shot=SOKOBAN_SMOLLM2_ZERO_SHOT,
                 what=f"greedy success on {SOKOBAN_SMOLLM2_EVAL_LEVELS} draws of TurnSokoban-v0 test levels (6x6, 1 box), "
                      "SmolLM2-135M-Instruct",
-                sft_minutes=30, rl_minutes=12)
+                sft_minutes=30, rl_minutes=20)
