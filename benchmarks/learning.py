@@ -318,12 +318,15 @@ def markdown(result: dict[str, Any]) -> str:
         zero = s.get("zero_shot")
         zero_rows = [] if zero is None else [
             f"| zero-shot ({result['zero_shot']['tasks']} of the test tasks, {_spec(result['zero_shot']['spec'])}) | "
-            f"{100 * zero['mean']:.1f} | {100 * zero['low']:.1f} to {100 * zero['high']:.1f} |"]
+            f"{100 * zero['mean']:.1f} | {_zero_interval(result)} |"]
+        # stopped by its patience below the step ceiling: a plateau; otherwise the ceiling ended it
+        plateau = all(x["steps"] < x.get("recipe", {}).get("train", {}).get("sft_steps", float("inf")) for x in result["sft"])
+        best_label = "validation plateau" if plateau else "best validated weights; SFT stopped at its step ceiling"
         return "\n".join([
             f"| test {unit} | mean | interval (95%, over seeds and tasks) |",
             "|---|---|---|",
             *zero_rows,
-            f"| best SFT (validation plateau, {n_sft} SFT seeds) | {100 * s['best_sft']['mean']:.1f} "
+            f"| best SFT ({best_label}, {n_sft} SFT seed{'s' if n_sft > 1 else ''}) | {100 * s['best_sft']['mean']:.1f} "
             f"| {100 * s['best_sft']['low']:.1f} to {100 * s['best_sft']['high']:.1f} |",
             more_row,
             *rl_rows,
@@ -336,6 +339,19 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {label} | {_pct(v['gain'])} | {v['mean_clipfrac_tokens']:.3f} / {v['mean_clipfrac_turns']:.3f} "
                      f"({v['max_clipfrac_tokens']:.3f}) | {v['mean_approx_kl']:.4f} | {_mean(v['rl_seconds']):.0f} s |")
     return "\n".join(lines)
+
+
+def _zero_interval(result: dict[str, Any]) -> str:
+    """The zero-shot row's 95% interval: Wilson's for a success rate (a bootstrap of all-zero outcomes is 0 to 0),
+    the tasks' bootstrap otherwise."""
+    if result["metric"] == "success":
+        from agentgym_turn.evaluation.card import wilson_interval
+
+        outcomes = result["zero_shot"]["per_task"]
+        low, high = wilson_interval(round(sum(outcomes)), len(outcomes))
+        return f"{100 * low:.1f} to {100 * high:.1f} (Wilson, over tasks)"
+    zero = result["summary"]["zero_shot"]
+    return f"{100 * zero['low']:.1f} to {100 * zero['high']:.1f}"
 
 
 def _runs(done: int, n_sft: int, n_rl: int) -> str:
