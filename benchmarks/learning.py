@@ -69,12 +69,12 @@ def _job(job: tuple[str, tuple, str]) -> dict[str, Any]:
     from reference_trainer.recipes import rl_from, sft_policy
 
     if kind == "sft":
-        name, work, seed = args
-        policy_dir, meta = sft_policy(name, work, seed=seed)
+        name, work, seed, *settings = args
+        policy_dir, meta = sft_policy(name, work, seed=seed, settings=settings[0] if settings else None)
         result = {"policy_dir": policy_dir, **meta}
     elif kind == "more":
-        name, work, seed, model, seconds = args
-        policy_dir, meta = sft_policy(name, work, seed=seed, model=model, seconds=seconds)
+        name, work, seed, model, seconds, *settings = args
+        policy_dir, meta = sft_policy(name, work, seed=seed, model=model, seconds=seconds, settings=settings[0] if settings else None)
         result = {"policy_dir": policy_dir, **meta}
     elif kind == "zero":
         from reference_trainer.recipes import zero_shot
@@ -89,6 +89,31 @@ def _job(job: tuple[str, tuple, str]) -> dict[str, Any]:
 
 #: With ``--cached-only``: report the finished jobs found in ``--work``, run none.
 CACHED_ONLY = False
+#: ``--set``: config fields over every job's recipe (a GPU run: device, dtype, batch sizes); part of every cache key.
+SETTINGS: dict[str, Any] = {}
+
+
+def _settings() -> tuple[dict[str, Any], ...]:
+    """``(SETTINGS,)`` when there are any, else ``()``: jobs and cache keys of runs without ``--set`` stay as they were."""
+    return (dict(SETTINGS),) if SETTINGS else ()
+
+
+def parse_settings(pairs: list[str]) -> dict[str, Any]:
+    """``["device=cuda", "num_envs=128", "recompute_old_logp=true"]`` -> config fields; values read as JSON where they
+    parse (numbers, true/false/null), as text otherwise; an unknown field name is an error naming the fields."""
+    from reference_trainer.config import field_sections
+
+    known = field_sections()
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or key not in known:
+            raise SystemExit(f"--set takes FIELD=VALUE with FIELD a config field (python -m reference_trainer train --help), got {pair!r}.")
+        try:
+            out[key] = json.loads(text)
+        except json.JSONDecodeError:
+            out[key] = text
+    return out
 
 
 def _run_all(jobs: list[tuple[str, tuple, str]], n: int, label: str) -> list[dict[str, Any]]:
@@ -127,9 +152,9 @@ def _rl_jobs(name: str, args: argparse.Namespace, sfts: list[dict[str, Any]], va
     for sft in sfts:
         for label, over in variants.items():
             for seed in seeds:
-                rl_job = (name, algo, seed, sft["policy_dir"], iterations, 0, str(Path(args.work)), over)
+                rl_job = (name, algo, seed, sft["policy_dir"], iterations, 0, str(Path(args.work)), {**SETTINGS, **over})
                 # the config, not the overrides' spelling: a variant equal to the recipe reuses the recipe's runs
-                key = _key(rl_job[:3], rl_job[4:6], sft["recipe"], sft["after"], RECIPES[name].build(algo, **over).to_dict())
+                key = _key(rl_job[:3], rl_job[4:6], sft["recipe"], sft["after"], RECIPES[name].build(algo, **{**SETTINGS, **over}).to_dict())
                 jobs.append(("rl", (rl_job, _start(sft), sft["seed"]), str(cache / f"rl_{key}.json")))
     return jobs
 
@@ -196,10 +221,12 @@ def validation(name: str, args: argparse.Namespace) -> dict[str, Any]:
     work, cache = Path(args.work), Path(args.work) / f"{name}_jobs"
     cache.mkdir(parents=True, exist_ok=True)
     iterations = args.iterations or recipe.rl_iterations
-    sft_jobs = [("sft", (name, str(work), s), str(cache / f"sft_{_key(name, s, recipe.build(out='x').to_dict())}.json"))
+    sft_jobs = [("sft", (name, str(work), s, *_settings()), str(cache / f"sft_{_key(name, s, *_settings(), recipe.build(out='x').to_dict())}.json"))
                 for s in args.sft_seeds]
-    zero_jobs = [] if recipe.zero_shot is None else [
-        ("zero", (name, recipe.zero_shot), str(cache / f"zero_{_key(name, recipe.zero_shot, recipe.build(out='x').to_dict())}.json"))]
+    spec = None if recipe.zero_shot is None else (
+        {**recipe.zero_shot, "train": {**SETTINGS, **recipe.zero_shot.get("train", {})}} if SETTINGS else recipe.zero_shot)
+    zero_jobs = [] if spec is None else [
+        ("zero", (name, spec), str(cache / f"zero_{_key(name, spec, recipe.build(out='x').to_dict())}.json"))]
     done = _run_all(zero_jobs + sft_jobs, args.jobs, f"{name} zero-shot and best SFT")  # side by side
     zero = next((r for r in done if "per_task" in r and "policy_dir" not in r), None)
     sfts = [r for r in done if "policy_dir" in r]
@@ -210,7 +237,7 @@ def validation(name: str, args: argparse.Namespace) -> dict[str, Any]:
     for sft in sfts_run:
         mine = [r for r in runs if r["sft_seed"] == sft["seed"]]
         seconds = round(sum(r["rl_seconds"] for r in mine) / len(mine))
-        more_jobs.append(("more", (name, str(work), sft["seed"], sft["policy_dir"], seconds),
+        more_jobs.append(("more", (name, str(work), sft["seed"], sft["policy_dir"], seconds, *_settings()),
                           str(cache / f"more_{_key(name, sft['seed'], sft['recipe'], seconds)}.json")))
     more = _run_all(more_jobs, args.jobs, f"{name} SFT continued")
     test, keys = _test_group_and_keys(name)
@@ -263,7 +290,7 @@ def variants(name: str, args: argparse.Namespace, kind: str) -> dict[str, Any]:
     cache.mkdir(parents=True, exist_ok=True)
     table = {"ablation": ABLATION, "control": CONTROL}.get(kind) or {k: {**STRESS_SETTINGS, **v} for k, v in STRESS.items()}
     iterations = args.iterations or (max(1, recipe.rl_iterations // 2) if kind == "stress" else recipe.rl_iterations)
-    sft = _run_all([("sft", (name, str(work), 0), str(cache / f"sft_{_key(name, 0, recipe.build(out='x').to_dict())}.json"))],
+    sft = _run_all([("sft", (name, str(work), 0, *_settings()), str(cache / f"sft_{_key(name, 0, *_settings(), recipe.build(out='x').to_dict())}.json"))],
                    1, f"{name} best SFT")[0]
     runs = _run_all(_rl_jobs(name, args, [sft], table, args.seeds, iterations, cache), args.jobs, f"{name} {kind}")
     from reference_trainer.stats import nested_bootstrap
@@ -490,9 +517,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="only print the docs tables of the saved results")
     ap.add_argument("--check", type=Path, help="recompute the intervals and the test/train overlap of a saved result")
     ap.add_argument("--cached-only", action="store_true", help="report the finished jobs in --work, run none (summary says if complete)")
+    ap.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE",
+                    help="config fields over every job's recipe, e.g. a GPU run: device=cuda dtype=bfloat16 num_envs=128 "
+                         "(use its own --work and --out-dir)")
     args = ap.parse_args(argv)
     global CACHED_ONLY
     CACHED_ONLY = args.cached_only
+    SETTINGS.clear()
+    SETTINGS.update(parse_settings(args.set))
     if args.check:
         print(json.dumps(check(args.check)))
         return 0

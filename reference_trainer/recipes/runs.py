@@ -78,7 +78,7 @@ def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any
 
 
 def sft_policy(name: str, work: str, *, seed: int = 0, model: str | None = None, seconds: float | None = None,
-               max_steps: int | None = None) -> tuple[str, dict[str, Any]]:
+               max_steps: int | None = None, settings: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """Build the tiny model, SFT it with recipe ``name`` and SFT seed ``seed``, save the policy under
     ``work``; returns ``(policy_dir, meta)``. A policy saved before by the same settings is reused.
 
@@ -86,7 +86,8 @@ def sft_policy(name: str, work: str, *, seed: int = 0, model: str | None = None,
     validation split). With ``model`` (a saved policy) and ``seconds``, SFT instead continues from
     that policy on the same demonstrations, without validation, until its optimizer steps have
     taken ``seconds`` (on one thread): "more imitation for the same compute" beside RL. ``max_steps``
-    lowers the recipe's SFT ceiling (:attr:`Recipe.suite_sft_steps`: the suite's budget).
+    lowers the recipe's SFT ceiling (:attr:`Recipe.suite_sft_steps`: the suite's budget). ``settings``: config fields
+    over the recipe's (e.g. ``device``, ``dtype``: ``benchmarks/learning.py --set``), part of the saved recipe.
 
     ``meta``: held-out ``before`` (the untrained model, on the first :data:`BEFORE_SFT_TASKS` test
     tasks; not for a continued SFT) and ``after`` success and score on the test tasks, SFT seconds,
@@ -112,7 +113,7 @@ def sft_policy(name: str, work: str, *, seed: int = 0, model: str | None = None,
         over["sft_steps"] = int(max_steps)
         root = root.with_name(f"{root.name}_max{int(max_steps)}")
     policy_dir, meta_file = root / "policy", root / "sft.json"
-    cfg = RECIPES[name].build(seed=seed, out=str(root / "run"), progress=False, **over)
+    cfg = RECIPES[name].build(seed=seed, out=str(root / "run"), progress=False, **{**(settings or {}), **over})
     cfg.model.tiny.dir = str(root / "tiny")
     recipe = json.loads(json.dumps({k: v for k, v in cfg.to_dict().items() if k != "algo"}, default=str))
     recipe["model"].pop("tiny_dir", None)

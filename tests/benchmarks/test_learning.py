@@ -130,3 +130,24 @@ def test_several_algorithms_from_the_same_starts_and_a_zero_shot_row(tmp_path):
         path.write_text(json.dumps(tampered))
         with pytest.raises(AssertionError):
             learning.check(path)
+
+
+def test_set_gives_every_job_the_same_config_fields_and_keys_of_their_own(tmp_path):
+    assert learning.parse_settings(["device=cuda", "num_envs=256", "recompute_old_logp=true", "dtype=bfloat16"]) == {
+        "device": "cuda", "num_envs": 256, "recompute_old_logp": True, "dtype": "bfloat16"}
+    with pytest.raises(SystemExit, match="config field"):
+        learning.parse_settings(["no_such_field=1"])
+    import argparse
+
+    args = argparse.Namespace(work=str(tmp_path), algo=["turn-ppo"])
+    sft = {"policy_dir": "p", "recipe": {}, "after": 0.5, "seed": 0, "after_metrics": {}, "after_outcomes": {}}
+    plain = learning._rl_jobs("sokoban", args, [sft], {"": {}}, [0], 2, tmp_path)
+    learning.SETTINGS.update(device="cuda")
+    try:
+        gpu = learning._rl_jobs("sokoban", args, [sft], {"": {}}, [0], 2, tmp_path)
+        assert gpu[0][1][0][7] == {"device": "cuda"} and plain[0][1][0][7] == {}  # the RL job's overrides
+        assert gpu[0][2] != plain[0][2]  # another cache file
+        assert learning._settings() == ({"device": "cuda"},)
+    finally:
+        learning.SETTINGS.clear()
+    assert learning._settings() == ()
