@@ -485,15 +485,21 @@ def recompute_intervals(result: dict[str, Any]) -> dict[str, Any]:
     return again
 
 
+def saved_interval(result: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The interval a result saved under ``name``, a key of :func:`recompute_intervals` (``rl[ALGO]``: one algorithm's gain)."""
+    saved = result["summary"]
+    if "kind" in result:
+        return saved[name]["gain"]
+    return saved["rl"][name[3:-1]]["gain"] if name.startswith("rl[") else saved[name]
+
+
 def check(path: Path) -> dict[str, Any]:
     """Recompute a saved result's intervals from its ``per_task`` records and its test/train overlap from its ``tasks``."""
     from reference_trainer.tasks import overlap
 
     result = json.loads(path.read_text())
-    saved = result["summary"]
     for name, again in recompute_intervals(result).items():
-        got = (saved[name]["gain"] if "kind" in result else saved["rl"][name[3:-1]]["gain"] if name.startswith("rl[")
-               else saved[name])
+        got = saved_interval(result, name)
         assert again == got, (name, again, got)
     shared = overlap(result["tasks"]["test"], result["tasks"]["train"])
     assert not shared["shared"], f"{len(shared['shared'])} test tasks are among the training inputs"
