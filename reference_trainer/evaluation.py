@@ -31,9 +31,9 @@ def playing(policy: Any, lm: torch.nn.Module | None) -> Iterator[None]:
 
 
 @torch.no_grad()
-def evaluate(trainer: Any, n: int | None = None, *, split: str = "test", current: bool = False) -> dict[str, float]:
+def evaluate(trainer: Any, n: int | None = None, *, split: str = "test", current: bool = False, envs: Any = None) -> dict[str, float]:
     """Episode metrics of ``trainer``'s policy on ``n`` held-out seeds (default ``eval_episodes``; ``val_episodes`` for
-    ``split="validation"``, whose envs ``val_env_kwargs`` names). With ``ema_decay > 0`` the weight average plays,
+    ``split="validation"``) in ``envs``, the split's envs (:meth:`Trainer.evaluate` passes them). With ``ema_decay > 0`` the weight average plays,
     unless ``current``. Each rank plays its share; the per-episode outcomes go to ``trainer.last_eval_outcomes``
     (same seeds, same order every time, so two evaluations pair up)."""
     t = trainer.cfg.train
@@ -41,9 +41,8 @@ def evaluate(trainer: Any, n: int | None = None, *, split: str = "test", current
         raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
     if split == "validation" and (not t.val_env_kwargs or t.val_episodes <= 0):
         raise ValueError("no validation split: set --val-env-kwargs (e.g. split=validation) and --val-episodes N")
-    if split == "validation" and trainer._val_envs is None:  # made at the first validation
-        trainer._val_envs = trainer._make_envs(t.val_env_kwargs)
-    envs = trainer.eval_envs if split == "test" else trainer._val_envs
+    if envs is None:
+        raise ValueError(f"evaluate: no envs given for the {split!r} split (Trainer.evaluate passes them)")
     n = (t.eval_episodes if split == "test" else t.val_episodes) if n is None else n
     seeds = list(range(t.eval_seed, t.eval_seed + n))
     played, first = _distinct_starts(trainer, split, seeds) if t.eval_temperature == 0 else (seeds, list(range(n)))

@@ -155,8 +155,7 @@ class Trainer:
 
     def _build_tiny(self) -> Path:
         build = lambda: tiny.build(self.cfg.model.tiny, self.cfg.train.env, self.demo_env_kwargs)  # noqa: E731
-        # one writer per machine (local rank 0); the other ranks wait, then find its build in the cache
-        path = build() if self.dist.local_rank == 0 else None
+        path = build() if self.dist.local_rank == 0 else None  # one writer per machine; the others wait, then find it cached
         distributed.barrier(self.dist)
         return path or build()
 
@@ -313,11 +312,12 @@ class Trainer:
         scale = 1.0 if self.scaler is None else self.scaler.get_scale()  # float16: keep small gradients above underflow
         return clip_bias_norm(self.policy, micro, n_tok, self.cfg.algo, temperature=self._temperature, scale=scale, ctx=self.dist)
 
-    # ------------------------------------------------------------------ evaluation
     def evaluate(self, n: int | None = None, *, split: str = "test", current: bool = False) -> dict[str, float]:
         """Success and return on ``n`` fixed held-out seeds of ``split`` (``"test"`` or ``"validation"``), played by
         the weight average when there is one unless ``current`` (:func:`~reference_trainer.evaluation.evaluate`)."""
-        return evaluate(self, n, split=split, current=current)
+        if split == "validation" and self._val_envs is None and self.cfg.train.val_env_kwargs:  # made at the first validation
+            self._val_envs = self._make_envs(self.cfg.train.val_env_kwargs)
+        return evaluate(self, n, split=split, current=current, envs=self._val_envs if split == "validation" else self.eval_envs)
 
     # ------------------------------------------------------------------ SFT and the whole run
     def sft(self, episodes: int | None = None, steps: int | None = None, *, max_seconds: float | None = None) -> dict[str, Any]:
