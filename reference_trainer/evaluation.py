@@ -8,6 +8,7 @@ for each of them; the metrics and per-seed outcomes are those of playing every s
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Any, Iterator
 
 import torch
@@ -45,7 +46,9 @@ def evaluate(trainer: Any, n: int | None = None, *, split: str = "test", current
         raise ValueError(f"evaluate: no envs given for the {split!r} split (Trainer.evaluate passes them)")
     n = (t.eval_episodes if split == "test" else t.val_episodes) if n is None else n
     seeds = list(range(t.eval_seed, t.eval_seed + n))
-    played, first = _distinct_starts(trainer, split, seeds) if t.eval_temperature == 0 else (seeds, list(range(n)))
+    over = t.eval_env_kwargs if split == "test" else t.val_env_kwargs
+    env_kwargs = {**trainer.cfg.rollout.env_kwargs, **(over or {})}
+    played, first = _distinct_starts(t.env, env_kwargs, seeds) if t.eval_temperature == 0 else (seeds, list(range(n)))
     gen = torch.Generator().manual_seed(distributed.rank_seed(t.eval_seed, trainer.dist.rank))
     with playing(trainer.policy, None if current else trainer.averaged_lm):
         episodes = trainer.rollout(distributed.shard(played, trainer.dist), temperature=t.eval_temperature, generator=gen, envs=envs)
@@ -56,21 +59,21 @@ def evaluate(trainer: Any, n: int | None = None, *, split: str = "test", current
     return episode_metrics(episodes)
 
 
-def _distinct_starts(trainer: Any, split: str, seeds: list[int]) -> tuple[list[int], list[int]]:
+#: :func:`_distinct_starts` per (env id, env options, seeds): replaying the resets costs as much as a short evaluation.
+_STARTS: dict[tuple[str, str, tuple[int, ...]], tuple[list[int], list[int]]] = {}
+
+
+def _distinct_starts(env_id: str, env_kwargs: dict[str, Any], seeds: list[int]) -> tuple[list[int], list[int]]:
     """The seeds to play (the first of each distinct start state) and, for every seed, the index of the played
-    seed whose episode it shares. Cached per split and seed list; seeds of an env without state keys all play."""
+    seed whose episode it shares; seeds of an env without state keys all play. Cached per env options and seeds."""
     from .tasks import start_keys
 
-    cache = trainer.__dict__.setdefault("_eval_starts", {})
-    key = (split, tuple(seeds))
-    if key not in cache:
-        t, r = trainer.cfg.train, trainer.cfg.rollout
-        over = t.eval_env_kwargs if split == "test" else t.val_env_kwargs
-        keys = start_keys(t.env, {**r.env_kwargs, **(over or {})}, seeds)
+    cache_key = (env_id, json.dumps(env_kwargs, sort_keys=True, default=repr), tuple(seeds))
+    if cache_key not in _STARTS:
         index: dict[Any, int] = {}
         played: list[int] = []
         first = []
-        for seed, key in zip(seeds, keys):
+        for seed, key in zip(seeds, start_keys(env_id, env_kwargs, seeds)):
             slot = index.get(key) if key is not None else None
             if slot is None:
                 slot = len(played)
@@ -78,5 +81,6 @@ def _distinct_starts(trainer: Any, split: str, seeds: list[int]) -> tuple[list[i
                 if key is not None:
                     index[key] = slot
             first.append(slot)
-        cache[key] = (played, first)
-    return cache[key]
+        _STARTS[cache_key] = (played, first)
+    played, first = _STARTS[cache_key]
+    return list(played), list(first)

@@ -568,7 +568,7 @@ def test_evaluation_plays_each_distinct_start_once_and_counts_it_for_every_seed(
     tr.rollout = lambda seeds, *a, **k: (played.append(list(seeds)), orig(seeds, *a, **k))[1]
     once = tr.evaluate(), dict(tr.last_eval_outcomes)
     assert len(played[0]) == 3 and len(once[1]["seeds"]) == 12  # three levels among twelve draws
-    monkeypatch.setattr(evaluation, "_distinct_starts", lambda trainer, split, seeds: (seeds, list(range(len(seeds)))))
+    monkeypatch.setattr(evaluation, "_distinct_starts", lambda env_id, env_kwargs, seeds: (seeds, list(range(len(seeds)))))
     every = tr.evaluate(), dict(tr.last_eval_outcomes)
     assert len(played[1]) == 12
     assert every[1]["success"] == once[1]["success"] and every[1]["seeds"] == once[1]["seeds"]
