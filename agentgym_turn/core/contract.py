@@ -23,6 +23,7 @@ import logging
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.wrappers import PassiveEnvChecker
 
 __all__ = ["EXIT_STATUSES", "FAULT_STATUSES", "FaultGuard", "InfraError", "fault_step", "TurnStatus", "fork_env", "fork_by_replay", "state_digest", "components_sum"]
 
@@ -58,13 +59,32 @@ class TurnStatus(gym.Wrapper):
     ``gymnasium.make`` applies it outside ``TimeLimit`` for every id of this package (the env itself
     does not know the registered limit). A fault or an invalid action keeps its own status; so does a
     turn that also terminated the episode.
+
+    A ``reset`` that raises (an unknown option, a served env at capacity) leaves the env ready for the
+    next ``reset``: Gymnasium's ``PassiveEnvChecker`` marks its reset check done before the call, and
+    without the re-arming below every later ``step`` fails unpacking the missing first observation.
     """
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        try:
+            return self.env.reset(seed=seed, options=options)
+        except BaseException:
+            _rearm_reset_check(self.env)
+            raise
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         if truncated and not terminated and info.get("exit_status") == "ok":
             info["exit_status"] = "truncated"
         return obs, reward, terminated, truncated, info
+
+
+def _rearm_reset_check(env: Any) -> None:
+    """Undo a ``PassiveEnvChecker``'s "reset checked" mark when that first checked reset raised (no data recorded)."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, PassiveEnvChecker) and env.checked_reset and getattr(env, "_previous_data", ()) is None:
+            env.checked_reset = False
+        env = env.env
 
 
 def fork_env(env: gym.Env, n: int) -> list[gym.Env]:

@@ -62,7 +62,7 @@ from .protocol import (
     ACTION_FIELD, MAX_GROUP_ID_LENGTH, SHOWN_REWARD_KEY, ErrorCode, dumps, parse_observation_payload, served_spec_from_schemas,
 )
 
-__all__ = ["RemoteTurnEnv", "REMOTE_ENV_ID", "RemoteEnvError", "ServerAtCapacityError", "capacity_backoff"]
+__all__ = ["RemoteTurnEnv", "REMOTE_ENV_ID", "RemoteEnvError", "ServerAtCapacityError", "ServerUnreachableError", "capacity_backoff"]
 
 #: The registered id of the client env.
 REMOTE_ENV_ID = "agentgym_turn/Remote-v0"
@@ -116,6 +116,15 @@ class ServerAtCapacityError(ConnectionError):
     def __init__(self, message: str, max_sessions: int | None = None, active_sessions: int | None = None):
         super().__init__(message)
         self.max_sessions, self.active_sessions = max_sessions, active_sessions
+
+
+class ServerUnreachableError(ConnectionError):
+    """The server could not be reached, or dropped the connection without a close frame or while going away
+    (stopped, restarting, a network fault): what ``reset`` waits out for ``resume_wait_s`` before raising."""
+
+
+#: Close codes of a server going away (1001) or restarting (1012), worth reconnecting after.
+_GOING_AWAY = (1001, 1012)
 
 
 def capacity_backoff(attempt: int, retry_after: float | None, rng: random.Random) -> float:
@@ -202,7 +211,8 @@ class RemoteTurnEnv(gym.Env[str, str]):
         capacity_wait_s: Most seconds ``reset`` spends retrying a session the server refused at its session cap
             (backoff with jitter, at least the server's ``Retry-After``); then :class:`ServerAtCapacityError`.
             ``0``: raise at the first refusal.
-        resume_wait_s: Most seconds a ``step`` spends resuming its episode after the connection was lost (the
+        resume_wait_s: Most seconds a ``reset`` spends reconnecting to a server it cannot reach (stopped or restarting:
+            then :class:`ServerUnreachableError`), and a ``step`` spends resuming its episode after the connection was lost (the
             server restarted, the socket dropped, the session idled out during a long generation): it reconnects
             with backoff and replays the episode's seeded reset and actions in a new session (envs are deterministic
             given both), checks the replay ends on the observation it last returned, and sends the step again. Only
@@ -333,7 +343,7 @@ class RemoteTurnEnv(gym.Env[str, str]):
                                      ErrorCode.CAPACITY_REACHED, details) from None
             raise ConnectionError(f"the env server at {self.base_url} refused a session ({err}); {self._hint()}.") from None
         except (OSError, TimeoutError) as err:
-            raise ConnectionError(f"cannot open a session at {self.ws_url} ({err}); {self._hint()}.") from None
+            raise ServerUnreachableError(f"cannot open a session at {self.ws_url} ({err}); {self._hint()}.") from None
         except Exception as err:  # handshake refused (websockets.InvalidHandshake and kin)
             raise ConnectionError(f"the env server at {self.base_url} refused a session ({err}); {self._hint()}.") from None
         self._close_note = ""
@@ -358,7 +368,8 @@ class RemoteTurnEnv(gym.Env[str, str]):
         self._drop(note)
         if rcvd is not None and rcvd.code == 1013:  # "try again later": refused at the cap, its error frame lost
             return RemoteEnvError(note, ErrorCode.CAPACITY_REACHED)
-        return ConnectionError(f"{note}; the episode is lost. Check that the server runs ({self._hint()}), then call reset().")
+        lost = ServerUnreachableError if rcvd is None or rcvd.code in _GOING_AWAY else ConnectionError
+        return lost(f"{note}; the episode is lost. Check that the server runs ({self._hint()}), then call reset().")
 
     def _request(self, message: dict[str, Any], *, new_session_ok: bool = False) -> dict[str, Any]:
         """Send one message and return the server's answer frame (an error frame is raised)."""
@@ -480,21 +491,28 @@ class RemoteTurnEnv(gym.Env[str, str]):
                 "a group must play servers of the same id and --kwarg, and send the same seed or none.", "GROUP_MISMATCH")
 
     def _reset_in_a_session(self, message: dict[str, Any]) -> dict[str, Any]:
-        """Send a reset, opening a session if none is open; a session refused at the server's cap is retried with
-        :func:`capacity_backoff` for up to ``capacity_wait_s`` seconds, then :class:`ServerAtCapacityError`."""
-        deadline, attempt = None, 0
+        """Send a reset, opening a session if none is open. A session refused at the server's cap is retried with
+        :func:`capacity_backoff` for up to ``capacity_wait_s`` seconds, then :class:`ServerAtCapacityError`; a server
+        that cannot be reached (stopped, restarting) for up to ``resume_wait_s`` seconds, then that error."""
+        deadlines: dict[str, float] = {}
+        attempt = 0
         while True:
             try:
                 return self._reset_request(message)
             except RemoteEnvError as err:
                 if err.code != ErrorCode.CAPACITY_REACHED:
                     raise
-                refusal = err
+                refusal, budget, retry_after = err, self.capacity_wait_s, err.details.get("retry_after_s")
+            except ServerUnreachableError as err:
+                refusal, budget, retry_after = err, 0.0 if self._resuming else self.resume_wait_s, None  # a resume has its own deadline
             now = time.monotonic()
-            deadline = now + self.capacity_wait_s if deadline is None else deadline
+            kind = "capacity" if isinstance(refusal, RemoteEnvError) else "unreachable"
+            deadline = deadlines.setdefault(kind, now + budget)
             if now >= deadline:
-                raise self._capacity_error(refusal, attempt) from None
-            time.sleep(min(deadline - now, capacity_backoff(attempt, refusal.details.get("retry_after_s"), self._backoff_rng)))
+                if isinstance(refusal, RemoteEnvError):
+                    raise self._capacity_error(refusal, attempt) from None
+                raise refusal
+            time.sleep(min(deadline - now, capacity_backoff(attempt, retry_after, self._backoff_rng)))
             attempt += 1
 
     def _reset_request(self, message: dict[str, Any]) -> dict[str, Any]:

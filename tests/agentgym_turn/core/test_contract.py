@@ -62,6 +62,17 @@ def test_exit_status__invalid_action_and_truncated_by_the_registered_turn_limit(
     assert set(s for s, _, _ in seen) <= set(EXIT_STATUSES)
 
 
+@pytest.mark.parametrize("env_id", IDS)
+def test_a_reset_that_raises_leaves_the_env_ready_for_the_next_reset_and_step(env_id):
+    env = gym.make(env_id)  # Gymnasium's passive checker included, as users get it
+    with pytest.raises(ValueError, match="unknown option"):
+        env.reset(seed=0, options={"evil": 1})
+    first, _ = env.reset(seed=0)
+    _, reward, _, _, info = env.step("no answer here")
+    assert isinstance(first, str) and info["action_is_valid"] is False and reward <= 0
+    env.close()
+
+
 def _play(env, seed, steps=12, expert_share=0.7):
     """Expert and stray responses from ``reset(seed)``; every (reward, info) of the episode."""
     rng = np.random.default_rng(seed)

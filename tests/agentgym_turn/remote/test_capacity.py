@@ -62,6 +62,18 @@ def test_a_third_client_is_refused_at_once_with_a_connection_error_naming_the_ca
     third.close()
 
 
+def test_a_refused_reset_leaves_the_client_ready_once_a_slot_frees(full_server):
+    server, held = full_server
+    third = _remote(server, capacity_wait_s=0)
+    with pytest.raises(ServerAtCapacityError):
+        third.reset(seed=2)  # Gymnasium's passive checker marked its reset check done before this call
+    held[0].close()
+    observation, info = third.reset(seed=2)
+    _, reward, _, _, info = third.step("<answer>Up</answer>")
+    assert info["turn"] == 1 and info["exit_status"] in ("ok", "invalid_action")
+    third.close()
+
+
 def test_a_refused_client_retries_and_takes_the_place_a_closing_session_frees(full_server):
     server, held = full_server
     third = _remote(server, capacity_wait_s=20)

@@ -17,6 +17,7 @@ import pytest
 import agentgym_turn
 from agentgym_turn.core.turn_env import CONTRACT_INFO_KEYS
 from agentgym_turn.remote import REMOTE_ENV_ID
+from agentgym_turn.remote.client import ServerUnreachableError
 from agentgym_turn.remote.server import EnvServer
 from support.toy_envs import GuessNumberEnv
 
@@ -105,6 +106,46 @@ def test_a_server_restarted_on_the_same_port_serves_the_next_reset():
         server.stop()
         if again is not None:
             again.stop()
+
+
+def test_a_reset_during_a_server_restart_waits_for_the_server_and_plays_the_same_task():
+    server = EnvServer("TurnSokoban-v0", port=0).start()
+    port = server.port
+    clients = [remote(server, resume_wait_s=30) for _ in range(4)]
+    again: list[EnvServer] = []
+    try:
+        for seed, client in enumerate(clients):
+            client.reset(seed=seed)
+            client.step(MOVES[0])
+        server.stop()  # between episodes: every client's next call is a reset
+        restart = threading.Timer(0.5, lambda: again.append(EnvServer("TurnSokoban-v0", port=port).start()))
+        restart.start()
+        try:
+            for seed, client in enumerate(clients):
+                observation, info = client.reset(seed=seed + 10)
+                assert (observation, info) == gym.make("TurnSokoban-v0").reset(seed=seed + 10)
+                assert client.step(MOVES[1])[4]["reward_valid"] is True
+        finally:
+            restart.join()
+    finally:
+        for client in clients:
+            client.close()
+        server.stop()
+        for copy in again:
+            copy.stop()
+
+
+def test_a_reset_gives_up_after_resume_wait_s_with_an_error_naming_the_server():
+    server = EnvServer("TurnSokoban-v0", port=0).start()
+    env, address = remote(server, resume_wait_s=0.3), server.base_url.split("//")[1]
+    try:
+        env.reset(seed=0)
+        server.stop()
+        with pytest.raises(ServerUnreachableError, match=address):
+            env.reset(seed=1)
+    finally:
+        env.close()
+        server.stop()
 
 
 class _StallingGuessEnv(GuessNumberEnv):
