@@ -53,7 +53,7 @@ Terminates on a purchase. Truncates at the turn limit: 20 (the papers' 15 WebSho
 ## Information
 
 The common keys `turn`, `action_is_valid`, `action_is_effective`, `success` (score == 1),
-`score` (the purchase's score, 0 before), plus `page` (the shop's page kind), `goal_index`,
+`score` (the purchase's score, 0 before), plus `page` (the shop's page kind), `goal_index` (sent by a served env only with ``--expert``),
 `messages` (messages sent to the customer), `facts_disclosed` / `facts_total` (goal facts
 the customer has stated / there are) and `purchased_asin` (``""`` until a purchase), and the
 fields RL infrastructure reads (``docs/turn-contract.md``): `exit_status`, `reward_valid`,
@@ -81,6 +81,8 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
     """
 
     reset_options = frozenset({"goal_index"})
+    #: Sent by a served env only with --expert (the goal's index gives the customer's wishes away).
+    oracle_info_keys = ("goal_index",)
     #: ``reward_components``: the purchase's WebShop terms, the cost of the assistant's messages, invalid turns.
     metadata = {**TurnEnv.metadata, "reward_components": ("attributes", "options", "price", "message", "format")}
     #: The dialog is snapshotted by parts (:meth:`snapshot`): its shop by the shop's own snapshot, the rest but its

@@ -153,7 +153,8 @@ answer), `success` (`score` is 1.0), `score` (the exact match: of the answer und
 under ``"search_r1"``). Extra keys:
 
 * `question_id` (str) and `question_type` (str): ``"single_hop"``, ``"bridge"``,
-  ``"comparison"``, or ``"dataset"`` for loaded files.
+  ``"comparison"``, or ``"dataset"`` for loaded files. A generated id names the world seed, from which
+  the world and its answers can be rebuilt, so a served env sends `question_id` only with ``--expert``.
 * `searches` (int): searches run so far.
 * `em` (float) and `f1` (float): exact match and SQuAD token F1 of the answer (0.0 before it).
 * `prediction` (str): the answer scored (``"search_r1"``: the one Search-R1 reads from the
@@ -228,7 +229,8 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
     metadata = {**TurnEnv.metadata, "reward_components": ("exact_match", "format")}
     #: The questions, their source, the retriever and the settings: read-only, shared by forks and left out of snapshots.
     shared_attributes = ("_source", "_questions", "_by_id", "_retriever", "_config")
-    oracle_info_keys = ("golden_answers",)
+    #: Sent by a served env only with --expert: the gold answers, and the id (a generated one names the world seed).
+    oracle_info_keys = ("golden_answers", "question_id")
 
     def __init__(
         self,

@@ -144,7 +144,8 @@ The common keys `turn`, `action_is_valid`, `action_is_effective`, `success` (``R
 ``R == 1``: ``R`` never exceeds 1), `score` (``R`` once bought,
 else 0) and `available_actions` (the clickables of the page in WebShop's order; ``["search"]``
 on the search page, where `has_search_bar` is true), plus `page` (the page kind), `goal_index`
-(the goal's index, which fixes its split), `purchased_asin` and `reward_breakdown` (what was
+(the goal's index, which fixes its split; it gives the goal away, so a served env and the site's
+``/state`` send it only with ``--expert``), `purchased_asin` and `reward_breakdown` (what was
 bought and every term of ``R``; ``""`` and ``{}`` until then), and the fields RL infrastructure
 reads (``docs/turn-contract.md``): `exit_status`, `reward_valid`, `state_key` and
 `reward_components` (``R`` as `attributes`, `options` and `price`, plus `format`). The key set is
@@ -215,6 +216,8 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
     shared_attributes = ("_goals",)
     reset_options = frozenset({"goal_index"})
     #: Keys of :meth:`_extra_info`, in every ``info``.
+    #: Sent by a served env only with --expert: the goal's index gives the goal's attributes, options and price away.
+    oracle_info_keys = ("goal_index",)
     EXTRA_INFO_KEYS = ("page", "goal_index", "has_search_bar", "purchased_asin", "reward_breakdown")
 
     def __init__(

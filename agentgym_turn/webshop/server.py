@@ -324,13 +324,15 @@ class WebShopSite:
 
     def _state(self, sid: str, session: _Session) -> dict[str, Any]:
         env = session.env
+        # the goal's index gives its attributes, options and price away: only a site that serves the oracle sends it
+        info = session.info if self.expert else {k: v for k, v in session.info.items() if k not in env.oracle_info_keys}
         out = {
             "session": sid,
             "instruction": env.goal.instruction_text if env.goal else "",
             "done": session.done,
             "reward": session.reward,
-            "info": session.info,
-            **{k: session.info.get(k) for k in ("page", "goal_index", "turn", "score", "success", "available_actions")},
+            "info": info,
+            **{k: info.get(k) for k in ("page", "goal_index", "turn", "score", "success", "available_actions") if k in info},
         }
         if self.expert:
             out["expert_action"] = env.expert_action()

@@ -510,24 +510,31 @@ def test_cli_serves_an_env_that_the_client_plays(tmp_path):
         proc.wait(timeout=60)
 
 
-@pytest.mark.parametrize("env_id", ["TurnSokoban-v0", "TurnSearchQA-v0"])
+#: Info keys that give a task's answer away, per id: never sent by a server started without --expert.
+ORACLE_KEYS = {"TurnSokoban-v0": set(), "TurnSearchQA-v0": {"golden_answers", "question_id"},
+               "TurnWebShop-v0": {"goal_index"}, "TurnWebShopDialog-v0": {"goal_index"}}
+
+
+@pytest.mark.parametrize("env_id", sorted(ORACLE_KEYS))
 def test_a_default_server_serves_no_oracle_and_says_how_to_turn_it_on(env_id):
-    """Without --expert the expert message is refused and search QA's gold answers never reach the client,
-    over WebSocket and over the stateless HTTP reset."""
+    """Without --expert the expert message is refused, and no info key that identifies the task's answer (search
+    QA's gold answers and question id, which names a generated world's seed; WebShop's goal index) reaches the
+    client, over WebSocket and over the stateless HTTP reset."""
+    hidden = ORACLE_KEYS[env_id]
     with EnvServer(env_id, port=0) as server:
         remote = _remote(server)
         _, info = remote.reset(seed=0)
-        assert "golden_answers" not in info
+        assert not hidden & set(info)
         _, _, _, _, info = remote.step("<search> who </search>")
-        assert "golden_answers" not in info
+        assert not hidden & set(info)
         with pytest.raises(RuntimeError, match="--expert"):
             remote.unwrapped.expert_action()
         remote.close()
         body = json.loads(urllib.request.urlopen(urllib.request.Request(
             server.base_url + "/reset", data=b'{"seed": 0}', headers={"Content-Type": "application/json"})).read())
-        assert "golden_answers" not in json.dumps(body)
+        assert not any(f'"{key}"' in json.dumps(body) for key in hidden)
     local = gym.make(env_id)
-    assert ("golden_answers" in local.reset(seed=0)[1]) == (env_id == "TurnSearchQA-v0")
+    assert hidden == set(local.unwrapped.oracle_info_keys) and hidden <= set(local.reset(seed=0)[1])  # in process, all there
 
 
 def test_a_server_started_with_expert_serves_the_oracles():

@@ -145,7 +145,7 @@ def test_site__the_start_form_opens_a_session_and_the_stylesheet_is_local(server
     assert status == 200 and 'action="/start"' in body and 'name="goal"' in body and 'value="5"' in body  # preselected
     status, headers, _ = start(server, goal=5)
     assert status == 303 and re.fullmatch(r"/s/[A-Za-z0-9_-]+", headers["location"])
-    assert state(server, headers["location"][3:])["goal_index"] == 5
+    assert state(server, headers["location"][3:])["instruction"] == server.site.template.shop.goal(5).instruction_text
     html = page(server, headers["location"][3:])
     assert "http://" not in html and "https://" not in html  # no external assets
     status, headers, css = request(server, "GET", "/static/style.css")

@@ -68,7 +68,8 @@ def test_the_start_form_opens_a_session_on_its_goal(server):
     status, headers, _ = request(server, "POST", "/start", urlencode({"goal": 7}), FORM)
     assert status == 303 and re.fullmatch(r"/s/[A-Za-z0-9_-]+", headers["location"])
     state = json.loads(request(server, "GET", headers["location"] + "/state")[2])
-    assert state["goal_index"] == 7 and state["page"] == "search"
+    assert state["instruction"] == server.site.template.shop.goal(7).instruction_text and state["page"] == "search"
+    assert "goal_index" not in state and "goal_index" not in state["info"]  # the oracle's key: only with --expert
     # the same origin's page, as a browser sends it
     same = {**FORM, "Origin": f"http://127.0.0.1:{server.port}", "Sec-Fetch-Site": "same-origin"}
     assert request(server, "POST", "/start", "goal=", same)[0] == 303  # empty: a random goal
@@ -105,7 +106,7 @@ def test_post_sessions_takes_json_only(server, kind):
     assert status == 415 and "application/json" in json.loads(body)["detail"]
     assert sessions(server) == 0
     status, _, body = request(server, "POST", "/sessions", '{"goal_index": 3}', {"Content-Type": "application/json; charset=utf-8"})
-    assert status == 201 and json.loads(body)["state"]["goal_index"] == 3
+    assert status == 201 and json.loads(body)["state"]["instruction"] == server.site.template.shop.goal(3).instruction_text
     assert sessions(server) == 1
 
 
@@ -124,3 +125,12 @@ def test_the_cli_help_names_the_start_form(capsys):
         main(["--help"])
     out = capsys.readouterr().out
     assert "Start" in out and "--token" in out and "--rate-limit" in out
+
+
+@pytest.mark.parametrize("expert", [False, True])
+def test_state_names_the_goal_index_only_on_a_site_that_serves_the_oracle(expert):
+    with WebShopServer(num_products=100, goal_split="all", expert=expert, limits=LIMITS) as site:
+        status, _, body = request(site, "POST", "/sessions", '{"goal_index": 4}', {"Content-Type": "application/json"})
+        state = json.loads(body)["state"]
+        assert status == 201 and ("goal_index" in state) is expert and ("goal_index" in state["info"]) is expert
+        assert ("expert_action" in state) is expert
