@@ -360,7 +360,7 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         limit = self.action_space.max_length
         if len(action) > limit:
             return InvalidAction(
-                f"The response is {len(action)} characters long; the limit is {limit}. Answer more briefly."
+                f"The response is longer than {limit} characters, the limit. Answer more briefly."
             )
         return self.parse_action(str(action))
 

@@ -44,6 +44,7 @@ import collections
 import hashlib
 import inspect
 import json
+import math
 import pickle
 import random
 import threading
@@ -536,9 +537,30 @@ class RemoteTurnEnv(gym.Env[str, str]):
             f"capacity_wait_s.{'' if is_number(maximum) else ' The server said: ' + str(refusal)[:_CAUSE_CHARS]}",
             maximum if is_number(maximum) else None, active if is_number(active) else None)
 
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def _wire_action(self, action: Any) -> Any:
+        """``action`` as sent: what the served env judges exactly as the local env judges ``action`` itself.
+
+        Bytes are decoded (as :class:`~agentgym_turn.core.turn_env.TurnEnv` decodes them). A response longer than the
+        action space's ``max_length`` is cut to one character over it: its verdict (an invalid turn whose message
+        names the limit) depends only on being longer, and the cut always fits the server's message bound. A non-string
+        is an invalid turn whose message names its type, so a float JSON cannot carry (NaN, infinities) goes as
+        ``0.0``; any other value JSON cannot carry goes as ``[its type's name]`` (invalid either way).
+        """
         if isinstance(action, (bytes, bytearray)):
-            action = bytes(action).decode("utf-8", errors="replace")  # as TurnEnv decodes bytes
+            return bytes(action).decode("utf-8", errors="replace")
+        if isinstance(action, str):
+            limit = self.action_space.max_length
+            return action[: limit + 1] if len(action) > limit else action
+        if isinstance(action, float) and not math.isfinite(action):
+            return 0.0
+        try:
+            json.dumps(action, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            return [type(action).__name__]
+        return action
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        action = self._wire_action(action)
         if self._fault_over:
             return self._over_turn()
         if self._ws is None and not (self._close_note and self._last_info is not None):  # never reset, or closed: a caller bug

@@ -93,6 +93,24 @@ def test_served_transcript_equals_the_in_process_transcript_byte_for_byte(server
     remote.close()
 
 
+#: Garbage a policy (or a bug around it) may send: past the message bound in bytes, past the action space in
+#: characters, and values JSON cannot carry. Each is an invalid turn served as in process, never a fault.
+GARBAGE = [("4 MiB", "x" * (4 << 20)), ("astral past the limit", "\U0001F600" * 70_000), ("NaN", float("nan")),
+           ("infinity in a list", [float("inf")]), ("an int", 5), ("None", None)]
+
+
+@pytest.mark.parametrize("name, action", GARBAGE, ids=[g[0] for g in GARBAGE])
+def test_garbage_actions_are_the_invalid_turns_they_are_in_process_at_once(servers, name, action):
+    server = _server(servers, "TurnSokoban-v0")
+    remote, local = _remote(server, resume_wait_s=30), gym.make("TurnSokoban-v0")
+    remote.reset(seed=0), local.reset(seed=0)
+    got, want = remote.step(action), local.step(action)
+    assert repr(got) == repr(want) and got[4]["exit_status"] == "invalid_action"
+    assert remote.unwrapped.resumed == 0  # judged by the first session, not after a dropped socket and a replay
+    assert repr(remote.step("<answer>Up</answer>")) == repr(local.step("<answer>Up</answer>"))
+    remote.close()
+
+
 def test_the_turn_contract_checker_passes_on_the_client_env_except_pickling(servers):
     from agentgym_turn.testing import check_turn_env
 
