@@ -116,10 +116,18 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is past the range of a float")
+    return value
+
+
 def loads_strict(text: str | bytes) -> Any:
     """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity`` (Python reads them; JSON has
-    none), so that nothing the server echoes back in an error is invalid JSON."""
-    return json.loads(text, parse_constant=_no_constant)
+    none) and numbers a float cannot hold (``1e400`` reads as infinity), so that nothing the server echoes
+    back is invalid JSON."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
 
 
 def parse_json(body: bytes) -> Any:

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core.serving import ServerLimits, read_body
+from ..core.serving import ServerLimits, loads_strict, read_body
 from .protocol import ACTION_FIELD, ProtocolError, dumps, parse_client_message
 from .sessions import EnvFactoryError, EnvSessions, Session, SessionCapacityError
 
@@ -228,7 +228,7 @@ def _request_id(payload: Any) -> Any:
 def _rpc_problem(body: bytes) -> bytes | None:
     """A JSON-RPC error for a POST body that is not a JSON-RPC 2.0 message (or a batch), else ``None``."""
     try:
-        payload = json.loads(body)
+        payload = loads_strict(body)
     except (ValueError, RecursionError):
         return _jsonrpc_error(-32700, "Parse error")
     if isinstance(payload, list):

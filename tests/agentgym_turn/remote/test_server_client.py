@@ -580,6 +580,21 @@ def test_json_constants_are_refused_and_no_answer_is_invalid_json(servers, const
     assert frame["type"] == "error" and frame["data"]["code"] == "INVALID_JSON", frame
 
 
+@pytest.mark.parametrize("data", ['{"seed": 1e400}', '{"seed": 0, "task_id": -1e400}', '{"seed": 0, "metadata": {"x": 1e400}}',
+                                  '{"seed": 0, "extra": 1e400}'])
+def test_numbers_past_a_float_are_refused_never_echoed_as_infinity(servers, data):
+    """``1e400`` is valid JSON that Python reads as infinity; echoing it back would send ``Infinity``."""
+    from agentgym_turn.core.serving import loads_strict
+
+    server = _server(servers, "TurnSokoban-v0")
+    with connect(server.ws_url, proxy=None, max_size=None) as ws:
+        ws.send(f'{{"type": "reset", "data": {data}}}')
+        raw = ws.recv(timeout=30)
+    assert "Infinity" not in raw and loads_strict(raw)["data"]["code"] == "INVALID_JSON", raw
+    status, answer = _http(server, "POST", "/reset", data.encode())
+    assert status == 400 and "Infinity" not in json.dumps(answer)
+
+
 def test_a_text_frame_of_invalid_utf8_closes_with_1007_and_logs_one_line_without_a_traceback(servers):
     import base64
     import logging
