@@ -194,6 +194,8 @@ def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = 
         _send_deadline: asyncio.TimerHandle | None = None
         _head_bytes = 0
         _in_body = False
+        _refused = False
+        _parsed_head = 0  # this message's head as the parser reports it (a pipelined head arrives inside another read)
 
         def _arm(self) -> None:
             if self._deadline is not None:
@@ -260,6 +262,11 @@ def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = 
             self._head_bytes += len(data) if end < 0 else end + 4
             if self._head_bytes <= max_head_bytes:
                 return True
+            self._refuse_head()
+            return False
+
+        def _refuse_head(self) -> None:
+            self._refused = True
             if not self.transport.is_closing():
                 detail = b'{"detail":"the request line and headers must be at most %d bytes"}' % max_head_bytes
                 self.transport.write(
@@ -267,7 +274,6 @@ def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = 
                     b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(detail), detail)
                 )
                 self.transport.close()
-            return False
 
         if counts_head:  # llhttp buffers a header of any length: every read of a head is counted
 
@@ -284,6 +290,29 @@ def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = 
                 self._head_bytes = 0
                 super().on_message_complete()
 
+            def on_message_begin(self) -> None:
+                self._parsed_head = 0
+                super().on_message_begin()
+
+            def _parsed(self, size: int) -> None:
+                """Count a parsed piece of the head; over the bound, refuse and stop the parser (its error ends the feed)."""
+                self._parsed_head += size
+                if self._parsed_head > max_head_bytes:
+                    self._refuse_head()
+                    raise ValueError("request head over the bound")
+
+            def on_url(self, url: bytes) -> None:
+                self._parsed(len(url))
+                super().on_url(url)
+
+            def on_header(self, name: bytes, value: bytes) -> None:
+                self._parsed(len(name) + len(value) + 4)
+                super().on_header(name, value)
+
+            def send_400_response(self, msg: str) -> None:
+                if not self._refused:  # a refused head has had its 431
+                    super().send_400_response(msg)
+
         else:  # h11 bounds an incomplete head itself, but takes a complete one of any size in one read
 
             def data_received(self, data: bytes) -> None:
@@ -294,6 +323,17 @@ def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = 
                     super().data_received(data)
                     if self.cycle is not None:  # a request began: the next head is counted afresh
                         self._head_bytes = 0
+
+            def handle_events(self) -> None:
+                import h11
+
+                if self.conn.their_state is h11.IDLE and not self._refused:  # a pipelined head waits in h11's buffer
+                    buffered = self.conn.trailing_data[0]
+                    end = buffered.find(b"\r\n\r\n")
+                    if (len(buffered) if end < 0 else end + 4) > max_head_bytes:
+                        self._refuse_head()
+                        return
+                super().handle_events()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()

@@ -182,6 +182,20 @@ def test_pipelined_requests_after_a_large_body_are_served(parser_server):
     assert reply.count(b"HTTP/1.1 200") == 2, reply[:200]
 
 
+@pytest.mark.parametrize("extra_kb", [70, 100])
+def test_a_pipelined_head_over_the_bound_is_refused_as_a_first_one_is(parser_server, extra_kb):
+    """A small request and then, in the same write, one whose head is over the bound: the second is counted as
+    the parser reads it (it arrives inside the first one's read), refused, and the connection closed (the 431 may
+    be lost to the reset of a client still sending, so only "never served" is asserted)."""
+    _, srv = parser_server
+    small = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    big = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: " + b"b" * (extra_kb * 1024) + b"\r\n\r\n"
+    reply = raw_exchange(srv, small + big)
+    assert reply.count(b"HTTP/1.1 200") <= 1, reply[:300]
+    with urllib.request.urlopen(f"{srv.base_url}/health", timeout=10) as resp:  # and still serving
+        assert json.loads(resp.read())["status"] == "ok"
+
+
 def test_a_whole_head_over_the_bound_in_one_write_is_refused(parser_server):
     """A complete head over the bound, sent at once (so one read may hold all of it), is refused too."""
     parser, srv = parser_server
