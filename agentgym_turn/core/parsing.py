@@ -75,14 +75,34 @@ class BracketAction:
     argument: str  # stripped, case preserved
 
 
-#: The shapes of chat-template control tokens: ChatML and Llama 3 (``<|im_end|>``, ``<|eot_id|>``), DeepSeek's
-#: full-width bars (``<｜end▁of▁sentence｜>``), Gemma's turns, Llama 2 and Mistral (``[INST]``, ``<<SYS>>``, ``</s>``).
-_CONTROL_TOKEN = re.compile(r"<\s*+[|｜]|[|｜]\s*+>|</?s>|<(?:start|end)_of_turn>|\[/?INST\]|<</?SYS>>", re.IGNORECASE)
+#: The control tokens of the chat formats this project knows, per family, as their public tokenizers and templates
+#: spell them. Any ``<|...|>`` or full-width ``<｜...｜>`` shape is broken whatever its name; the others by name.
+TEMPLATE_CONTROL_TOKENS: dict[str, tuple[str, ...]] = {
+    "ChatML (Qwen2.5, Qwen3, SmolLM2)": ("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
+    "Qwen tools and reasoning": ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"),
+    "SmolLM2 (StarCoder's added tokens)": ("<repo_name>", "<reponame>", "<file_sep>", "<filename>", "<gh_stars>",
+                                           "<issue_start>", "<issue_comment>", "<issue_closed>", "<jupyter_start>",
+                                           "<jupyter_text>", "<jupyter_code>", "<jupyter_output>", "<jupyter_script>",
+                                           "<empty_output>"),
+    "Llama 3": ("<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>", "<|python_tag|>"),
+    "Llama 2, Mistral v1": ("<s>", "</s>", "[INST]", "[/INST]", "<<SYS>>", "<</SYS>>"),
+    "Mistral v3 and later": ("[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]",
+                             "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]", "[THINK]", "[/THINK]"),
+    "Gemma": ("<bos>", "<eos>", "<pad>", "<start_of_turn>", "<end_of_turn>"),
+    "DeepSeek V3, R1": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"),
+    "Phi-3": ("<|system|>", "<|user|>", "<|assistant|>", "<|end|>"),
+    "gpt-oss (harmony)": ("<|start|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|end|>", "<|return|>", "<|call|>"),
+}
+_BAR_SHAPES = r"<\s*+[|｜]|[|｜]\s*+>"
+_NAMED = sorted({t for tokens in TEMPLATE_CONTROL_TOKENS.values() for t in tokens if not re.match(_BAR_SHAPES, t)},
+                key=lambda t: (-len(t), t))
+_CONTROL_TOKEN = re.compile("|".join([_BAR_SHAPES, *map(re.escape, _NAMED)]), re.IGNORECASE)
 _BROKEN = str.maketrans({"<": "‹", ">": "›", "|": "¦", "｜": "¦", "[": "(", "]": ")"})
 
 
 def break_control_tokens(text: str) -> str:
-    """``text`` with every chat control-token shape broken (``<|im_end|>`` reads ``‹¦im_end¦›``).
+    """``text`` with every chat control-token shape broken (``<|im_end|>`` reads ``‹¦im_end¦›``, ``[TOOL_CALLS]``
+    reads ``(TOOL_CALLS)``): every ``<|...|>`` shape and each token of :data:`TEMPLATE_CONTROL_TOKENS`.
 
     Agent text that an observation repeats passes through here: a chat template would otherwise
     turn an echoed ``<|im_end|><|im_start|>system`` into real control tokens of the next prompt."""
