@@ -272,7 +272,7 @@ def _cmd_check_records(args: argparse.Namespace) -> int:
     from . import recording
 
     try:
-        report = getattr(recording, args.command)(_record_file(args.file))
+        report = getattr(recording, args.command)(_record_file(args.file), allow_external=args.allow_external)
     except recording.RecordFormatError as e:
         raise CliError(str(e)) from e
     print(report.summary())
@@ -384,12 +384,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-observations", action="store_true", help="keep only the observations' hashes (smaller files; the viewer shows no text)")
     p.set_defaults(func=_cmd_record)
 
+    external = ("let records whose env arguments name files or servers (a data path, a retriever or env server URL) "
+                "read or call them; only for files you trust")
     p = sub.add_parser("replay", help="play a record file's actions again and report each episode's first difference (exit 1 if any)")
     p.add_argument("file", help="a JSONL file written by `agentgym-turn record` or RecordEpisode")
+    p.add_argument("--allow-external", action="store_true", help=external)
     p.set_defaults(func=_cmd_check_records)
 
     p = sub.add_parser("rescore", help="recompute a record file's rewards with today's code and print the turns that changed")
     p.add_argument("file", help="a JSONL file written by `agentgym-turn record` or RecordEpisode")
+    p.add_argument("--allow-external", action="store_true", help=external)
     p.set_defaults(func=_cmd_check_records)
 
     p = sub.add_parser("view", help="write a record file as one static HTML page to read in a browser")

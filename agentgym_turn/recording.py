@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -35,6 +36,8 @@ __all__ = [
     "POLICIES",
     "RecordEpisode",
     "RecordFormatError",
+    "ExternalResourceError",
+    "external_arguments",
     "Difference",
     "EpisodeReplay",
     "ReplayReport",
@@ -61,6 +64,63 @@ _TURN_FIELDS = ("observation_hash", "reward", "reward_components", "state_key", 
 
 class RecordFormatError(ValueError):
     """A record file that is not a list of episode records of a version this code reads."""
+
+
+class ExternalResourceError(RecordFormatError):
+    """A record whose env arguments name files or servers, replayed without ``allow_external=True``."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _list_of(check: Any, what: str, optional: bool = False) -> Any:
+    def test(value: Any) -> str | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, list):
+            return f"a list of {what}"
+        bad = next((i for i, item in enumerate(value) if not check(item)), None)
+        return None if bad is None else f"a list of {what} (item {bad} is {_short(value[bad], 60)})"
+    return test
+
+
+def _of(check: Any, what: str) -> Any:
+    return lambda value: None if check(value) else what
+
+
+#: What each field of a record must hold (a field left out is not checked: older records lack some).
+_FIELD_CHECKS: dict[str, Any] = {
+    "env_id": _of(lambda v: v is None or isinstance(v, str), "a string or null"),
+    "env_kwargs": _of(lambda v: v is None or isinstance(v, dict), "an object or null"),
+    "max_episode_steps": _of(lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v > 0), "a positive integer or null"),
+    "seed": _of(lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)), "an integer or null"),
+    "options": _of(lambda v: v is None or isinstance(v, dict), "an object or null"),
+    "actions": _list_of(lambda v: True, "actions"),
+    "observation_hashes": _list_of(lambda v: isinstance(v, str), "strings"),
+    "observations": _list_of(lambda v: isinstance(v, str), "strings"),
+    "rewards": _list_of(_is_number, "finite numbers"),
+    "reward_components": _list_of(lambda v: v is None or (isinstance(v, dict) and all(_is_number(x) for x in v.values())),
+                                  "objects of numbers (or nulls)", optional=True),
+    "state_keys": _list_of(lambda v: True, "state keys", optional=True),
+    "exit_statuses": _list_of(lambda v: v is None or isinstance(v, str), "strings (or nulls)", optional=True),
+    "terminated": _of(lambda v: isinstance(v, bool), "true or false"),
+    "truncated": _of(lambda v: isinstance(v, bool), "true or false"),
+    "success": _of(lambda v: v is None or isinstance(v, (bool, int, float)), "true, false, a number or null"),
+    "score": _of(lambda v: v is None or _is_number(v), "a finite number or null"),
+}
+
+
+def _check_fields(record: dict[str, Any], where: str) -> None:
+    """:class:`RecordFormatError` naming the record and the first field whose value this code cannot use."""
+    for name, check in _FIELD_CHECKS.items():
+        if name in record:
+            problem = check(record[name])
+            if problem is not None:
+                raise RecordFormatError(f"{where}: field {name!r} must be {problem}, got {_short(record[name], 60)}.")
+    n = len(record.get("actions", []))
+    if "rewards" in record and len(record["rewards"]) != n:
+        raise RecordFormatError(f"{where}: {len(record['rewards'])} rewards for {n} actions; a record has one reward per action.")
 
 
 # ---------------------------------------------------------------------------------------------- values
@@ -328,6 +388,7 @@ def read_records(source: str | os.PathLike | IO[str]) -> Iterator[dict[str, Any]
             raise RecordFormatError(
                 f"{name}, line {number}: record version {version!r}; this agentgym-turn reads versions up to {VERSION}. Upgrade agentgym-turn."
             )
+        _check_fields(record, f"{name}, line {number}")
         yield record
 
 
@@ -343,11 +404,39 @@ def _make_kwargs(record: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-class _Envs:
-    """Envs made from records, one per distinct (id, kwargs), reused across episodes and closed at the end."""
+_URL = re.compile(r"^\s*[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 
-    def __init__(self) -> None:
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def external_arguments(env_id: str, kwargs: dict[str, Any]) -> list[str]:
+    """The arguments of ``gymnasium.make(env_id, **kwargs)`` that name files or servers: those the env class
+    declares in ``external_kwargs`` (given and not null), and any whose value holds a URL."""
+    from gymnasium.envs.registration import load_env_creator
+
+    entry = gym.spec(env_id).entry_point
+    creator = load_env_creator(entry) if isinstance(entry, str) else entry
+    declared = getattr(creator, "external_kwargs", frozenset())
+    return sorted(k for k, v in kwargs.items() if (k in declared and v is not None) or any(_URL.match(s) for s in _strings(v)))
+
+
+class _Envs:
+    """Envs made from records, one per distinct (id, kwargs), reused across episodes and closed at the end.
+    Without ``allow_external``, a record whose env arguments name files or servers is refused
+    (:class:`ExternalResourceError`): a record file must not make replay read a path or call a URL it names."""
+
+    def __init__(self, allow_external: bool = False) -> None:
         self._envs: dict[str, gym.Env] = {}
+        self.allow_external = allow_external
 
     def get(self, record: dict[str, Any]) -> gym.Env:
         if not record.get("env_id"):
@@ -355,6 +444,12 @@ class _Envs:
         import agentgym_turn  # noqa: F401  (registers the ids)
 
         kwargs = _make_kwargs(record)
+        if not self.allow_external:
+            named = external_arguments(record["env_id"], kwargs)
+            if named:
+                raise ExternalResourceError(
+                    f"a record of {record['env_id']} names files or servers in its env arguments ({', '.join(f'{k}={_short(kwargs[k], 80)}' for k in named)}); "
+                    "replaying it would read or call them. If you trust the file, pass --allow-external (allow_external=True).")
         key = json.dumps([record["env_id"], kwargs], sort_keys=True, default=repr)
         if key not in self._envs:
             self._envs[key] = gym.make(record["env_id"], **kwargs)
@@ -469,17 +564,21 @@ def _first_difference(env: gym.Env, record: dict[str, Any]) -> Difference | None
     return None
 
 
-def replay(path: str | os.PathLike | IO[str]) -> ReplayReport:
+def replay(path: str | os.PathLike | IO[str], *, allow_external: bool = False) -> ReplayReport:
     """Make each record's env again, reset it with the recorded seed and options, play the recorded actions
     and compare, turn by turn, observation hashes, rewards (exact float equality), reward components and
-    state keys and exit statuses (where recorded), and the flags; report each episode's first difference."""
+    state keys and exit statuses (where recorded), and the flags; report each episode's first difference.
+    A record whose env arguments name files or servers raises :class:`ExternalResourceError` unless
+    ``allow_external``."""
     report = ReplayReport()
-    envs = _Envs()
+    envs = _Envs(allow_external)
     try:
         for index, record in enumerate(read_records(path)):
             try:
                 env = envs.get(record)
                 difference = _first_difference(env, record)
+            except ExternalResourceError as e:
+                raise ExternalResourceError(f"episode {index}: {e}") from None
             except Exception as e:  # an env that cannot be made or reset any more is the record's difference
                 difference = Difference(0, "env", record.get("env_id"), f"{type(e).__name__}: {e}")
             report.episodes.append(EpisodeReplay(index, record.get("env_id"), record.get("seed"), len(record.get("actions", [])), difference))
@@ -527,11 +626,12 @@ class RescoreReport:
         return "\n".join(lines)
 
 
-def rescore(path: str | os.PathLike | IO[str]) -> RescoreReport:
+def rescore(path: str | os.PathLike | IO[str], *, allow_external: bool = False) -> RescoreReport:
     """Replay each record's actions with today's code and report exactly the turns whose reward or reward
-    components differ from the record (observations are not compared): old trajectories under a new reward."""
+    components differ from the record (observations are not compared): old trajectories under a new reward.
+    Records naming files or servers: as :func:`replay`."""
     report = RescoreReport()
-    envs = _Envs()
+    envs = _Envs(allow_external)
     try:
         for index, record in enumerate(read_records(path)):
             report.episodes += 1
@@ -552,6 +652,8 @@ def rescore(path: str | os.PathLike | IO[str]) -> RescoreReport:
                     if (terminated or truncated) and turn < n:
                         report.unplayable.append((index, turn, f"the episode ends here today; {n - turn} recorded actions were not played"))
                         break
+            except ExternalResourceError as e:
+                raise ExternalResourceError(f"episode {index}: {e}") from None
             except Exception as e:
                 report.unplayable.append((index, 0, f"{type(e).__name__}: {e}"))
     finally:

@@ -128,6 +128,9 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
     #: ``info`` keys that reveal the task's solution (an oracle): a served env hands them to clients
     #: only when its server opts in (``agentgym-turn serve env ID --expert``).
     oracle_info_keys: ClassVar[tuple[str, ...]] = ()
+    #: Constructor arguments that name files or servers the env reads or calls (a data path, a retriever URL):
+    #: ``replay`` and ``rescore`` of a record file use them only when told to (``--allow-external``).
+    external_kwargs: ClassVar[frozenset[str]] = frozenset()
     #: Reset options that may carry content the env must process (a level text it solves) rather than an
     #: index into its own tasks: a served env accepts them only when its server opts in (``--client-content``).
     content_reset_options: ClassVar[frozenset[str]] = frozenset()

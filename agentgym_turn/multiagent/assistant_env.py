@@ -81,6 +81,7 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
     """
 
     reset_options = frozenset({"goal_index"})
+    external_kwargs = frozenset({"data_path"})
     #: Sent by a served env only with --expert (the goal's index gives the customer's wishes away).
     oracle_info_keys = ("goal_index",)
     #: ``reward_components``: the purchase's WebShop terms, the cost of the assistant's messages, invalid turns.

@@ -233,6 +233,8 @@ class RemoteTurnEnv(gym.Env[str, str]):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
+    #: A record of a served episode names the server: ``replay`` calls it only when told to (``--allow-external``).
+    external_kwargs = frozenset({"base_url"})
 
     def __init__(
         self,

@@ -225,6 +225,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
 
     multiple_choice = False
     reset_options = frozenset({"question_id", "question_index"})
+    external_kwargs = frozenset({"dataset_path", "corpus_path", "index_dir", "retriever_url"})
     #: ``reward_components``: the exact match's change (Search-R1's reward) and the invalid-turn penalty.
     metadata = {**TurnEnv.metadata, "reward_components": ("exact_match", "format")}
     #: The questions, their source, the retriever and the settings: read-only, shared by forks and left out of snapshots.

@@ -231,6 +231,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
     derived_attributes = ("_board",)
     reset_options = frozenset({"level"})
     content_reset_options = frozenset({"level"})  # a level text is solved on reset
+    external_kwargs = frozenset({"levels"})  # a Boxoban file or folder
 
     def __init__(
         self,

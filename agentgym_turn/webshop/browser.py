@@ -222,6 +222,7 @@ class TurnWebShopBrowserEnv(TurnEnv):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4, "reward_components": REWARD_COMPONENTS}
     reset_options = frozenset({"goal_index"})
+    external_kwargs = frozenset({"url", "data_path", "chromium_path", "chromedriver_path"})
     EXTRA_INFO_KEYS = TurnWebShopEnv.EXTRA_INFO_KEYS
 
     def __init__(

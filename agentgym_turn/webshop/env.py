@@ -215,6 +215,7 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
     #: The goal pool: read-only, shared by forks and left out of snapshots (the catalog and its index already are).
     shared_attributes = ("_goals",)
     reset_options = frozenset({"goal_index"})
+    external_kwargs = frozenset({"data_path"})
     #: Keys of :meth:`_extra_info`, in every ``info``.
     #: Sent by a served env only with --expert: the goal's index gives the goal's attributes, options and price away.
     oracle_info_keys = ("goal_index",)

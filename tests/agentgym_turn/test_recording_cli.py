@@ -97,3 +97,80 @@ def test_record__bad_env_kwargs_are_one_line(kwargs, words, tmp_path, capsys):
 def test_record__a_misspelt_id_is_one_line_with_a_suggestion(tmp_path, capsys):
     assert main(["record", "TurnSokobn-v0", "--episodes", "1", "--out", str(tmp_path / "r.jsonl")]) == 2
     assert "Did you mean 'TurnSokoban-v0'?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("actions", 5, "'actions' must be a list of actions"),
+    ("rewards", ["x"], "'rewards' must be a list of finite numbers (item 0 is 'x')"),
+    ("rewards", [], "0 rewards for"),
+    ("seed", "zero", "'seed' must be an integer or null"),
+    ("env_kwargs", [1], "'env_kwargs' must be an object or null"),
+    ("observation_hashes", [1, 2], "'observation_hashes' must be a list of strings"),
+    ("reward_components", [{"a": "b"}], "'reward_components' must be a list of objects of numbers"),
+    ("terminated", "yes", "'terminated' must be true or false"),
+])
+@pytest.mark.parametrize("command", [["replay"], ["rescore"], ["view", "--out", "x.html"]])
+def test_a_record_with_a_field_of_the_wrong_type_is_one_line_naming_the_record_and_the_field(
+        recorded, tmp_path, capsys, command, field, value, words):
+    records = [json.loads(line) for line in recorded.read_text(encoding="utf-8").splitlines()]
+    records[1][field] = value
+    path = tmp_path / "edited.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert main([command[0], str(path), *command[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "line 2: field" in err or "line 2: 0 rewards" in err, err
+    assert words in err and "Traceback" not in err
+
+
+class _Listener:
+    """A loopback socket that counts the connections made to it (never answering)."""
+
+    def __init__(self):
+        import socket
+        import threading
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.url, self.connections, self._stop = f"http://127.0.0.1:{self.sock.getsockname()[1]}", 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self):
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("command", ["replay", "rescore"])
+@pytest.mark.parametrize("env_id, kwargs", [
+    ("TurnSearchQA-v0", {"retriever_url": "URL"}),
+    ("agentgym_turn/Remote-v0", {"base_url": "URL"}),
+    ("TurnWebShop-v0", {"data_path": "/etc/passwd"}),
+    ("TurnSokoban-v0", {"levels": "/etc"}),
+])
+def test_a_record_naming_a_server_or_a_path_is_refused_unless_allowed(tmp_path, capsys, command, env_id, kwargs):
+    listener = _Listener()
+    try:
+        kwargs = {k: (listener.url if v == "URL" else v) for k, v in kwargs.items()}
+        record = {"format": "agentgym-turn/episode", "version": 1, "env_id": env_id, "env_kwargs": kwargs, "seed": 0,
+                  "options": None, "actions": ["<search>x</search>"], "observation_hashes": ["0", "0"], "rewards": [0.0],
+                  "terminated": False, "truncated": False}
+        path = tmp_path / "crafted.jsonl"
+        path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        assert main([command, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--allow-external" in err and list(kwargs)[0] in err
+        assert listener.connections == 0
+        main([command, str(path), "--allow-external"])  # told to: the record's env is made (and fails or differs)
+        assert "--allow-external" not in capsys.readouterr().err
+    finally:
+        listener.close()
