@@ -292,6 +292,8 @@ class RemoteTurnEnv(gym.Env[str, str]):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r} is not supported by the served {self.served_env_id}; choose one of {self.metadata['render_modes']} or None.")
         self.render_mode = render_mode
+        self._config_digest: str | None = spec["config_digest"]
+        self._resume_note = ""  # why the last resume was refused (another configuration), for the fault turn
         self.action_space = TurnText(spec["max_action_length"])
         self.observation_space = TurnText(spec["max_observation_length"])
 
@@ -575,7 +577,7 @@ class RemoteTurnEnv(gym.Env[str, str]):
             except (ConnectionError, TimeoutError) as err:
                 frame = self._resume(action, err)
                 if frame is None:
-                    return self._fault_turn(str(err))
+                    return self._fault_turn(self._resume_note or str(err))
                 text, reward, terminated, truncated, info = self._observation(frame)
         except RemoteEnvError as err:
             if err.code not in _INFRA_CODES:
@@ -595,10 +597,19 @@ class RemoteTurnEnv(gym.Env[str, str]):
             return None
         log, expected = list(self._log), self._last_text
         deadline, attempt = time.monotonic() + self.resume_wait_s, 0
-        self._resuming = True
+        self._resuming, self._resume_note = True, ""
         try:
             while True:
                 try:
+                    try:
+                        digest = served_spec_from_schemas(self._get_json("/schema"))["config_digest"]
+                    except ValueError:  # not an env server of this protocol any more
+                        digest = "?"
+                    if self._config_digest is not None and digest != self._config_digest:  # never continue under other rules
+                        self._resume_note = (f"the env server at {self.base_url} came back with another configuration (its id, "
+                                             "--kwarg values or turn limit changed), so the episode was not resumed")
+                        self._drop(self._resume_note)
+                        return None
                     self.restore(pickle.dumps((type(self).__qualname__, {"env_id": self.served_env_id, "log": log})))
                     if self._last_text != expected:  # not the episode it was: never continue another one
                         self._drop("a resumed episode replayed to another observation")

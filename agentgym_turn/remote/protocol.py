@@ -292,6 +292,7 @@ def build_schemas(
     max_episode_steps: int | None,
     render_modes: list[str],
     render_fps: int | float | None,
+    config_digest: str | None = None,
 ) -> dict[str, Any]:
     """The ``/schema`` answer: JSON Schemas of the action, the observation and the state.
 
@@ -334,6 +335,8 @@ def build_schemas(
             "max_episode_steps": {"type": ["integer", "null"], "const": max_episode_steps},
             "render_modes": {"type": "array", "const": list(render_modes)},
             "render_fps": {"type": ["number", "null"], "const": render_fps},
+            "config_digest": {"type": ["string", "null"], "const": config_digest,
+                              "description": "A digest of the id, --kwarg values and turn limit: changes when the configuration does"},
             "render": {"type": ["string", "null"], "description": "render() of the env in ansi mode (null before the first reset)"},
         },
     }
@@ -342,7 +345,7 @@ def build_schemas(
 
 def served_spec_from_schemas(schemas: Any) -> dict[str, Any]:
     """Read back what :func:`build_schemas` published: ``env_id``, ``max_action_length``,
-    ``max_observation_length``, ``max_episode_steps``, ``render_modes``, ``render_fps``.
+    ``max_observation_length``, ``max_episode_steps``, ``render_modes``, ``render_fps``, ``config_digest``.
     A server that does not publish them is a ``ValueError`` saying which field is missing."""
     try:
         props = schemas["state"]["properties"]
@@ -353,6 +356,7 @@ def served_spec_from_schemas(schemas: Any) -> dict[str, Any]:
             "max_episode_steps": props["max_episode_steps"]["const"],
             "render_modes": list(props["render_modes"]["const"]),
             "render_fps": props["render_fps"]["const"],
+            "config_digest": props.get("config_digest", {}).get("const"),  # None from a server that does not publish one
         }
     except (KeyError, TypeError) as err:
         raise ValueError(f"the /schema answer lacks {err}; is this an agentgym-turn env server (`agentgym-turn serve env ID`)?") from None

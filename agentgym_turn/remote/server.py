@@ -139,6 +139,7 @@ def build_app(
         max_episode_steps=spec.max_episode_steps,
         render_modes=spec.render_modes,
         render_fps=spec.render_fps,
+        config_digest=spec.config_digest,
     )
     metadata = {
         "name": spec.env_id,

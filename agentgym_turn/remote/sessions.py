@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
+import hashlib
 import inspect
+import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -20,6 +23,7 @@ from .protocol import (
     ErrorCode,
     ProtocolError,
     error_frame,
+    json_safe,
     observation_payload,
     reset_seed,
 )
@@ -52,6 +56,15 @@ class ServedEnvSpec:
     render_modes: list[str] = field(default_factory=list)
     render_fps: int | float | None = None
     description: str = ""
+
+    @functools.cached_property
+    def config_digest(self) -> str:
+        """A digest of the id, the ``--kwarg`` values and the turn limit, published by ``/schema`` so that a client
+        resuming an episode after a restart can tell another configuration from the one it played. scrypt, not a
+        plain hash: a secret among the kwargs (a world seed) costs about 50 ms a guess to search for."""
+        canonical = json.dumps([self.env_id, json_safe(self.env_kwargs), self.max_episode_steps], sort_keys=True, default=str)
+        return hashlib.scrypt(canonical.encode("utf-8", "surrogatepass"), salt=b"agentgym-turn/served-config/v1",
+                              n=1 << 14, r=8, p=1, dklen=16).hex()
 
     def default_max_message_bytes(self) -> int:
         """Room for the longest legal action as ASCII-escaped JSON (12 bytes per character at

@@ -96,7 +96,8 @@ def test_messages_are_checked_field_by_field():
 
 
 def test_the_schemas_publish_what_the_client_needs_and_nothing_is_lost():
-    schemas = build_schemas(env_id="X-v0", max_action_length=10, max_observation_length=20, max_episode_steps=5, render_modes=["ansi"], render_fps=4)
+    schemas = build_schemas(env_id="X-v0", max_action_length=10, max_observation_length=20, max_episode_steps=5, render_modes=["ansi"],
+                            render_fps=4, config_digest="ab12")
     assert set(schemas) == {"action", "observation", "state"}
     assert served_spec_from_schemas(json.loads(dumps(schemas))) == {
         "env_id": "X-v0",
@@ -105,7 +106,11 @@ def test_the_schemas_publish_what_the_client_needs_and_nothing_is_lost():
         "max_episode_steps": 5,
         "render_modes": ["ansi"],
         "render_fps": 4,
+        "config_digest": "ab12",
     }
+    older = json.loads(dumps(schemas))
+    del older["state"]["properties"]["config_digest"]  # a server from before the digest: resumed as before
+    assert served_spec_from_schemas(older)["config_digest"] is None
     del schemas["state"]["properties"]["env_id"]
     with pytest.raises(ValueError, match="lacks 'env_id'.*agentgym-turn serve env"):
         served_spec_from_schemas(schemas)

@@ -135,6 +135,45 @@ def test_a_reset_during_a_server_restart_waits_for_the_server_and_plays_the_same
             copy.stop()
 
 
+@pytest.mark.parametrize("kwargs", [{"format_penalty": -0.5}, {"max_episode_steps": 9}])
+def test_a_server_restarted_with_another_configuration_is_not_resumed(kwargs):
+    server = EnvServer("TurnSokoban-v0", port=0).start()
+    port, url = server.port, server.base_url
+    env = remote(server, resume_wait_s=30)
+    again = None
+    try:
+        env.reset(seed=0)
+        *_, last_info = env.step(MOVES[0])
+        server.stop()
+        again = EnvServer("TurnSokoban-v0", port=port, env_kwargs=kwargs).start()
+        result = env.step(MOVES[4])  # an invalid turn: -0.1 before, -0.5 under the new penalty
+        assert_infra_error_turn(result, last_info, url)
+        assert "another configuration" in result[0] and env.unwrapped.resumed == 0
+    finally:
+        env.close()
+        server.stop()
+        if again is not None:
+            again.stop()
+
+
+def test_a_server_restarted_with_the_same_configuration_is_resumed():
+    server = EnvServer("TurnSokoban-v0", port=0).start()
+    port = server.port
+    env, local = remote(server, resume_wait_s=30), gym.make("TurnSokoban-v0")
+    again = None
+    try:
+        env.reset(seed=0), local.reset(seed=0)
+        assert env.step(MOVES[0]) == local.step(MOVES[0])
+        server.stop()
+        again = EnvServer("TurnSokoban-v0", port=port).start()
+        assert env.step(MOVES[4]) == local.step(MOVES[4]) and env.unwrapped.resumed == 1
+    finally:
+        env.close()
+        server.stop()
+        if again is not None:
+            again.stop()
+
+
 def test_a_reset_gives_up_after_resume_wait_s_with_an_error_naming_the_server():
     server = EnvServer("TurnSokoban-v0", port=0).start()
     env, address = remote(server, resume_wait_s=0.3), server.base_url.split("//")[1]
