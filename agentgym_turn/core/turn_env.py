@@ -34,13 +34,13 @@ import abc
 import inspect
 import logging
 import math
-import pickle
 from typing import Any, ClassVar
 
 import gymnasium as gym
 
 from .contract import FAULT_STATUSES, InfraError, state_digest
 from .parsing import InvalidAction
+from .snapshots import seal, unseal
 from .spaces import TurnText, sanitize_text
 
 __all__ = ["TurnEnv", "TurnOutcome", "COMMON_INFO_KEYS", "CONTRACT_INFO_KEYS", "DEFAULT_MAX_ACTION_LENGTH"]
@@ -325,11 +325,12 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         state = dict(state) if isinstance(state, dict) else dict(self.__dict__)
         for name in (*_NOT_SNAPSHOTTED, *self.shared_attributes, *self.derived_attributes):
             state.pop(name, None)
-        return pickle.dumps((type(self).__qualname__, state), protocol=pickle.HIGHEST_PROTOCOL)
+        return seal((type(self).__qualname__, state))
 
     def restore(self, snapshot: bytes) -> None:
-        """Return to the state :meth:`snapshot` saved (from this env or one made the same way)."""
-        kind, state = pickle.loads(snapshot)
+        """Return to the state :meth:`snapshot` saved (from this env or one made the same way). Only bytes this
+        process sealed load (:mod:`agentgym_turn.core.snapshots`): others are a ``SnapshotError``, never unpickled."""
+        kind, state = unseal(snapshot)
         if kind != type(self).__qualname__:
             raise ValueError(f"this snapshot is of a {kind}, not of a {type(self).__qualname__}.")
         self.__dict__.update(state)

@@ -6,6 +6,7 @@ import pickle
 from typing import Any
 
 from ..core import InvalidAction, TurnEnv, TurnOutcome
+from ..core.snapshots import seal, unseal
 from .webshop_dialog import ASSISTANT, CUSTOMER, WebShopDialogEnv
 
 __all__ = ["TurnWebShopDialogEnv", "silent_assistant_action"]
@@ -159,10 +160,10 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
         """The episode's state: this env's, the shop's own snapshot and the dialog's changing fields (its RNG included)."""
         d = self.dialog
         parts = {k: v for k, v in d.__dict__.items() if k not in _DIALOG_FIXED}
-        return pickle.dumps((super().snapshot(), d.shop.snapshot(), parts), protocol=pickle.HIGHEST_PROTOCOL)
+        return seal((super().snapshot(), d.shop.snapshot(), parts))
 
     def restore(self, snapshot: bytes) -> None:
-        own, shop_state, parts = pickle.loads(snapshot)
+        own, shop_state, parts = unseal(snapshot)
         super().restore(own)
         # new dialog and shop objects (shallow copies sharing the fixed parts), so forks never share a turn's state
         dialog = object.__new__(type(self.dialog))

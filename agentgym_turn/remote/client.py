@@ -45,7 +45,6 @@ import hashlib
 import inspect
 import json
 import math
-import pickle
 import random
 import threading
 import time
@@ -58,6 +57,7 @@ import gymnasium as gym
 
 from ..core.args import is_number
 from ..core.contract import fork_by_replay, state_digest
+from ..core.snapshots import seal, unseal
 from ..core.spaces import TurnText
 from .protocol import (
     ACTION_FIELD, MAX_GROUP_ID_LENGTH, SHOWN_REWARD_KEY, ErrorCode, dumps, parse_observation_payload, served_spec_from_schemas,
@@ -610,7 +610,7 @@ class RemoteTurnEnv(gym.Env[str, str]):
                                              "--kwarg values or turn limit changed), so the episode was not resumed")
                         self._drop(self._resume_note)
                         return None
-                    self.restore(pickle.dumps((type(self).__qualname__, {"env_id": self.served_env_id, "log": log})))
+                    self.restore(seal((type(self).__qualname__, {"env_id": self.served_env_id, "log": log})))
                     if self._last_text != expected:  # not the episode it was: never continue another one
                         self._drop("a resumed episode replayed to another observation")
                         return None
@@ -665,14 +665,13 @@ class RemoteTurnEnv(gym.Env[str, str]):
             )
         if self._fault_over:
             raise ConnectionError(f"the session at {self.ws_url} was lost mid-episode; its state cannot be replayed. Call reset().")
-        return pickle.dumps((type(self).__qualname__, {"env_id": self.served_env_id, "log": list(self._log)}),
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        return seal((type(self).__qualname__, {"env_id": self.served_env_id, "log": list(self._log)}))
 
     def restore(self, snapshot: bytes) -> None:
         """Return to the state :meth:`snapshot` saved (from this env or one of the same served id): a new session
         on the server replays the snapshot's resets and actions. A server that fails meanwhile is a
         ``ConnectionError``."""
-        kind, state = pickle.loads(snapshot)
+        kind, state = unseal(snapshot)
         if kind != type(self).__qualname__ or state.get("env_id") != self.served_env_id:
             raise ValueError(f"this snapshot is of a {kind} serving {state.get('env_id')!r}, not of {self!r}.")
         self.close()  # the old session ends; reset opens a new one

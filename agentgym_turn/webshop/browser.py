@@ -27,7 +27,6 @@ import argparse
 import http.client
 import json
 import os
-import pickle
 import shutil
 import signal
 import sys
@@ -39,6 +38,7 @@ from urllib.parse import urlencode, urlsplit
 
 from ..core import InvalidAction, TurnEnv, TurnOutcome, parse_bracket_action, snippet
 from ..core.contract import InfraError, fork_by_replay
+from ..core.snapshots import seal, unseal
 from ..extras import require
 from .env import INTRO, TurnWebShopEnv, exact_click_name
 from .text import OBSERVATION_MODES, actions_line, format_strings, visible_strings
@@ -501,12 +501,12 @@ class TurnWebShopBrowserEnv(TurnEnv):
             "started": self.has_started, "start": self._start_query, "actions": list(self._actions), "turn": self.turn,
             "over": self.episode_over, "faulted": self._faulted, "rng": self.np_random.bit_generator.state,
         }
-        return pickle.dumps((type(self).__qualname__, state), protocol=pickle.HIGHEST_PROTOCOL)
+        return seal((type(self).__qualname__, state))
 
     def restore(self, snapshot: bytes) -> None:
         """Return to the state :meth:`snapshot` saved by replaying its episode in this env's browser: a new session
         opened as the snapshot's was, then its actions. A fault during the replay is an :class:`InfraError`."""
-        kind, state = pickle.loads(snapshot)
+        kind, state = unseal(snapshot)
         if kind != type(self).__qualname__:
             raise ValueError(f"this snapshot is of a {kind}, not of a {type(self).__qualname__}.")
         if state["started"]:
