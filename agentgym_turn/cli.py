@@ -301,11 +301,12 @@ def _eval_player(args: argparse.Namespace) -> Any:
     from .extras import require
 
     require("train", "agentgym-turn eval --model")
+    from reference_trainer.model_files import ModelFileError
     from reference_trainer.players import LocalPlayer
 
     try:
         return LocalPlayer(args.model, device=args.device, dtype=args.dtype, seed=args.seed)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, ModelFileError) as e:
         raise CliError(str(e)) from e
 
 

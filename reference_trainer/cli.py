@@ -256,7 +256,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not distributed.context_from_env().is_main:  # under torchrun: before anything loads and draws its progress bar
         distributed.quiet_console()
     _no_weight_bars()
-    trainer = Trainer(cfg)
+    from .model_files import ModelFileError
+
+    try:
+        trainer = Trainer(cfg)
+    except ModelFileError as e:  # a bad file of the model directory: one line naming it, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     say = print if trainer.dist.is_main else (lambda *a, **k: None)  # under torchrun every rank runs this; rank 0 prints
     try:
         if args.command == "eval":

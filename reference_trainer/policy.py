@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from .logprobs import selected_logprobs
+from .model_files import ModelFileError, check_json_files, check_regular_file, check_template_renders
 
 __all__ = ["Policy", "PolicyOutput", "TurnCache", "load_policy", "load_tokenizer", "save_policy", "DTYPES", "resolve_dtype", "nucleus_logits",
            "needs_grad_scaler", "sampling_generator"]
@@ -501,12 +502,14 @@ def load_policy(path: str | os.PathLike, *, device: str = "cpu", dtype: str = "f
             "directory written by save_pretrained (this trainer never downloads models)."
         )
     dtype = resolve_dtype(dtype, device, bf16_supported=torch.device(device).type == "cuda" and torch.cuda.is_bf16_supported())
+    check_json_files(path)
     meta = json.loads((path / _POLICY_META).read_text()) if (path / _POLICY_META).exists() else {}
     lm = _from_pretrained(AutoModelForCausalLM, path)
     tokenizer = load_tokenizer(path)
     critic_trunk = None
     if critic == "separate" or meta.get("critic") == "separate":
         cpath = path / _CRITIC_DIR if (path / _CRITIC_DIR).exists() else Path(critic_path or path)
+        check_json_files(cpath)
         critic_trunk = _from_pretrained(AutoModel, cpath)
     elif critic != "shared":
         raise ValueError(f"critic must be 'shared' or 'separate', got {critic!r}.")
@@ -521,18 +524,19 @@ def load_policy(path: str | os.PathLike, *, device: str = "cpu", dtype: str = "f
 def safe_torch_load(file: str | os.PathLike) -> Any:
     """``torch.load(file, weights_only=True)`` whose refusals name ``file`` and say what to do: a pickle with
     Python objects (which could run code) and a truncated or corrupt file are ValueErrors."""
+    check_regular_file(file)
     try:
         return torch.load(file, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         # torch's own message advises loading with weights_only=False: only the line naming what was refused is kept
         what = next((line.strip() for line in str(e).splitlines() if "Unsupported" in line or "GLOBAL" in line), "")
-        raise ValueError(
+        raise ModelFileError(
             f"{file}: refused to load: it holds Python objects other than tensors and plain containers, and "
             "unpickling them could run code. A checkpoint saved by this trainer never does; do not resume from files "
             f"of unknown origin.{' (' + what + ')' if what else ''}"
         ) from None
     except (EOFError, RuntimeError, OSError, ValueError) as e:
-        raise ValueError(f"{file}: not a whole checkpoint written by this trainer (truncated or corrupt: {type(e).__name__}). "
+        raise ModelFileError(f"{file}: not a whole checkpoint written by this trainer (truncated or corrupt: {type(e).__name__}). "
                          "Load a directory a run wrote.") from None
 
 
@@ -547,17 +551,33 @@ def load_tokenizer(path: str | os.PathLike) -> Any:
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     path = Path(path)
+    check_json_files(path)
     if (path / "tokenizer.json").exists():
-        return PreTrainedTokenizerFast.from_pretrained(path, local_files_only=True)
-    return AutoTokenizer.from_pretrained(path, local_files_only=True)
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(path, local_files_only=True)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    check_template_renders(tokenizer, path)
+    return tokenizer
 
 
 def _from_pretrained(cls: Any, path: Path) -> nn.Module:
-    """float32 weights from a local directory (``dtype=`` in recent transformers, ``torch_dtype=`` before)."""
+    """float32 weights from a local directory (``dtype=`` in recent transformers, ``torch_dtype=`` before). A
+    pickled weights file (``pytorch_model.bin``) is read with ``weights_only`` by transformers; its refusal, or a
+    weights file that is not a regular file, is one ``ValueError`` naming the file."""
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (path / name).exists() or (path / name).is_symlink():
+            check_regular_file(path / name)
     try:
-        return cls.from_pretrained(path, local_files_only=True, dtype=torch.float32)
-    except TypeError:
-        return cls.from_pretrained(path, local_files_only=True, torch_dtype=torch.float32)
+        try:
+            return cls.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+        except TypeError:
+            return cls.from_pretrained(path, local_files_only=True, torch_dtype=torch.float32)
+    except (pickle.UnpicklingError, OSError, RuntimeError, ValueError) as e:
+        text = str(e)
+        if (path / "pytorch_model.bin").exists() and ("weights_only" in text or isinstance(e, pickle.UnpicklingError)):
+            raise ModelFileError(f"{path / 'pytorch_model.bin'}: refused to load: it holds Python objects other than tensors, and "
+                             "unpickling them could run code. Use the model's own weights (safetensors where it has them).") from None
+        raise
 
 
 def save_policy(policy: Policy, tokenizer: Any, path: str | os.PathLike) -> Path:
