@@ -407,10 +407,13 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 def _hostname(value: str) -> str:
-    """The host of a ``Host`` header or an origin's authority, lower-case, without port or brackets."""
+    """The host of a ``Host`` header or an origin's authority, lower-case, without port or brackets. A bracketed
+    address followed by anything but ``:port`` (``[::1].evil.example``) is returned whole: no name it could match."""
     value = value.strip().lower()
     if value.startswith("["):
-        return value[1:value.find("]")] if "]" in value else value[1:]
+        end = value.find("]")
+        rest = value[end + 1:] if end >= 0 else None
+        return value[1:end] if rest is not None and (rest == "" or re.fullmatch(r":\d{1,5}", rest)) else value
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
@@ -441,7 +444,10 @@ class HostOriginGuard:
         self.app = app
         self.allowed = allowed
 
-    def _refusal(self, headers: dict[bytes, bytes]) -> str | None:
+    def _refusal(self, headers: dict[bytes, bytes], counts: dict[bytes, int] | None = None) -> str | None:
+        repeated = sorted(k.decode("latin-1") for k, n in (counts or {}).items() if n > 1 and k in (b"host", b"origin"))
+        if repeated:  # which copy a proxy or a browser meant is ambiguous: judge none of them
+            return f"a request with more than one {' and '.join(repeated)} header is refused"
         if "*" in self.allowed:
             return None
         host = headers.get(b"host")
@@ -459,7 +465,11 @@ class HostOriginGuard:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] in ("http", "websocket"):
-            refusal = self._refusal({k.lower(): v for k, v in scope.get("headers", [])})
+            pairs = [(k.lower(), v) for k, v in scope.get("headers", [])]
+            counts: dict[bytes, int] = {}
+            for k, _ in pairs:
+                counts[k] = counts.get(k, 0) + 1
+            refusal = self._refusal(dict(pairs), counts)
             if refusal is not None:
                 if scope["type"] == "websocket":
                     await send({"type": "websocket.close", "code": 1008, "reason": refusal[:120]})

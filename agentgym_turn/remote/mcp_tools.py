@@ -27,13 +27,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..core.serving import ServerLimits, loads_strict, read_body
 from .protocol import ACTION_FIELD, ProtocolError, dumps, parse_client_message
-from .sessions import EnvFactoryError, EnvSessions, Session, SessionCapacityError
+from .sessions import CAPACITY_RETRY_AFTER_S, EnvFactoryError, EnvSessions, Session, SessionCapacityError
 
 __all__ = ["ENV_TOOLS", "McpEndpoint", "Param", "ToolSpec", "env_tools", "tool_specs"]
 
@@ -223,6 +224,32 @@ def _request_id(payload: Any) -> Any:
     """The ``id`` of a JSON-RPC message, when it is a string or an integer."""
     request_id = payload.get("id") if isinstance(payload, dict) else None
     return request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(body: bytes) -> bytes:
+    """``body`` with each lone surrogate of its strings (JSON can write one; it is no character, and the MCP SDK
+    refuses the whole message for it) made U+FFFD, as a tool client's text would carry it; other bodies unchanged."""
+    if b"\\ud" not in body.lower():
+        return body
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return body  # answered as a parse error by _rpc_problem
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return _LONE_SURROGATE.sub("\ufffd", value)
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        return value
+
+    cleaned = clean(payload)
+    return body if cleaned == payload else json.dumps(cleaned).encode()
 
 
 def _rpc_problem(body: bytes) -> bytes | None:
@@ -421,7 +448,7 @@ class McpEndpoint:
             await send({"type": "http.response.body", "body": b""})
             return
         if method == "POST":
-            body = await read_body(Request(scope, receive), self.limits)
+            body = _without_lone_surrogates(await read_body(Request(scope, receive), self.limits))
             problem = _rpc_problem(body)
             if problem is None and self._manager is None:
                 problem = _jsonrpc_error(-32603, f"MCP is not available: {self._missing}", _request_id(json.loads(body)))
@@ -447,6 +474,9 @@ class McpEndpoint:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                headers = list(message.get("headers") or ())
+                if status == 503 and not any(k.lower() == b"retry-after" for k, _ in headers):  # the SDK's refusal at its cap
+                    message = {**message, "headers": headers + [(b"retry-after", str(CAPACITY_RETRY_AFTER_S).encode())]}
             await send(message)
 
         await self._manager.handle_request(scope, replay, watch)

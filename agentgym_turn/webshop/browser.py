@@ -37,6 +37,7 @@ from typing import Any, Sequence
 from urllib.parse import urlencode, urlsplit
 
 from ..core import InvalidAction, TurnEnv, TurnOutcome, parse_bracket_action, snippet
+from ..core.args import is_int
 from ..core.contract import InfraError, fork_by_replay
 from ..core.snapshots import seal, unseal
 from ..extras import require
@@ -432,6 +433,8 @@ class TurnWebShopBrowserEnv(TurnEnv):
         if self._replay_query is not None:  # restore(): the snapshot's episode
             query = dict(self._replay_query)
         elif "goal_index" in options:
+            if not is_int(options["goal_index"], 0, numpy=True):  # 1.5, "1" and True are no goal's index
+                raise ValueError(f"goal_index must be an integer >= 0, got {options['goal_index']!r}.")
             query["goal"] = int(options["goal_index"])
         elif self._reset_seed is not None:
             query["seed"] = int(self._reset_seed)  # the goal TurnWebShop-v0 draws with this seed
@@ -460,6 +463,8 @@ class TurnWebShopBrowserEnv(TurnEnv):
         path = urlsplit(driver.current_url).path
         if not buttons or not path.startswith("/s/"):
             text = " ".join(driver.find_element(By.TAG_NAME, "body").text.split())[:300]
+            if "Bad goal" in text or "Bad seed" in text:  # the caller's argument: as TurnWebShop-v0 says it
+                raise ValueError(f"the WebShop site at {self.url} refused the reset: {text}")
             raise RuntimeError(f"the WebShop site at {self.url} did not open a session from its start page: {text!r}")
         return path[len("/s/"):]
 

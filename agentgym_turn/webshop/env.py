@@ -348,14 +348,16 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
     # ------------------------------------------------------------ TurnEnv API
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if "goal_index" in options:
-            index = int(options["goal_index"])
+            index = options["goal_index"]
+            if not is_int(index, numpy=True):  # 1.5, "1" and True are no goal's index
+                raise ValueError(f"goal_index must be an integer, got {index!r}.")
             if not 0 <= index < self.shop.num_goals:
                 raise ValueError(f"goal_index must lie in [0, {self.shop.num_goals}), got {index}.")
         else:
             index = self._goals.draw(self.np_random)
             if self.goal_from_seed and self._reset_seed is not None:
                 index = int(self._goals.indices[self._reset_seed % len(self._goals)])
-        self.goal = self.shop.goal(index)
+        self.goal = self.shop.goal(int(index))
         self.state = _State()
         self._plan = None
         self._prev_obs, self._prev_actions = [self._page_text()], []

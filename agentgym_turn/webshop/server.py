@@ -155,6 +155,10 @@ _TOKEN_OUT_OF_URL = (
 )
 
 
+#: Seeds the site takes are below this (TurnWebShop-v0 takes any; 78 digits bound what a query string carries).
+MAX_SEED = 2**256
+
+
 def _start_page(num_goals: int, goal: int | None = None, seed: int | None = None, *, strip_token: bool = False) -> str:
     """The start page: a form that POSTs to ``/start`` (goal ``goal`` preselected; ``seed`` carried along).
     ``strip_token``: take a ``?token=`` out of the address bar (the cookie holds it now)."""
@@ -182,7 +186,7 @@ def _whole_number(text: str | None, below: int) -> int | None:
     if text is None or text.strip() == "":
         return None
     text = text.strip()
-    if not (text.isascii() and text.isdigit()) or len(text) > 19 or int(text) >= below:
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(below)) or int(text) >= below:
         raise ValueError(text)
     return int(text)
 
@@ -397,9 +401,9 @@ def build_app(site: WebShopSite, *, limits: ServerLimits | None = None):
         except ValueError:
             return error_page(400, "Bad goal", f"goal must be a whole number from 0 to {site.num_goals - 1}.")
         try:
-            return index, _whole_number(seed, 2**63)
+            return index, _whole_number(seed, MAX_SEED)
         except ValueError:
-            return error_page(400, "Bad seed", "seed must be a whole number from 0 to 2**63 - 1.")
+            return error_page(400, "Bad seed", "seed must be a whole number from 0 to 2**256 - 1.")
 
     async def home(request: Any) -> Response:
         # A GET opens nothing (a link, an <img> or a prefetcher must not fill the shop): the form POSTs to /start.
@@ -434,7 +438,7 @@ def build_app(site: WebShopSite, *, limits: ServerLimits | None = None):
         values: dict[str, int | None] = {}
         for key in ("goal_index", "seed"):
             v = payload.get(key)
-            if v is not None and not is_int(v, 0, 2**63 - 1):
+            if v is not None and not is_int(v, 0, MAX_SEED - 1):
                 return JSONResponse({"detail": f"'{key}' must be a non-negative integer"}, status_code=422)
             values[key] = v
         if values["goal_index"] is not None and values["goal_index"] >= site.num_goals:

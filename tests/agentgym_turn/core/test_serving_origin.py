@@ -63,6 +63,24 @@ def test_foreign_hosts_and_origins_are_refused_with_403(served, host, origin):
     assert ("--allow-host" in detail) if origin is None else ("origin" in detail)
 
 
+@pytest.mark.parametrize("origin", ["http://[::1].evil.example", "http://[::1]x:80", "http://[::1]:80.evil.example"])
+def test_an_origin_that_only_starts_like_a_loopback_address_is_refused(served, origin):
+    server, path = served
+    status, reply = _status(server, path, "127.0.0.1", origin)
+    assert status == 403, reply[:200]
+
+
+@pytest.mark.parametrize("pair", [("Host: 127.0.0.1", "Host: evil.example"), ("Origin: http://localhost", "Origin: http://evil.example"),
+                                  ("Origin: http://localhost", "Origin: http://localhost")])
+def test_a_repeated_host_or_origin_header_is_refused_whichever_copy_comes_last(served, pair):
+    server, path = served
+    for first, second in (pair, pair[::-1]):
+        host = [] if first.startswith("Host") else ["Host: 127.0.0.1"]
+        lines = [f"GET {path} HTTP/1.1", *host, first, second, "Connection: close"]
+        reply = raw_exchange(server, ("\r\n".join(lines) + "\r\n\r\n").encode())
+        assert int(reply.split(b" ", 2)[1]) == 403, reply[:200]
+
+
 def test_the_env_servers_websocket_refuses_a_foreign_origin_before_the_handshake():
     with EnvServer("TurnSokoban-v0", port=0) as server:
         with pytest.raises(InvalidStatus) as refused:

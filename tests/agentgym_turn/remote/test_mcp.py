@@ -14,6 +14,7 @@ import json
 import re
 import sys
 import time
+import urllib.error
 import urllib.request
 from typing import Any, AsyncIterator
 
@@ -274,3 +275,55 @@ _JSON = st.recursive(
 def test_any_tool_call_outside_a_session__is_a_tool_error_never_an_exception(env_id, name, arguments):
     result = asyncio.run(_endpoint(env_id).call_tool(None, name, arguments))
     assert result.is_error and result.content[0].text
+
+
+_INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+_ACCEPT = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def _raw(server: EnvServer, message: Any, session: str | None = None, raw: bytes | None = None) -> tuple[int, dict, Any]:
+    """POST one JSON-RPC message (or ``raw`` bytes) to /mcp; ``(status, headers, answer or None)``."""
+    headers = {**_ACCEPT, **({"mcp-session-id": session} if session else {})}
+    request = urllib.request.Request(server.base_url + "/mcp", data=raw if raw is not None else json.dumps(message).encode(),
+                                     method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            body = answer.read()
+            return answer.status, dict(answer.headers), json.loads(body) if body.strip() else None
+    except urllib.error.HTTPError as err:
+        return err.code, dict(err.headers), err.read()
+
+
+def _open(server: EnvServer) -> str:
+    status, headers, _ = _raw(server, _INIT)
+    assert status == 200, status
+    session = next(v for k, v in headers.items() if k.lower() == "mcp-session-id")
+    _raw(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    return session
+
+
+def test_an_initialize_over_the_session_cap_is_a_503_with_retry_after(servers):
+    server = shared_server(servers, "TurnSokoban-v0", max_sessions=1)
+    held = _open(server)
+    try:
+        status, headers, _ = _raw(server, _INIT)
+        assert status == 503 and int({k.lower(): v for k, v in headers.items()}["retry-after"]) >= 1
+    finally:
+        urllib.request.urlopen(urllib.request.Request(server.base_url + "/mcp", method="DELETE", headers={"mcp-session-id": held}),
+                               timeout=10).close()
+
+
+def test_a_lone_surrogate_in_a_tool_argument_plays_its_turn_as_on_the_websocket(servers):
+    """JSON can write a lone surrogate (``\\ud800``), which is no character: /ws passes it to the env, and MCP, whose SDK
+    refuses such a message whole, passes U+FFFD; either way the turn is played, never a parse error."""
+    server = shared_server(servers, "TurnSokoban-v0")
+    session = _open(server)
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "reset", "arguments": {"seed": 0}}}
+    assert _raw(server, call, session)[0] == 200
+    respond = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                          "params": {"name": "respond", "arguments": {"response": "PLACEHOLDER"}}}).replace("PLACEHOLDER", "bad \\ud800 move")
+    status, _, answer = _raw(server, None, session, raw=respond.encode())
+    assert status == 200 and "error" not in answer, answer
+    result = answer["result"]
+    assert result["isError"] is False and result["structuredContent"]["info"]["action_is_valid"] is False

@@ -136,3 +136,19 @@ def test_browser__a_crashed_browser_is_replaced_at_reset_and_close_leaves_no_pro
     assert info["page"] == "results"
     browser.close()
     assert chromium_processes() == []
+
+
+@pytest.mark.parametrize("options", [{"goal_index": 1.5}, {"goal_index": "1"}, {"goal_index": True}, {"goal_index": 10**9}])
+def test_browser__a_bad_goal_index_is_a_value_error_as_in_process(browser, options):
+    with pytest.raises(ValueError, match="goal"):
+        gym.make("TurnWebShop-v0", goal_split="all").reset(seed=0, options=options)
+    with pytest.raises(ValueError, match="goal"):
+        browser.reset(seed=0, options=options)
+
+
+def test_browser__a_large_seed_plays_the_goal_it_draws_in_process_and_one_past_the_sites_bound_is_a_value_error(browser):
+    got, _ = browser.reset(seed=2**200)
+    want, _ = gym.make("TurnWebShop-v0", goal_split="all").reset(seed=2**200)
+    assert got == want
+    with pytest.raises(ValueError, match="seed"):
+        browser.reset(seed=2**300)

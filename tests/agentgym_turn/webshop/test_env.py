@@ -304,3 +304,13 @@ def test_search_ranking__ties_go_to_the_smaller_asin_as_in_pyserini():
     hits = rank_hits(index, "red shoe", asins.__getitem__, 50)
     assert hits[:3] == sorted(range(120, 123), key=asins.__getitem__)  # higher score first
     assert [asins[i] for i in hits[3:]] == sorted(asins[:120])[:47]  # 120 tied: the smallest ids, in order
+
+
+@pytest.mark.parametrize("value", [1.5, "1", True, None, [1]])
+def test_reset__goal_index_takes_integers_only(value):
+    env = gym.make("TurnWebShop-v0")
+    with pytest.raises(ValueError, match="goal_index must be an integer"):
+        env.reset(seed=0, options={"goal_index": value})
+    import numpy as np
+
+    assert env.reset(seed=0, options={"goal_index": np.int64(1)})[1]["goal_index"] == 1  # a numpy integer is one
