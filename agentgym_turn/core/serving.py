@@ -86,7 +86,8 @@ class HTTPError(Exception):
 
 
 async def read_body(request: Any, limits: ServerLimits) -> bytes:
-    """The request body, refusing more than ``limits.max_body_bytes`` (413) or a slow sender (408)."""
+    """The request body, refusing more than ``limits.max_body_bytes`` (413), a slow sender (408) or one that left
+    mid-body (400, which it never reads)."""
     declared = request.headers.get("content-length")
     if declared is not None:
         try:
@@ -106,10 +107,14 @@ async def read_body(request: Any, limits: ServerLimits) -> bytes:
             chunks.append(chunk)
         return b"".join(chunks)
 
+    from starlette.requests import ClientDisconnect
+
     try:
         return await asyncio.wait_for(collect(), timeout=limits.body_timeout)
     except asyncio.TimeoutError:
         raise HTTPError(408, f"the body did not arrive within {limits.body_timeout:g} s") from None
+    except ClientDisconnect:  # gone mid-body: an answer nobody reads, not a traceback in the log for each such client
+        raise HTTPError(400, "the client closed the connection before its body arrived") from None
 
 
 def _no_constant(name: str) -> Any:

@@ -13,7 +13,7 @@ Endpoints (OpenEnv's, with its semantics; message shapes in :mod:`agentgym_turn.
   OpenEnv, every request gets a fresh env that is closed after it: ``/reset`` answers the first
   observation of ``seed``; ``/step`` cannot step a fresh env (a Gymnasium env must be reset first)
   and answers 409 pointing to ``/ws``; ``/state`` is the state of a fresh env.
-* ``GET /health`` (``{"status": "healthy"}``), ``GET /metadata`` (name, description, version),
+* ``GET /health`` (``{"status": "healthy", "sessions": N, "max_sessions": M}``: OpenEnv's answer plus the counts), ``GET /metadata`` (name, description, version),
   ``GET /schema`` (JSON Schemas of action, observation and state; the spaces' ``maxLength``),
   ``GET /openapi.json`` (the HTTP endpoints), so that OpenEnv's runtime validator (``openenv validate --url``)
   passes, and ``/mcp``: MCP's streamable HTTP transport (the ``mcp`` extra), the env's turns as MCP tools, one
@@ -151,7 +151,7 @@ def build_app(
     }
 
     async def health(request: Any) -> Any:
-        return _json({"status": "healthy"})
+        return _json({"status": "healthy", "sessions": sessions.active, "max_sessions": sessions.max_sessions})
 
     async def get_metadata(request: Any) -> Any:
         return _json(metadata)

@@ -456,7 +456,8 @@ def _http(server: EnvServer, method: str, path: str, body: bytes | None = None) 
 def test_http_endpoints_follow_openenv(servers):
     server = _server(servers, "TurnSokoban-v0")
     local = gym.make("TurnSokoban-v0")
-    assert _http(server, "GET", "/health") == (200, {"status": "healthy"})
+    assert _http(server, "GET", "/health") == (200, {"status": "healthy", "sessions": server.sessions.active,
+                                                     "max_sessions": server.sessions.max_sessions})
     status, metadata = _http(server, "GET", "/metadata")
     assert status == 200 and metadata["name"] == "TurnSokoban-v0" and isinstance(metadata["description"], str)
     status, schema = _http(server, "GET", "/schema")
