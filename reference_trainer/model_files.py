@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import stat
 import threading
 from pathlib import Path
@@ -54,28 +56,64 @@ def check_json_files(path: str | os.PathLike) -> None:
 
 
 def check_template_renders(tokenizer: Any, source: str | os.PathLike, seconds: float | None = None) -> None:
-    """Render a short conversation with ``tokenizer``'s chat template in a helper thread; ``ValueError`` naming the
-    template's file when it takes over ``seconds`` (default :data:`TEMPLATE_SECONDS`; the thread cannot be stopped: it runs on, as a daemon, until the
-    process ends) or fails."""
+    """Render a short conversation with ``tokenizer``'s chat template; ``ValueError`` naming the template's file when
+    it takes over ``seconds`` (default :data:`TEMPLATE_SECONDS`) or fails. Where the OS forks, the render runs in a
+    forked copy of this process that is killed at the bound, so a template that loops (and fills memory) stops
+    with it; elsewhere a daemon thread renders, and one that never ends runs on until the process does."""
     if not getattr(tokenizer, "chat_template", None):
         return
-    messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Go"}]
     seconds = TEMPLATE_SECONDS if seconds is None else seconds
-    outcome: dict[str, Any] = {}
+    outcome = _render_forked(tokenizer, seconds) if hasattr(os, "fork") else _render_in_thread(tokenizer, seconds)
+    where = Path(source) / ("chat_template.jinja" if (Path(source) / "chat_template.jinja").exists() else "tokenizer_config.json")
+    if outcome is None:
+        raise ModelFileError(f"{where}: its chat template did not render a three-message conversation within {seconds:g} s; "
+                             "a real template takes milliseconds. Use the model's own template.")
+    if outcome:
+        raise ModelFileError(f"{where}: its chat template fails on a three-message conversation ({outcome[:240]}).")
 
-    def render() -> None:
+
+_MESSAGES = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Go"}]
+
+
+def _render(tokenizer: Any) -> str:
+    """``""`` when the template renders, else the error as ``Type: message``."""
+    try:
+        tokenizer.apply_chat_template(_MESSAGES, tokenize=False, add_generation_prompt=True)
+        return ""
+    except Exception as e:  # a template that raises: reported by the caller, with its file
+        return f"{type(e).__name__}: {str(e)[:200]}" or "error"
+
+
+def _render_forked(tokenizer: Any, seconds: float) -> str | None:
+    """Render in a forked child that writes its outcome to a pipe; ``None`` (and the child killed) past ``seconds``."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: render, report, leave without running the parent's exit handlers
+        code = 0
         try:
-            outcome["text"] = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        except Exception as e:  # a template that raises: reported below, with its file
-            outcome["error"] = e
+            os.close(read_end)
+            os.write(write_end, (_render(tokenizer) or "ok").encode("utf-8", "replace")[:1024])
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    try:
+        ready, _, _ = select.select([read_end], [], [], seconds)
+        data = os.read(read_end, 1024).decode("utf-8", "replace") if ready else None
+    finally:
+        os.close(read_end)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    if data is None:
+        return None
+    return "" if data == "ok" else (data or "the render process died")
 
-    worker = threading.Thread(target=render, name="chat-template-check", daemon=True)
+
+def _render_in_thread(tokenizer: Any, seconds: float) -> str | None:
+    outcome: list[str] = []
+    worker = threading.Thread(target=lambda: outcome.append(_render(tokenizer)), name="chat-template-check", daemon=True)
     worker.start()
     worker.join(seconds)
-    where = Path(source) / ("chat_template.jinja" if (Path(source) / "chat_template.jinja").exists() else "tokenizer_config.json")
-    if worker.is_alive():
-        raise ModelFileError(f"{where}: its chat template did not render a three-message conversation within {seconds:g} s; "
-                         "a real template takes milliseconds. Use the model's own template.")
-    if "error" in outcome:
-        err = outcome["error"]
-        raise ModelFileError(f"{where}: its chat template fails on a three-message conversation ({type(err).__name__}: {str(err)[:200]}).")
+    return None if worker.is_alive() else outcome[0]

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,8 @@ def test_a_template_that_renders_forever_is_refused_within_the_bound_naming_its_
     (copy / "chat_template.jinja").write_text(HANG, encoding="utf-8")
     with pytest.raises(ModelFileError, match=r"chat_template\.jinja: its chat template did not render .* within 0\.5 s"):
         load_tokenizer(copy)
+    # the render was stopped, not left running: a loop like this one fills memory until the process dies
+    assert not any(t.name == "chat-template-check" for t in threading.enumerate())
 
 
 def test_a_template_that_raises_is_refused_naming_its_file(copy):
