@@ -301,13 +301,33 @@ def soak(seconds: float, clients: int, seed: int = 0) -> dict[str, Any]:
             served.stop()
 
 
+def markdown(result: dict[str, Any]) -> str:
+    """The soak's table for ``docs/security.md``: per server, sessions, memory and what must be zero."""
+    rows = ["| server | sessions | RSS start -> end (peak), MB | slope after warm-up, MB per 1,000 sessions | "
+            "live after drain | client errors | server tracebacks |", "|---|---|---|---|---|---|---|"]
+    names = {"env": "env server (TurnSokoban-v0, /ws)", "site": "WebShop site"}
+    for name, r in result["servers"].items():
+        slope = "n/a" if r["slope_mb_per_1000_sessions"] is None else f"{r['slope_mb_per_1000_sessions']:+.3f}"
+        rows.append(f"| {names.get(name, name)} | {r['sessions']:,} | {r['rss_start_mb']:.1f} -> {r['rss_end_mb']:.1f} "
+                    f"({r['rss_peak_mb']:.1f}) | {slope} | {r['live_sessions_after_drain']} | {r['client_errors']} | "
+                    f"{r['server_tracebacks']} |")
+    minutes = result["seconds"] / 60
+    plays = ", ".join(f"{k} {v:,}" for k, v in result["scenarios"].items())
+    return (f"{minutes:g} minutes, {result['clients']} client threads, idle timeout {result['idle_timeout_s']:g} s "
+            f"(`benchmarks/results/soak.json`; scenarios played: {plays}).\n\n" + "\n".join(rows) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=1800.0, help="how long the clients churn (default 1800)")
     parser.add_argument("--clients", type=int, default=8, help="client threads (default 8)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(common.RESULTS / "soak.json"))
+    parser.add_argument("--markdown", action="store_true", help="print the docs table of the saved --out and exit")
     args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(Path(args.out).read_text())), end="")
+        return 0
     if not 0 < args.seconds <= 4 * 3600 or not 0 < args.clients <= 64:
         parser.error("--seconds must be in (0, 14400] and --clients in [1, 64]")
     result = soak(args.seconds, args.clients, args.seed)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import math
 
-from benchmarks.soak import SCENARIOS, main
+from benchmarks import common
+from benchmarks.soak import SCENARIOS, main, markdown
+from support.paths import ROOT
 
 
 def test_a_minute_of_churn_leaves_no_session_no_error_and_no_traceback(tmp_path):
@@ -21,3 +23,12 @@ def test_a_minute_of_churn_leaves_no_session_no_error_and_no_traceback(tmp_path)
         assert server["client_errors"] == 0, (name, server["error_examples"])
         assert server["server_tracebacks"] == 0, name
         assert server["slope_mb_per_1000_sessions"] is None or math.isfinite(server["slope_mb_per_1000_sessions"])
+
+
+def test_the_committed_30_minute_soak_is_the_table_in_the_docs_and_holds_its_bounds():
+    result = json.loads((common.RESULTS / "soak.json").read_text())
+    assert markdown(result) in (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    assert result["seconds"] >= 1800
+    for name, server in result["servers"].items():
+        assert server["live_sessions_after_drain"] == server["client_errors"] == server["server_tracebacks"] == 0, name
+        assert server["slope_mb_per_1000_sessions"] < 0.2, name
