@@ -130,7 +130,12 @@ def outcome_rewards(outcome: torch.Tensor, turn_mask: torch.Tensor, action_mask:
     return turn_r, token_r
 
 
-def episode_weights(action_mask: torch.Tensor) -> torch.Tensor:
+#: Sums scalar tensors over data-parallel ranks (:func:`reference_trainer.distributed.sums`): the statistics below take
+#: one to be computed over every rank's batch together; ``None`` is this process's batch alone.
+Reduce = Callable[..., list[torch.Tensor]]
+
+
+def episode_weights(action_mask: torch.Tensor, reduce: Reduce | None = None) -> torch.Tensor:
     """``[B, 1]`` weights ``mean_b(n_b) / n_b`` (``n_b`` action tokens of episode ``b``; 0 without any).
 
     Multiplying the advantages by them turns a token-mean loss into a sequence mean of token
@@ -139,21 +144,27 @@ def episode_weights(action_mask: torch.Tensor) -> torch.Tensor:
     """
     n = action_mask.float().sum(1, keepdim=True)
     has = n > 0
-    mean = n[has].mean() if bool(has.any()) else n.new_ones(())
+    total, count = n[has].sum(), has.sum()
+    if reduce is not None:
+        total, count = reduce(total, count)
+    mean = (total / count).to(n.dtype) if float(count) > 0 else n.new_ones(())
     return torch.where(has, mean / n.clamp(min=1), torch.zeros_like(n))
 
 
-def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def masked_mean(x: torch.Tensor, mask: torch.Tensor, reduce: Reduce | None = None) -> torch.Tensor:
     """Mean of ``x`` over ``mask`` (0 for an empty mask, never NaN)."""
-    mask = mask.to(x.dtype)
-    return (x * mask).sum() / mask.sum().clamp(min=1)
+    m = mask.to(x.dtype)
+    total, count = (x * m).sum(), m.sum()
+    if reduce is not None:
+        total, count = reduce(total, count)
+    return (total / count.clamp(min=1)).to(x.dtype)
 
 
 @torch.no_grad()
-def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8, reduce: Reduce | None = None) -> torch.Tensor:
     """``(x - mean) / (std + eps)`` over ``mask`` (population std; 0 outside the mask and when all values are equal)."""
-    mean = masked_mean(x, mask)
-    var = masked_mean((x - mean) ** 2, mask)
+    mean = masked_mean(x, mask, reduce)
+    var = masked_mean((x - mean) ** 2, mask, reduce)
     out = (x - mean) / (var.sqrt() + eps)
     return torch.where(mask.bool(), out, torch.zeros_like(out))
 

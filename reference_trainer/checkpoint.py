@@ -32,17 +32,20 @@ import re
 import secrets
 import shutil
 import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
 from . import distributed, models, policy
 from .averaging import frozen_copy
+from .config import Config
 from .policy import safe_torch_load
 
 __all__ = ["STATE_FILE", "TENSORS_FILE", "save", "resolve", "read_meta", "load_tensors", "save_trainer",
-           "restore_trainer"]
+           "restore_trainer", "TrainerState"]
 
 STATE_FILE = "trainer_state.json"
 TENSORS_FILE = "state.pt"
@@ -144,9 +147,9 @@ def resolve(path: str | os.PathLike) -> Path:
     return max(complete)[2]
 
 
-def read_meta(path: str | os.PathLike, *, trainer: bool = False) -> dict[str, Any]:
-    """``trainer_state.json`` of the checkpoint ``path`` (iteration, and for the trainer's own state
-    ``trainer=True``: sft_done, numpy_rng, config), checked: a file this trainer did not write (a negative
+def read_meta(path: str | os.PathLike, *, whole: bool = False) -> dict[str, Any]:
+    """``trainer_state.json`` of the checkpoint ``path`` (iteration, and for a whole trainer state to resume from,
+    ``whole=True``: sft_done, numpy_rng, config), checked: a file this trainer did not write (a negative
     iteration, a missing key) is a ValueError naming it."""
     file = resolve(path) / STATE_FILE
     try:
@@ -160,9 +163,9 @@ def read_meta(path: str | os.PathLike, *, trainer: bool = False) -> dict[str, An
         it = meta.get("iteration")
         if isinstance(it, bool) or not isinstance(it, int) or it < 0:
             problems.append(f"iteration must be a whole number >= 0, got {it!r}")
-        if trainer and not isinstance(meta.get("sft_done"), bool):
+        if whole and not isinstance(meta.get("sft_done"), bool):
             problems.append(f"sft_done must be true or false, got {meta.get('sft_done')!r}")
-        if trainer and not isinstance(meta.get("numpy_rng"), dict):
+        if whole and not isinstance(meta.get("numpy_rng"), dict):
             problems.append("numpy_rng is missing")
     if problems:
         raise ValueError(f"{file}: not a trainer state written by this trainer: {'; '.join(problems)}. Resume from a "
@@ -176,57 +179,81 @@ def load_tensors(path: str | os.PathLike) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- the trainer's state
-def save_trainer(trainer: Any, path: str | os.PathLike) -> Path:
-    """Weights, optimizer, scheduler, RNG states, KL reference, weight average and config of ``trainer``.
+@dataclass
+class TrainerState:
+    """What a run resumes from: the policy and its optimizer, schedule and loss scale, the sampling RNGs, the KL
+    reference and weight average, the iteration and whether SFT ran, and the config. :func:`restore_trainer` loads
+    tensors into the objects in place and returns the state with the plain fields replaced."""
+
+    cfg: Config
+    policy: Any
+    tokenizer: Any
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    generator: torch.Generator
+    np_rng: np.random.Generator
+    parallel: Any
+    dist: distributed.DistContext
+    iteration: int = 0
+    sft_done: bool = False
+    ref_lm: torch.nn.Module | None = None
+    averaged_lm: torch.nn.Module | None = None
+    #: The directory the weights came from (an FSDP save rebuilds the whole model from it).
+    model_path: Path | None = None
+
+
+def save_trainer(run: TrainerState, path: str | os.PathLike) -> Path:
+    """Weights, optimizer, scheduler, RNG states, KL reference, weight average and config of ``run``.
 
     Under torchrun every rank calls this: rank 0 writes (the weights and optimizer state are the same
     on every DDP rank), each rank's sampling generator is kept (``rank_generators``), and all ranks
     wait until the checkpoint is whole.
     """
-    ctx = trainer.dist
-    ref, avg = trainer.ref_lm, trainer.averaged_lm
-    generators = distributed.gather_objects(trainer.generator.get_state(), ctx)
-    full = trainer.parallel.full_state(trainer.optimizer)  # FSDP: gathered on rank 0
+    ctx = run.dist
+    ref, avg = run.ref_lm, run.averaged_lm
+    scaler = run.parallel.scaler
+    generators = distributed.gather_objects(run.generator.get_state(), ctx)
+    full = run.parallel.full_state(run.optimizer)  # FSDP: gathered on rank 0
 
     def write(directory: Path) -> None:
         if full is None:
-            policy.save_policy(trainer.policy, trainer.tokenizer, directory / "policy")
-            optimizer = trainer.optimizer.state_dict()
+            policy.save_policy(run.policy, run.tokenizer, directory / "policy")
+            optimizer = run.optimizer.state_dict()
         else:
-            policy.save_policy(_whole_policy(trainer, full[0]), trainer.tokenizer, directory / "policy")
+            policy.save_policy(_whole_policy(run, full[0]), run.tokenizer, directory / "policy")
             optimizer = _indexed_optimizer_state(full[1])
         state = {
             "optimizer": optimizer,
-            "scheduler": trainer.scheduler.state_dict(),
-            "torch_generator": trainer.generator.get_state(),
+            "scheduler": run.scheduler.state_dict(),
+            "torch_generator": run.generator.get_state(),
             "torch_global": torch.get_rng_state(),
             "ref_lm": ref.state_dict() if ref is not None and ref is not avg else None,  # (None: it is the average)
             "averaged_lm": avg.state_dict() if avg is not None else None,
-            "grad_scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,  # float16
+            "grad_scaler": scaler.state_dict() if scaler is not None else None,  # float16
         }
         if ctx.enabled:  # rank r resumes with its own generator when the world size is the same
             state["rank_generators"] = generators
         torch.save(state, directory / TENSORS_FILE)
 
-    meta = {"iteration": trainer.iteration, "sft_done": trainer.sft_done, "numpy_rng": trainer.np_rng.bit_generator.state,
-            "config": trainer.cfg.to_dict()}
+    meta = {"iteration": run.iteration, "sft_done": run.sft_done, "numpy_rng": run.np_rng.bit_generator.state,
+            "config": run.cfg.to_dict()}
     if ctx.enabled:
         meta["world_size"] = ctx.world_size
     path = Path(path)
     if ctx.is_main:
-        save(path, write, meta, iteration=trainer.iteration)
+        save(path, write, meta, iteration=run.iteration)
     distributed.barrier(ctx)  # nobody reads or resumes from a half-written checkpoint
     return path
 
 
-def _whole_policy(trainer: Any, model_state: dict[str, Any]) -> Any:
-    """An unsharded CPU copy of an FSDP trainer's policy holding ``model_state`` (names of the wrapped objective)."""
-    if trainer.model_path is None:
+def _whole_policy(run: TrainerState, model_state: dict[str, Any]) -> Any:
+    """An unsharded CPU copy of an FSDP run's policy holding ``model_state`` (names of the wrapped objective)."""
+    if run.model_path is None:
         raise ValueError("an FSDP checkpoint rebuilds the whole model from the directory it was loaded from: build the "
                          "Trainer from cfg.model.model (not from a policy object) to save under --parallel fsdp.")
-    m = trainer.cfg.model
+    m = run.cfg.model
     critic_path = m.critic_model and models.model_directory(m.critic_model)
-    whole, _ = policy.load_policy(trainer.model_path, device="cpu", dtype=m.dtype, critic=m.critic, critic_path=critic_path)
+    whole, _ = policy.load_policy(run.model_path, device="cpu", dtype=m.dtype, critic=m.critic, critic_path=critic_path)
     whole.load_state_dict({k.removeprefix("policy."): v for k, v in model_state.items()})
     return whole
 
@@ -240,27 +267,30 @@ def _indexed_optimizer_state(by_name: dict[str, Any]) -> dict[str, Any]:
             "param_groups": [{**g, "params": [index[n] for n in g["params"]]} for g in by_name["param_groups"]]}
 
 
-def restore_trainer(trainer: Any, path: str | os.PathLike) -> None:
-    """Put the state saved by :func:`save_trainer` back into ``trainer`` (its policy was loaded from ``path/policy``)."""
-    meta, state = read_meta(path, trainer=True), load_tensors(path)
-    trainer.parallel.load_optimizer_state(trainer.optimizer, state["optimizer"])
-    trainer.scheduler.load_state_dict(state["scheduler"])
-    if state.get("grad_scaler") and trainer.scaler is not None:  # a float16 run resumes at its loss scale
-        trainer.scaler.load_state_dict(state["grad_scaler"])
-    ranks, ctx = state.get("rank_generators"), trainer.dist
+def restore_trainer(run: TrainerState, path: str | os.PathLike) -> TrainerState:
+    """Load the state saved by :func:`save_trainer` into ``run``'s optimizer, scheduler, loss scale, generators and
+    frozen models (its policy was loaded from ``path/policy``); returns ``run`` with the iteration, the SFT flag and
+    the KL reference replaced."""
+    meta, state = read_meta(path, whole=True), load_tensors(path)
+    run.parallel.load_optimizer_state(run.optimizer, state["optimizer"])
+    run.scheduler.load_state_dict(state["scheduler"])
+    scaler = run.parallel.scaler
+    if state.get("grad_scaler") and scaler is not None:  # a float16 run resumes at its loss scale
+        scaler.load_state_dict(state["grad_scaler"])
+    ranks, ctx = state.get("rank_generators"), run.dist
     if ranks is not None and len(ranks) == ctx.world_size:
-        trainer.generator.set_state(ranks[ctx.rank])
+        run.generator.set_state(ranks[ctx.rank])
     elif ctx.rank == 0:
-        trainer.generator.set_state(state["torch_generator"])
+        run.generator.set_state(state["torch_generator"])
     else:  # another world size: rank 0 continues rank 0's stream, the others start fresh streams for this iteration
-        trainer.generator.manual_seed(distributed.rank_seed(trainer.cfg.train.seed + int(meta["iteration"]), ctx.rank))
+        run.generator.manual_seed(distributed.rank_seed(run.cfg.train.seed + int(meta["iteration"]), ctx.rank))
     torch.set_rng_state(state["torch_global"])
-    if state.get("averaged_lm") is not None and trainer.averaged_lm is not None:
-        trainer.averaged_lm.load_state_dict(state["averaged_lm"])  # (the KL reference too, when it is the average)
+    if state.get("averaged_lm") is not None and run.averaged_lm is not None:
+        run.averaged_lm.load_state_dict(state["averaged_lm"])  # (the KL reference too, when it is the average)
+    ref_lm = run.ref_lm
     if state.get("ref_lm") is not None:
-        if trainer.ref_lm is None:
-            trainer.ref_lm = frozen_copy(trainer.policy.lm)
-        trainer.ref_lm.load_state_dict(state["ref_lm"])
-    trainer.np_rng.bit_generator.state = meta["numpy_rng"]
-    trainer.iteration = int(meta["iteration"])
-    trainer.sft_done = bool(meta["sft_done"])
+        if ref_lm is None:
+            ref_lm = frozen_copy(run.policy.lm)
+        ref_lm.load_state_dict(state["ref_lm"])
+    run.np_rng.bit_generator.state = meta["numpy_rng"]
+    return replace(run, iteration=int(meta["iteration"]), sft_done=bool(meta["sft_done"]), ref_lm=ref_lm)

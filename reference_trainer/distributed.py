@@ -11,9 +11,10 @@ What each rank does (see ``docs/scaling.md``):
 * every rank draws the same task seeds from the same numpy generator and plays its contiguous
   share of them (:func:`shard_bounds`; a GRPO group stays on one rank), sampling with its own
   torch generator (:func:`rank_seed`);
-* advantage whitening and the loss's token counts use statistics summed over all ranks
-  (:func:`masked_whiten`, :func:`episode_weights`, :func:`all_reduce_sum`), so the loss of
-  each minibatch is the single-process loss of the concatenated batch;
+* advantage whitening and the loss's token counts use statistics summed over all ranks (each
+  statistic is written once, in :mod:`~reference_trainer.advantages` or :mod:`~reference_trainer.losses`,
+  and takes the reducer :func:`sums`), so the loss of each minibatch is the single-process loss of
+  the concatenated batch;
 * gradients are averaged by DDP (or reduce-scattered by FSDP) once per optimizer step, after
   the last micro-batch of each rank (:mod:`reference_trainer.parallel`);
 * metrics are reduced before rank 0 logs them (:func:`gather_episodes`, :func:`reduce_steps`).
@@ -27,15 +28,14 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
 __all__ = ["DistContext", "SINGLE", "context_from_env", "setup", "device_for_rank", "shard_bounds", "shard", "rank_seed",
-           "all_reduce_sum", "all_reduce_max", "gather_objects", "barrier", "masked_mean", "masked_whiten", "episode_weights",
-           "explained_variance", "gather_episodes", "reduce_steps", "reduce_times", "broadcast_module", "shutdown", "QuietLogger",
+           "all_reduce_sum", "all_reduce_max", "gather_objects", "barrier", "sums", "gather_episodes", "reduce_steps", "reduce_times", "broadcast_module", "shutdown", "QuietLogger",
            "quiet_console", "PARALLEL_MODES"]
 
 #: ``--parallel`` choices: DDP replicates the model on every rank; FSDP shards parameters, gradients and optimizer state.
@@ -217,63 +217,18 @@ def barrier(ctx: DistContext) -> None:
 
 
 # ---------------------------------------------------------------------- global statistics
-def _sums(ctx: DistContext, *values: torch.Tensor) -> list[torch.Tensor]:
-    """Float64 sums over ranks of scalar tensors, in one all-reduce."""
-    stacked = all_reduce_sum(torch.stack([v.detach().double().reshape(()) for v in values]), ctx)
-    return list(stacked.unbind())
-
-
-def masked_mean(x: torch.Tensor, mask: torch.Tensor, ctx: DistContext) -> torch.Tensor:
-    """Mean of ``x`` over ``mask`` on every rank together (0 for an empty mask)."""
-    from . import advantages
-
+def sums(ctx: DistContext) -> Callable[..., list[torch.Tensor]] | None:
+    """The reducer the statistics of :mod:`~reference_trainer.advantages` and :mod:`~reference_trainer.losses` take
+    (``reduce=``): float64 sums of scalar tensors over every rank, in one all-reduce; ``None`` for one process, whose
+    statistics are then its own batch's, computed exactly as without any rank."""
     if not ctx.enabled:
-        return advantages.masked_mean(x, mask)
-    m = mask.to(x.dtype)
-    total, count = _sums(ctx, (x * m).sum(), m.sum())
-    return (total / count.clamp(min=1)).to(x.dtype)
+        return None
 
+    def reduce(*values: torch.Tensor) -> list[torch.Tensor]:
+        stacked = all_reduce_sum(torch.stack([v.detach().double().reshape(()) for v in values]), ctx)
+        return list(stacked.unbind())
 
-def masked_whiten(x: torch.Tensor, mask: torch.Tensor, ctx: DistContext, eps: float = 1e-8) -> torch.Tensor:
-    """:func:`~reference_trainer.advantages.masked_whiten` with the mean and variance of all ranks' masked values."""
-    from . import advantages
-
-    if not ctx.enabled:
-        return advantages.masked_whiten(x, mask, eps)
-    mean = masked_mean(x, mask, ctx)
-    var = masked_mean((x - mean) ** 2, mask, ctx)
-    out = (x - mean) / (var.sqrt() + eps)
-    return torch.where(mask.bool(), out, torch.zeros_like(out))
-
-
-def episode_weights(action_mask: torch.Tensor, ctx: DistContext) -> torch.Tensor:
-    """:func:`~reference_trainer.advantages.episode_weights` with the mean episode length over all ranks."""
-    from . import advantages
-
-    if not ctx.enabled:
-        return advantages.episode_weights(action_mask)
-    n = action_mask.float().sum(1, keepdim=True)
-    has = n > 0
-    total, count = _sums(ctx, n[has].sum(), has.sum())
-    mean = (total / count).float() if float(count) > 0 else n.new_ones(())
-    return torch.where(has, mean / n.clamp(min=1), torch.zeros_like(n))
-
-
-def explained_variance(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, ctx: DistContext) -> float:
-    """:func:`~reference_trainer.losses.explained_variance` over all ranks' masked positions."""
-    from . import losses
-
-    if not ctx.enabled:
-        return losses.explained_variance(pred, target, mask)
-    m = mask.bool()
-    y, d = target[m].double(), (target[m] - pred[m]).double()
-    n, sy, syy, sd, sdd = _sums(ctx, m.sum(), y.sum(), (y * y).sum(), d.sum(), (d * d).sum())
-    if float(n) < 2:
-        return float("nan")
-    var_y = syy / n - (sy / n) ** 2
-    if float(var_y) <= 0.0:
-        return float("nan")
-    return float(1.0 - (sdd / n - (sd / n) ** 2) / var_y)
+    return reduce
 
 
 # ---------------------------------------------------------------------- metrics

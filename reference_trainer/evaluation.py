@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
 from . import distributed
-from .rollout import episode_metrics
+from .config import Config
+from .rollout import Episode, episode_metrics
 
-__all__ = ["evaluate", "playing"]
+__all__ = ["Evaluator", "playing"]
 
 
 @contextlib.contextmanager
@@ -31,32 +32,61 @@ def playing(policy: Any, lm: torch.nn.Module | None) -> Iterator[None]:
         policy.lm = saved
 
 
-@torch.no_grad()
-def evaluate(trainer: Any, n: int | None = None, *, split: str = "test", current: bool = False, envs: Any = None) -> dict[str, float]:
-    """Episode metrics of ``trainer``'s policy on ``n`` held-out seeds (default ``eval_episodes``; ``val_episodes`` for
-    ``split="validation"``) in ``envs``, the split's envs (:meth:`Trainer.evaluate` passes them). With ``ema_decay > 0`` the weight average plays,
-    unless ``current``. Each rank plays its share; the per-episode outcomes go to ``trainer.last_eval_outcomes``
-    (same seeds, same order every time, so two evaluations pair up)."""
-    t = trainer.cfg.train
-    if split not in ("test", "validation"):
-        raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
-    if split == "validation" and (not t.val_env_kwargs or t.val_episodes <= 0):
-        raise ValueError("no validation split: set --val-env-kwargs (e.g. split=validation) and --val-episodes N")
-    if envs is None:
-        raise ValueError(f"evaluate: no envs given for the {split!r} split (Trainer.evaluate passes them)")
-    n = (t.eval_episodes if split == "test" else t.val_episodes) if n is None else n
-    seeds = list(range(t.eval_seed, t.eval_seed + n))
-    over = t.eval_env_kwargs if split == "test" else t.val_env_kwargs
-    env_kwargs = {**trainer.cfg.rollout.env_kwargs, **(over or {})}
-    played, first = _distinct_starts(t.env, env_kwargs, seeds) if t.eval_temperature == 0 else (seeds, list(range(n)))
-    gen = torch.Generator().manual_seed(distributed.rank_seed(t.eval_seed, trainer.dist.rank))
-    with playing(trainer.policy, None if current else trainer.averaged_lm):
-        episodes = trainer.rollout(distributed.shard(played, trainer.dist), temperature=t.eval_temperature, generator=gen, envs=envs)
-    episodes = distributed.gather_episodes(episodes, trainer.dist)
-    episodes = [episodes[k] for k in first]
-    trainer.last_eval_outcomes = {"seeds": [float(s) for s in seeds], "success": [float(e.success) for e in episodes],
-                                  "score": [e.score for e in episodes], "return": [e.ret for e in episodes]}
-    return episode_metrics(episodes)
+#: Plays ``seeds`` and returns one episode each: ``play(seeds, temperature=, generator=, envs=)`` (the trainer's rollout).
+Play = Callable[..., list[Episode]]
+
+
+class Evaluator:
+    """Held-out evaluation of a policy on the fixed seeds ``eval_seed ..`` of a split (``"test"``, ``"validation"``).
+
+    Owns each split's envs (the test envs given, or made with ``make_envs(env_kwargs)``; the validation envs at the
+    first validation) and returns the metrics with the per-episode outcomes (``seeds``, ``success``, ``score``,
+    ``return``: same seeds, same order every time, so two evaluations pair up). Each rank plays its share.
+    """
+
+    def __init__(self, cfg: Config, play: Play, dist: distributed.DistContext, make_envs: Callable[[dict[str, Any]], Any],
+                 test_envs: Any = None):
+        self.cfg, self.play, self.dist, self.make_envs = cfg, play, dist, make_envs
+        t = cfg.train
+        self.envs: dict[str, Any] = {"test": test_envs if test_envs is not None else make_envs(t.eval_env_kwargs or {})}
+
+    def split_envs(self, split: str) -> Any:
+        """The envs of ``split``; the validation envs are made here the first time."""
+        t = self.cfg.train
+        if split not in ("test", "validation"):
+            raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
+        if split == "validation" and (not t.val_env_kwargs or t.val_episodes <= 0):
+            raise ValueError("no validation split: set --val-env-kwargs (e.g. split=validation) and --val-episodes N")
+        if split not in self.envs:
+            self.envs[split] = self.make_envs(t.val_env_kwargs)
+        return self.envs[split]
+
+    @torch.no_grad()
+    def evaluate(self, policy: Any, lm: torch.nn.Module | None = None, n: int | None = None, *,
+                 split: str = "test") -> tuple[dict[str, float], dict[str, list[float]]]:
+        """``(metrics, outcomes)`` of ``policy`` (its actor replaced by ``lm`` while playing, when given) on ``n``
+        seeds of ``split`` (default ``eval_episodes``, or ``val_episodes`` for validation), greedy unless the
+        config's ``eval_temperature`` says otherwise."""
+        t = self.cfg.train
+        envs = self.split_envs(split)
+        n = (t.eval_episodes if split == "test" else t.val_episodes) if n is None else n
+        seeds = list(range(t.eval_seed, t.eval_seed + n))
+        over = t.eval_env_kwargs if split == "test" else t.val_env_kwargs
+        env_kwargs = {**self.cfg.rollout.env_kwargs, **(over or {})}
+        played, first = _distinct_starts(t.env, env_kwargs, seeds) if t.eval_temperature == 0 else (seeds, list(range(n)))
+        gen = torch.Generator().manual_seed(distributed.rank_seed(t.eval_seed, self.dist.rank))
+        with playing(policy, lm):
+            episodes = self.play(distributed.shard(played, self.dist), temperature=t.eval_temperature, generator=gen, envs=envs)
+        episodes = distributed.gather_episodes(episodes, self.dist)
+        episodes = [episodes[k] for k in first]
+        outcomes = {"seeds": [float(s) for s in seeds], "success": [float(e.success) for e in episodes],
+                    "score": [e.score for e in episodes], "return": [e.ret for e in episodes]}
+        return episode_metrics(episodes), outcomes
+
+    def close(self, keep: Any = None) -> None:
+        """Close every split's envs but ``keep`` (the training envs, when the test split shares them)."""
+        for envs in {id(e): e for e in self.envs.values() if e is not keep}.values():
+            envs.close()
 
 
 #: :func:`_distinct_starts` per (env id, env options, seeds): replaying the resets costs as much as a short evaluation.

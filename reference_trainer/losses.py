@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterable, Literal, NamedTuple
 import numpy as np
 import torch
 
+from .advantages import Reduce
+
 __all__ = ["LOSSES", "LossInputs", "Metric", "combine_parts", "combine_steps", "RATIO_LEVELS", "CLIP_BIAS_CORRECTIONS", "log_ratios",
            "clipped_tokens", "clip_bias_surrogate", "clip_bias_scale", "policy_loss", "value_loss", "kl_penalty", "explained_variance"]
 
@@ -215,16 +217,20 @@ def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, action_mask: torch.Te
 
 
 @torch.no_grad()
-def explained_variance(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> float:
-    """``1 - Var[target - pred] / Var[target]`` over ``mask``; NaN when ``Var[target] = 0``."""
-    mask = mask.bool()
-    if int(mask.sum()) < 2:
+def explained_variance(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, reduce: Reduce | None = None) -> float:
+    """``1 - Var[target - pred] / Var[target]`` over ``mask`` (population variances from float64 sums, over every
+    rank's positions with ``reduce``); NaN with fewer than two positions or when ``Var[target] = 0``."""
+    m = mask.bool()
+    y, d = target[m].double(), (target[m] - pred[m]).double()
+    n, sy, syy, sd, sdd = [m.sum().double(), y.sum(), (y * y).sum(), d.sum(), (d * d).sum()]
+    if reduce is not None:
+        n, sy, syy, sd, sdd = reduce(n, sy, syy, sd, sdd)
+    if float(n) < 2:
         return float("nan")
-    y, p = target[mask].float(), pred[mask].float()
-    var_y = y.var(unbiased=False)
-    if float(var_y) == 0.0:
+    var_y = syy / n - (sy / n) ** 2
+    if float(var_y) <= 1e-12 * float(syy / n):  # equal targets, up to the one-pass formula's rounding
         return float("nan")
-    return float(1.0 - (y - p).var(unbiased=False) / var_y)
+    return float(1.0 - (sdd / n - (sd / n) ** 2) / var_y)
 
 
 # ---------------------------------------------------------------------- the loss terms the trainer looks up

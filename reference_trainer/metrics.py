@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-__all__ = ["MetricsLogger", "read_metrics"]
+__all__ = ["MetricsLogger", "progress_bar", "read_metrics"]
 
 
 def _clean(value: Any) -> Any:
@@ -60,3 +60,12 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     """The records of a ``metrics.jsonl`` file, in order."""
     with Path(path).open() as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def progress_bar(it: Iterable[Any], desc: str, enabled: bool) -> Iterable[Any]:
+    """``it`` behind a tqdm bar when ``enabled`` (the main rank of a run that asked for bars), else ``it`` itself."""
+    if not enabled:
+        return it
+    from tqdm.auto import tqdm
+
+    return tqdm(it, desc=desc, dynamic_ncols=True, leave=False)

@@ -22,26 +22,26 @@ from __future__ import annotations
 
 import importlib
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 
 from . import checkpoint, distributed, models, tiny
-from .advantages import ESTIMATORS, batch_rewards, truncation_bootstrap_pos
+from .advantages import ESTIMATORS, batch_rewards, episode_weights, masked_mean, masked_whiten, truncation_bootstrap_pos
 from .averaging import ema_step, frozen_copy
 from .config import Config
-from .evaluation import evaluate, playing
-from .losses import LOSSES, LossInputs, Metric, combine_parts, combine_steps
-from .metrics import MetricsLogger
+from .evaluation import Evaluator, playing
+from .losses import LOSSES, LossInputs, Metric, combine_parts, combine_steps, explained_variance
+from .metrics import MetricsLogger, progress_bar
 from .parallel import Parallel, check_divisible, check_fsdp
 from .policy import Policy, load_policy, save_policy
 from .rollout import Episode, RolloutBatch, collect, episode_metrics, make_batch, make_envs
 from .scoring import clip_bias_norm, micro_batches, score
-from .sft import fitting_demos, sft
+from .sft import expert_demos, fitting_demos, sft, validation_value
 from .tasks import demo_env_kwargs
 from .tokenization import ChatFormat
 
@@ -96,6 +96,7 @@ class Trainer:
                                          "register your own with --import MODULE.")
         #: This process's place among the data-parallel ranks (one process: rank 0 of 1), and its device.
         self.dist, device = distributed.setup(m.device, t.parallel)
+        self.sums = distributed.sums(self.dist)  # the statistics' reducer over ranks (None: one process)
         check_divisible(cfg, self.dist.world_size)
         check_fsdp(cfg, self.dist)
         #: The directory the weights came from (an FSDP checkpoint rebuilds a whole model from it on rank 0).
@@ -116,9 +117,9 @@ class Trainer:
         envs = lambda over: make_envs(t.env, r.num_envs, r.env_mode, env_workers=r.env_workers,  # noqa: E731
                                       step_timeout_s=r.step_timeout_s, **{**r.env_kwargs, **over})
         self.envs = envs({})
-        #: The envs evaluations play: the training envs, or others when ``eval_env_kwargs`` names a held-out split/world.
-        self.eval_envs = envs(t.eval_env_kwargs) if t.eval_env_kwargs else self.envs
-        self._make_envs, self._val_envs = envs, None  # the validation envs are made at the first validation
+        #: Held-out evaluation; its test envs are the training envs unless ``eval_env_kwargs`` names a held-out split.
+        self.evaluator = Evaluator(cfg, lambda *args, **kw: self.rollout(*args, **kw), self.dist, envs,
+                                   test_envs=None if t.eval_env_kwargs else self.envs)
         #: The task seeds of every RL iteration's rollouts, in order (what :mod:`reference_trainer.tasks` records).
         self.played_tasks: list[int] = []
         #: Per-episode outcomes of the latest :meth:`evaluate` (``seeds``, ``success``, ``score``, ``return``).
@@ -141,20 +142,20 @@ class Trainer:
         self.logger = (MetricsLogger(self.out, tensorboard=t.tensorboard, append=bool(t.resume))
                        if self.dist.is_main else distributed.QuietLogger(self.out))  # rank 0 logs the reduced metrics
         if t.resume:
-            checkpoint.restore_trainer(self, Path(t.resume))
+            restored = checkpoint.restore_trainer(self.state(), Path(t.resume))
+            self.iteration, self.sft_done, self.ref_lm = restored.iteration, restored.sft_done, restored.ref_lm
 
     @property
     def scaler(self) -> torch.amp.GradScaler | None:
         """float16's loss scaler (None otherwise)."""
         return self.parallel.scaler
 
-    @property
-    def demo_env_kwargs(self) -> dict[str, Any]:
-        """The env options of expert play (SFT, the tiny model's corpus and pretraining)."""
-        return demo_env_kwargs(self.cfg)
+    def state(self) -> checkpoint.TrainerState:
+        """What a checkpoint saves and a resume restores (the objects themselves, not copies)."""
+        return checkpoint.TrainerState(**{f.name: getattr(self, f.name) for f in fields(checkpoint.TrainerState)})
 
     def _build_tiny(self) -> Path:
-        build = lambda: tiny.build(self.cfg.model.tiny, self.cfg.train.env, self.demo_env_kwargs)  # noqa: E731
+        build = lambda: tiny.build(self.cfg.model.tiny, self.cfg.train.env, demo_env_kwargs(self.cfg))  # noqa: E731
         path = build() if self.dist.local_rank == 0 else None  # one writer per machine; the others wait, then find it cached
         distributed.barrier(self.dist)
         return path or build()
@@ -174,8 +175,8 @@ class Trainer:
         return {"actor": iteration >= a.critic_warmup or a.ent_coef != 0 or a.kl_coef > 0, "critic": self.estimator.uses_critic}
 
     def close(self) -> None:
-        for envs in {id(e): e for e in (self.envs, self.eval_envs, self._val_envs) if e is not None}.values():
-            envs.close()
+        self.evaluator.close(keep=self.envs)
+        self.envs.close()
         self.logger.close()
         distributed.shutdown()
 
@@ -209,10 +210,10 @@ class Trainer:
             metrics["rollout/step_timeouts"] = sum(e.truncation == "timeout" for e in everyone) / max(len(everyone), 1)
         if self.cfg.algo.recompute_old_logp:
             diff = (batch.sampled_logp - prepared.old_logp).abs()
-            metrics["rollout/logp_diff"] = float(distributed.masked_mean(diff, batch.action_mask, self.dist))
+            metrics["rollout/logp_diff"] = float(masked_mean(diff, batch.action_mask, self.sums))
         if self.estimator.uses_critic:
-            metrics["train/explained_variance"] = distributed.explained_variance(prepared.old_values, prepared.value_targets,
-                                                                                 prepared.value_mask, self.dist)
+            p = prepared
+            metrics["train/explained_variance"] = explained_variance(p.old_values, p.value_targets, p.value_mask, self.sums)
         metrics.update({f"train/{k}": v for k, v in self.update(prepared).items()})
         if self.averaged_lm is not None:  # (with --kl-reference average this moves the KL reference too)
             ema_step(self.averaged_lm, self.policy.lm, self.cfg.algo.ema_decay)
@@ -246,9 +247,9 @@ class Trainer:
         est = self.estimator.estimate(batch, values, batch_rewards(batch, a.reward, a.reward_scale, permutation), a)
         adv = est.advantages
         if a.normalize_advantages and self.estimator.uses_critic:
-            adv = distributed.masked_whiten(adv, act, self.dist)  # global statistics over all ranks
+            adv = masked_whiten(adv, act, reduce=self.sums)  # global statistics over all ranks
         if a.loss_agg == "seq-mean-token-mean":
-            adv = adv * distributed.episode_weights(act, self.dist)
+            adv = adv * episode_weights(act, self.sums)
         ref = None
         if self.ref_lm is not None:
             with playing(self.policy, self.ref_lm):
@@ -313,19 +314,25 @@ class Trainer:
         return clip_bias_norm(self.policy, micro, n_tok, self.cfg.algo, temperature=self._temperature, scale=scale, ctx=self.dist)
 
     def evaluate(self, n: int | None = None, *, split: str = "test", current: bool = False) -> dict[str, float]:
-        """Success and return on ``n`` fixed held-out seeds of ``split`` (``"test"`` or ``"validation"``), played by
-        the weight average when there is one unless ``current`` (:func:`~reference_trainer.evaluation.evaluate`)."""
-        if split == "validation" and self._val_envs is None and self.cfg.train.val_env_kwargs:  # made at the first validation
-            self._val_envs = self._make_envs(self.cfg.train.val_env_kwargs)
-        return evaluate(self, n, split=split, current=current, envs=self._val_envs if split == "validation" else self.eval_envs)
+        """Success and return on ``n`` fixed held-out seeds of ``split`` (``"test"``, ``"validation"``), played by the
+        weight average if any unless ``current``; per-episode outcomes go to :attr:`last_eval_outcomes`."""
+        metrics, self.last_eval_outcomes = self.evaluator.evaluate(self.policy, None if current else self.averaged_lm, n,
+                                                                   split=split)
+        return metrics
 
     # ------------------------------------------------------------------ SFT and the whole run
     def sft(self, episodes: int | None = None, steps: int | None = None, *, max_seconds: float | None = None) -> dict[str, Any]:
         """Supervised warm start on expert episodes, to the validation plateau with ``sft_validate_every > 0``, for at
         most ``max_seconds`` of optimizer steps (:func:`reference_trainer.sft.sft`); then RL's anchors restart from it."""
         t = self.cfg.train
-        stats = sft(self, t.sft_episodes if episodes is None else episodes, t.sft_steps if steps is None else steps, max_seconds,
-                    progress=lambda it: _progress(it, "SFT", t.progress and self.dist.is_main))
+        demos, too_long = expert_demos(self.cfg, self.fmt, t.sft_episodes if episodes is None else episodes, self.dist)
+        optimizer = torch.optim.AdamW(self.policy.actor_parameters(), lr=t.sft_lr, weight_decay=0.0)
+        validate = lambda: validation_value(self.evaluate(split="validation", current=True),  # noqa: E731
+                                            self.last_eval_outcomes, t.val_metric)
+        stats = sft(self.policy, optimizer, demos, self.cfg, parallel=self.parallel, dist=self.dist, pad_id=self.pad_id,
+                    steps=t.sft_steps if steps is None else steps, validate=validate if t.sft_validate_every > 0 else None,
+                    max_seconds=max_seconds, progress=lambda it: progress_bar(it, "SFT", t.progress and self.dist.is_main),
+                    left_out=too_long)
         # SFT's backward passes ran outside DDP, yet a reducer searching for unused parameters counts every parameter
         # they reached as used in its next update: with no gradient there (a critic warm-up), it would stop the run
         self.parallel.match(**self._reaches(self.iteration), fresh=True)
@@ -354,7 +361,7 @@ class Trainer:
                 start, self.last_eval_outcomes = dict(start[0]), {k: list(v) for k, v in start[1].items()}
             summary["start"] = self._log_eval(start if start is not None else self.evaluate(), 0)
             summary["start_outcomes"] = self.last_eval_outcomes
-        bar = _progress(range(self.iteration, t.iterations), f"{self.cfg.algo.algo}", t.progress and self.dist.is_main)
+        bar = progress_bar(range(self.iteration, t.iterations), f"{self.cfg.algo.algo}", t.progress and self.dist.is_main)
         last_eval = None
         for _ in bar:
             m = self.train_iteration()
@@ -388,12 +395,5 @@ class Trainer:
 
     def save_checkpoint(self, path: Any) -> Path:
         """Weights, optimizer, RNG states and config, saved atomically: everything :meth:`fit` needs to resume."""
-        return checkpoint.save_trainer(self, path)
+        return checkpoint.save_trainer(self.state(), path)
 
-
-def _progress(it: range, desc: str, enabled: bool) -> Iterator[int] | Any:
-    if not enabled:
-        return it
-    from tqdm.auto import tqdm
-
-    return tqdm(it, desc=desc, dynamic_ncols=True, leave=False)

@@ -71,3 +71,30 @@ def test_one_iteration_reads_in_three_files_of_under_400_lines():
     steps = (ROOT / "docs" / "trainer.md").read_text(encoding="utf-8")
     for name in ("Trainer.train_iteration", "Trainer.prepare", "Trainer.update", "Trainer._losses", "ESTIMATORS", "LOSSES"):
         assert re.search(rf"`[\w.]*{re.escape(name)}`", steps), name
+
+
+def trainer_reaches(source: str) -> list[str]:
+    """Parameters named ``trainer`` and attributes read off a name ``trainer`` that are private: how a module outside
+    ``trainer.py`` would depend on the whole trainer instead of the parts it needs."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.arg) and node.arg == "trainer":
+            found.append(f"line {node.lineno}: a parameter named trainer")
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("trainer", "tr")
+              and _private(node.attr)):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_trainer_finder_sees_parameters_and_private_reads():
+    src = "def f(trainer: Any):\n    return trainer._val_envs, trainer.cfg\n"
+    assert trainer_reaches(src) == ["line 1: a parameter named trainer", "line 2: trainer._val_envs"]
+
+
+def test_no_module_but_the_trainer_takes_the_trainer_or_reads_its_private_parts():
+    """Evaluation, SFT and checkpoints take the parts they use (an Evaluator, a policy and optimizer, a TrainerState)."""
+    found = {}
+    for path in sorted((ROOT / "reference_trainer").rglob("*.py")):
+        if path.name != "trainer.py":
+            found.update({f"{path.relative_to(ROOT)} {hit}": 1 for hit in trainer_reaches(path.read_text(encoding="utf-8"))})
+    assert not found, sorted(found)

@@ -237,6 +237,21 @@ def test_explained_variance__perfect_useless_and_undefined():
     assert explained_variance(y, y, mask) == pytest.approx(1.0)
     assert explained_variance(torch.full((4,), 2.5), y, mask) == pytest.approx(0.0)
     assert math.isnan(explained_variance(y, torch.ones(4), mask))
+    assert math.isnan(explained_variance(y, torch.full((4,), 0.1), mask))  # equal targets whose sums round
+    # hand-computed: Var[y] = 1.25, residuals [0, 0, 0, 1] have Var = 0.1875, so 1 - 0.1875 / 1.25 = 0.85
+    assert explained_variance(T([1.0, 2.0, 3.0, 3.0]), y, mask) == pytest.approx(0.85)
+
+
+def test_statistics_with_a_reducer_see_every_ranks_batch():
+    """A reducer that adds a second rank's sums gives the statistic of both batches together."""
+    from reference_trainer.advantages import episode_weights, masked_mean
+
+    x, other = T([[1.0, 2.0, 0.0]]), T([[3.0, 6.0, 9.0]])
+    m, m2 = T([[1, 1, 0]], dtype=torch.bool), T([[1, 1, 1]], dtype=torch.bool)
+    add = lambda *v: [a + b for a, b in zip(v, [(other * m2).sum(), m2.sum()])]  # noqa: E731
+    assert masked_mean(x, m, add).item() == pytest.approx((1 + 2 + 3 + 6 + 9) / 5)
+    lengths = lambda *v: [v[0] + 3, v[1] + 1]  # noqa: E731  (a rank with one episode of 3 action tokens)
+    assert episode_weights(m, lengths)[0, 0].item() == pytest.approx(((2 + 3) / 2) / 2)
 
 
 # ---------------------------------------------------------------------- the loss terms the trainer adds up

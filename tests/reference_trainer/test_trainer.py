@@ -487,11 +487,11 @@ def test_fit_with_a_known_start_evaluation_runs_the_same_as_playing_it(tiny_dir,
 def test_sft_env_kwargs_override_the_env_options_of_expert_play_only(tmp_path):
     """Demonstrations (and the tiny model's corpus) play ``env_kwargs`` with ``sft_env_kwargs`` over them;
     rollouts keep ``env_kwargs``. From the command line too."""
-    from types import SimpleNamespace
+    from reference_trainer.tasks import demo_env_kwargs
 
     cfg = preset("turn-ppo", env="TurnSearchQA-v0", env_kwargs={"topk": 1, "question_types": ["single_hop"]},
                  sft_env_kwargs={"question_types": None, "expert_recall": ["founded"]}, out=str(tmp_path))
-    merged = Trainer.demo_env_kwargs.fget(SimpleNamespace(cfg=cfg))
+    merged = demo_env_kwargs(cfg)
     assert merged == {"topk": 1, "question_types": None, "expert_recall": ["founded"]}
     assert cfg.rollout.env_kwargs == {"topk": 1, "question_types": ["single_hop"]}
     args = build_parser().parse_args(["train", "--env", "TurnSearchQA-v0", "--sft-env-kwargs", '{"question_types": null}'])
