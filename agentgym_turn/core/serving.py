@@ -371,6 +371,10 @@ def _serve_copy(server: "AppServer", parent: int) -> None:
     import signal
     import sys
 
+    # The parent's handler raises SystemExit, which Python swallows when the signal lands in a weakref callback or a
+    # destructor ("Exception ignored in ..."), and the copy would live on. The default action ends the process
+    # wherever the signal lands; while uvicorn serves, its own handler shuts down gracefully, then re-raises SIGTERM.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):  # exit with the parent even if it is killed outright
         import ctypes
 

@@ -116,6 +116,34 @@ def test_processes__copies_exit_when_the_server_is_killed_outright():
         proc.wait()
 
 
+def test_processes__a_copy_does_not_keep_the_parents_handler_that_raises_on_sigterm():
+    """The parent's SIGTERM handler raises SystemExit, which Python swallows when the signal lands in a weakref
+    callback (the copy then lived on); each copy serves with the default action, which ends it wherever it lands."""
+    import multiprocessing
+    import os
+    import signal
+    from types import SimpleNamespace
+
+    from agentgym_turn.core import serving
+
+    reader, writer = multiprocessing.Pipe(duplex=False)
+
+    class Served:  # what _serve_copy needs of an AppServer; _run reports the handler uvicorn would start from
+        _server = SimpleNamespace(config=None)
+
+        def _run(self):
+            writer.send(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
+
+    previous = signal.signal(signal.SIGTERM, serving._exit_on_signal)  # as serve_forever sets it before forking
+    try:
+        copy = multiprocessing.get_context("fork").Process(target=serving._serve_copy, args=(Served(), os.getpid()))
+        copy.start()
+        copy.join(60)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert reader.poll(5) and reader.recv() is True
+
+
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5])
 def test_processes__must_be_a_positive_integer(bad):
     async def app(scope, receive, send):  # never served
