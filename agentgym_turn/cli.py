@@ -20,7 +20,6 @@ naming it, exit status 2, as other user mistakes are.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import importlib.util
 import os
@@ -29,7 +28,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .extras import MissingExtraError
-from .registration import all_env_ids, env_needs
+from .core.args import CliError, parse_kwargs
+from .registration import all_env_ids, env_needs, resolve_env_id
 
 __all__ = ["main"]
 
@@ -41,43 +41,6 @@ _SERVER_TARGETS = {
     "env": ("any env id over OpenEnv's protocol", "agentgym_turn.remote.server"),
 }
 SERVERS = {name: module for name, (_, module) in _SERVER_TARGETS.items() if importlib.util.find_spec(module) is not None}
-
-
-def _parse_kwargs(pairs: Sequence[str]) -> dict:
-    """``["num_products=1000", "observation_mode=text"]`` -> kwargs, numbers parsed."""
-    kwargs = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise SystemExit(f"--kwarg takes NAME=VALUE, got {pair!r}.")
-        name, value = pair.split("=", 1)
-        for cast in (int, float):
-            try:
-                kwargs[name] = cast(value)
-                break
-            except ValueError:
-                continue
-        else:
-            kwargs[name] = {"true": True, "false": False, "none": None}.get(value.lower(), value)
-    return kwargs
-
-
-class CliError(Exception):
-    """A user mistake the CLI reports as one line on stderr (exit status 2), never a traceback."""
-
-
-def resolve_env_id(env_id: str) -> str:
-    """Return ``env_id`` if Gymnasium knows it; else raise :class:`CliError` naming it, the
-    closest registered ids and this package's ids."""
-    import gymnasium as gym
-
-    import agentgym_turn  # noqa: F401  (registers the ids)
-
-    if env_id in gym.registry:
-        return env_id
-    ours = all_env_ids()
-    close = difflib.get_close_matches(env_id, list(gym.registry), n=1, cutoff=0.6)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    raise CliError(f"unknown env id {env_id!r}.{hint} This package registers: {', '.join(ours)}.")
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -144,7 +107,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     env_id = resolve_env_id(args.env_id)
-    kwargs = _parse_kwargs(args.kwarg)
+    kwargs = parse_kwargs(args.kwarg)
     user_kwargs = bool(kwargs)
     kwargs.setdefault("render_mode", "ansi")
     try:

@@ -10,9 +10,12 @@ and runs the servers. A feature that needs more calls :func:`require` where it i
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["EXTRAS", "Extra", "MissingExtraError", "install_command", "missing_module", "require", "main"]
+__all__ = ["CHROMIUM_INSTALL_HINT", "EXTRAS", "Extra", "MissingExtraError", "find_chromium", "install_command", "missing_module", "require", "main"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,38 @@ def require(extra: str, feature: str, *, alternative: str = "") -> None:
         f"{feature} needs the {extra!r} extra: {install_command(extra)}{tail}; {module!r} cannot be imported.",
         extra=extra, module=module,
     )
+
+# ---------------------------------------------------------------------- what the system provides: Chromium
+_CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+_DRIVER_CANDIDATES = ("/usr/bin/chromedriver", "chromedriver")
+#: What to do when Chromium or its driver is missing (the browser env and the record viewer's screenshots need both).
+CHROMIUM_INSTALL_HINT = (
+    "Install Debian's packages (apt-get install chromium chromium-driver) or pass chromium_path=/chromedriver_path=. "
+    "Selenium Manager is never asked to download a browser or driver."
+)
+
+
+def _which(candidates: Sequence[str]) -> str | None:
+    for c in candidates:
+        path = c if os.path.isabs(c) else shutil.which(c)
+        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def find_chromium(chromium_path: str | None = None, chromedriver_path: str | None = None) -> tuple[str, str]:
+    """The Chromium binary and chromedriver to use: the given paths, else Debian's
+    (``/usr/bin/chromium``, ``/usr/bin/chromedriver``), else the first on ``PATH``.
+    Raises ``RuntimeError`` saying what to install when either is missing; never downloads."""
+    browser = _which([chromium_path]) if chromium_path else _which(_CHROMIUM_CANDIDATES)
+    driver = _which([chromedriver_path]) if chromedriver_path else _which(_DRIVER_CANDIDATES)
+    if browser is None:
+        where = f"chromium_path={chromium_path!r} is not an executable file" if chromium_path else "no Chromium binary found"
+        raise RuntimeError(f"TurnWebShopBrowser-v0: {where}. {CHROMIUM_INSTALL_HINT}")
+    if driver is None:
+        where = f"chromedriver_path={chromedriver_path!r} is not an executable file" if chromedriver_path else "no chromedriver found"
+        raise RuntimeError(f"TurnWebShopBrowser-v0: {where}. {CHROMIUM_INSTALL_HINT}")
+    return browser, driver
 
 
 def main(argv: list[str] | None = None) -> int:

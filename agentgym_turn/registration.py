@@ -11,11 +11,14 @@ list``), but not by :func:`env_ids`, the ids registry-wide tests make.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from gymnasium.envs.registration import WrapperSpec, register, registry
 
-__all__ = ["ENV_SPECS", "EXTRA_ENV_SPECS", "ENV_NEEDS", "register_envs", "env_ids", "all_env_ids", "env_needs"]
+from .core.args import CliError
+
+__all__ = ["ENV_SPECS", "EXTRA_ENV_SPECS", "ENV_NEEDS", "register_envs", "env_ids", "all_env_ids", "env_needs", "resolve_env_id"]
 
 #: ``gymnasium.register`` keyword arguments, one dict per id.
 ENV_SPECS: list[dict[str, Any]] = [
@@ -90,3 +93,17 @@ def all_env_ids() -> list[str]:
 def env_needs(env_id: str) -> str:
     """What ``env_id`` needs beyond the base install (``"-"`` for nothing)."""
     return ENV_NEEDS.get(env_id, "-")
+
+
+def resolve_env_id(env_id: str) -> str:
+    """Return ``env_id`` if Gymnasium knows it; else raise :class:`CliError` naming it, the
+    closest registered ids and this package's ids."""
+    import gymnasium as gym
+
+    register_envs()
+    if env_id in gym.registry:
+        return env_id
+    ours = all_env_ids()
+    close = difflib.get_close_matches(env_id, list(gym.registry), n=1, cutoff=0.6)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise CliError(f"unknown env id {env_id!r}.{hint} This package registers: {', '.join(ours)}.")

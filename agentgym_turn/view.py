@@ -138,7 +138,7 @@ def headless_chromium(window_size: tuple[int, int] = (1200, 900)) -> Iterator[An
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    from .webshop.browser import find_chromium
+    from .extras import find_chromium
 
     chromium, chromedriver = find_chromium()
     options = webdriver.ChromeOptions()

@@ -8,11 +8,11 @@ check here refuses bools where a number is asked for. The predicates (:func:`is_
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["bool_arg", "int_arg", "is_int", "is_number", "whole_number"]
+__all__ = ["CliError", "bool_arg", "int_arg", "is_int", "is_number", "parse_kwargs", "whole_number"]
 
 
 def is_int(value: Any, minimum: int | None = None, maximum: int | None = None, *, numpy: bool = False) -> bool:
@@ -56,3 +56,26 @@ def whole_number(name: str, value: Any, example: str) -> int:
         return int(value)
     except ValueError:
         raise ValueError(f"{name} must be a whole number (e.g. {name}={example}), got {value!r}.") from None
+
+
+class CliError(Exception):
+    """A user mistake the CLI reports as one line on stderr (exit status 2), never a traceback."""
+
+
+def parse_kwargs(pairs: Sequence[str]) -> dict:
+    """``["num_products=1000", "observation_mode=text"]`` -> kwargs, numbers parsed (``--kwarg`` of the CLI and the
+    servers); :class:`CliError` for a pair without ``=``."""
+    kwargs = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise CliError(f"--kwarg takes NAME=VALUE, got {pair!r}.")
+        name, value = pair.split("=", 1)
+        for cast in (int, float):
+            try:
+                kwargs[name] = cast(value)
+                break
+            except ValueError:
+                continue
+        else:
+            kwargs[name] = {"true": True, "false": False, "none": None}.get(value.lower(), value)
+    return kwargs

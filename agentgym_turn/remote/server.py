@@ -392,7 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``agentgym-turn serve env``."""
-    from ..cli import CliError, _parse_kwargs, resolve_env_id
+    from ..core.args import CliError, parse_kwargs
+    from ..registration import resolve_env_id
 
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
@@ -407,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(err))  # before a possibly long env build
     try:
         env_id = resolve_env_id(args.env_id)
-        kwargs = _parse_kwargs(args.kwarg)
+        kwargs = parse_kwargs(args.kwarg)
         print(f"Making {env_id} ...", file=sys.stderr, flush=True)
         server = EnvServer(
             env_id,

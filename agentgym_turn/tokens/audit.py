@@ -281,7 +281,7 @@ def audit_template(tokenizer: Any, *, env_id: str = "TurnSokoban-v0", episodes: 
     """
     import gymnasium as gym
 
-    from ..chat import ChatView
+    from .chat import ChatView
 
     divergences: list[Divergence] = []
     checked = 0

@@ -27,7 +27,6 @@ import argparse
 import http.client
 import json
 import os
-import shutil
 import signal
 import sys
 import urllib.error
@@ -40,18 +39,12 @@ from ..core import InvalidAction, TurnEnv, TurnOutcome, parse_bracket_action, sn
 from ..core.args import is_int
 from ..core.contract import InfraError, fork_by_replay
 from ..core.snapshots import seal, unseal
-from ..extras import require
+from ..extras import CHROMIUM_INSTALL_HINT, find_chromium, require
 from .env import INTRO, TurnWebShopEnv, exact_click_name
 from .text import OBSERVATION_MODES, actions_line, format_strings, visible_strings
 
 __all__ = ["TurnWebShopBrowserEnv", "find_chromium", "screenshot_item_page", "main"]
 
-_CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-_DRIVER_CANDIDATES = ("/usr/bin/chromedriver", "chromedriver")
-_INSTALL_HINT = (
-    "Install Debian's packages (apt-get install chromium chromium-driver) or pass chromium_path=/chromedriver_path=. "
-    "Selenium Manager is never asked to download a browser or driver."
-)
 # all clickables in DOM order: [tag, name, checked]
 _CLICKABLES_JS = (
     "return Array.from(document.querySelectorAll('[data-action]'))"
@@ -91,29 +84,6 @@ class _KeepRedirect(urllib.request.HTTPRedirectHandler):
 
     def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
-
-
-def _which(candidates: Sequence[str]) -> str | None:
-    for c in candidates:
-        path = c if os.path.isabs(c) else shutil.which(c)
-        if path and os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None
-
-
-def find_chromium(chromium_path: str | None = None, chromedriver_path: str | None = None) -> tuple[str, str]:
-    """The Chromium binary and chromedriver to use: the given paths, else Debian's
-    (``/usr/bin/chromium``, ``/usr/bin/chromedriver``), else the first on ``PATH``.
-    Raises ``RuntimeError`` saying what to install when either is missing; never downloads."""
-    browser = _which([chromium_path]) if chromium_path else _which(_CHROMIUM_CANDIDATES)
-    driver = _which([chromedriver_path]) if chromedriver_path else _which(_DRIVER_CANDIDATES)
-    if browser is None:
-        where = f"chromium_path={chromium_path!r} is not an executable file" if chromium_path else "no Chromium binary found"
-        raise RuntimeError(f"TurnWebShopBrowser-v0: {where}. {_INSTALL_HINT}")
-    if driver is None:
-        where = f"chromedriver_path={chromedriver_path!r} is not an executable file" if chromedriver_path else "no chromedriver found"
-        raise RuntimeError(f"TurnWebShopBrowser-v0: {where}. {_INSTALL_HINT}")
-    return browser, driver
 
 
 def _children(pid: int) -> list[int]:
@@ -314,7 +284,7 @@ class TurnWebShopBrowserEnv(TurnEnv):
         except Exception as err:
             raise RuntimeError(
                 f"TurnWebShopBrowser-v0 could not start Chromium ({self.chromium_path}) with {self.chromedriver_path}: "
-                f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}. {_INSTALL_HINT}"
+                f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}. {CHROMIUM_INSTALL_HINT}"
             ) from err
         self._driver.set_page_load_timeout(self.page_timeout)
         self._driver.set_script_timeout(self.page_timeout)

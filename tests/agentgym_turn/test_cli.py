@@ -9,7 +9,8 @@ import pytest
 
 import agentgym_turn
 from agentgym_turn import cli
-from agentgym_turn.cli import _parse_kwargs, build_parser, main
+from agentgym_turn.cli import build_parser, main
+from agentgym_turn.core.args import parse_kwargs
 
 
 def test_cli_help_lists_the_commands():
@@ -26,7 +27,12 @@ def test_cli_help__serve_names_every_server():
 
 
 def test_parse_kwargs_casts_values():
-    assert _parse_kwargs(["a=1", "b=0.5", "c=text", "d=true", "e=None"]) == {"a": 1, "b": 0.5, "c": "text", "d": True, "e": None}
+    assert parse_kwargs(["a=1", "b=0.5", "c=text", "d=true", "e=None"]) == {"a": 1, "b": 0.5, "c": "text", "d": True, "e": None}
+
+
+def test_a_kwarg_without_a_value_is_one_line_and_exit_2(capsys):
+    assert main(["play", "TurnSokoban-v0", "--kwarg", "levels"]) == 2
+    assert "--kwarg takes NAME=VALUE, got 'levels'" in capsys.readouterr().err
 
 
 def test_serve_passes_its_own_arguments_through():

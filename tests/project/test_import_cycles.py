@@ -111,3 +111,28 @@ def test_no_module_of_the_package_imports_in_a_circle(package):
     graph = import_graph()
     cycles = [c for c in _cycles(graph) if c[0].split(".")[0] == package]
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def wing_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` with each module folded into its wing: the subpackage or module right under its package
+    (``agentgym_turn.webshop.server`` -> ``agentgym_turn.webshop``); arrows inside a wing are dropped."""
+    def wing(name: str) -> str:
+        return ".".join(name.split(".")[:2])
+
+    folded: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        folded.setdefault(wing(name), set()).update(wing(t) for t in targets if wing(t) != wing(name))
+    return folded
+
+
+def test_the_wing_folding_turns_a_back_arrow_between_subpackages_into_a_cycle():
+    graph = {"p.tokens.audit": {"p.chat"}, "p.chat": {"p.tokens.assembly"}, "p.tokens.assembly": set()}
+    assert _cycles(graph) == []  # no module cycle ...
+    assert _cycles(wing_graph(graph)) == [["p.chat", "p.tokens"]]  # ... but the wings import each other
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_wing_of_the_package_imports_back_from_a_wing_that_imports_it(package):
+    """Wings (core, tokens, webshop, remote, the CLI...) form layers: no arrow runs back up, even through lazy imports."""
+    cycles = [c for c in _cycles(wing_graph(import_graph())) if c[0].split(".")[0] == package]
+    assert not cycles, "wings that import each other:\n" + "\n".join(" <-> ".join(c) for c in cycles)
