@@ -133,6 +133,7 @@ PRESETS: dict[str, Protocol] = {
 
 
 def protocol_names() -> list[str]:
+    """The names ``--protocol`` takes: ``default`` first, then the peers' presets, sorted."""
     return [DEFAULT, *sorted(PRESETS)]
 
 
