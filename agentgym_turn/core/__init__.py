@@ -1,4 +1,8 @@
-"""The turn contract: base class, text spaces and the shared action parsers."""
+"""The turn contract: base class, text spaces and the shared action parsers.
+
+Only the contract lives here; the HTTP stack every server shares is :mod:`agentgym_turn.serving` and the BM25 index
+:mod:`agentgym_turn.bm25`.
+"""
 
 from .parsing import (
     BracketAction,

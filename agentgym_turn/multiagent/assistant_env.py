@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 from typing import Any
 
 from ..core import InvalidAction, TurnEnv, TurnOutcome

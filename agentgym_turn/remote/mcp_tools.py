@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core.serving import ServerLimits, loads_strict, read_body
+from ..serving import ServerLimits, loads_strict, read_body
 from .protocol import ACTION_FIELD, ProtocolError, dumps, parse_client_message
 from .sessions import CAPACITY_RETRY_AFTER_S, EnvFactoryError, EnvSessions, Session, SessionCapacityError
 
@@ -324,7 +324,7 @@ class McpEndpoint:
         server = Server(f"agentgym-turn {spec.env_id}", version=__version__, description=spec.description,
                         instructions=f"{spec.env_id}: call reset, then one action tool a turn until terminated or truncated.",
                         on_list_tools=list_tools, on_call_tool=call_tool)
-        # security_settings=None: the app's HostOriginGuard (core.serving) already checks Host and Origin.
+        # security_settings=None: the app's HostOriginGuard (agentgym_turn.serving) already checks Host and Origin.
         return StreamableHTTPSessionManager(app=server, json_response=True, stateless=False, security_settings=None,
                                             session_idle_timeout=self.idle_timeout, max_sessions=self.sessions.max_sessions,
                                             max_request_body_size=self.max_message_bytes)

@@ -44,7 +44,7 @@ import math
 from typing import Any
 
 from ..core.args import is_int, is_number
-from ..core.serving import loads_strict
+from ..serving import loads_strict
 
 __all__ = [
     "ACTION_FIELD",

@@ -31,7 +31,7 @@ do. A session with no message for ``idle_timeout`` seconds is closed and its env
 over ``max_message_bytes`` gets a ``VALIDATION_ERROR`` (one over four times that closes the
 connection, code 1009); env calls run in a pool of ``workers`` threads, so a slow env never blocks
 the event loop or other sessions. Built on the project's one server stack
-(:mod:`agentgym_turn.core.serving`); binds ``127.0.0.1`` unless told otherwise. With ``--token`` (or
+(:mod:`agentgym_turn.serving`); binds ``127.0.0.1`` unless told otherwise. With ``--token`` (or
 ``AGENTGYM_TOKEN``) every request and ``/ws`` handshake but ``GET /health`` must carry ``Authorization: Bearer
 <token>`` (a handshake without it is refused with 401, before a session is made); each client beyond this machine
 is rate-limited (``--rate-limit``; 429 with ``Retry-After``).
@@ -45,7 +45,7 @@ import sys
 from typing import Any, Sequence
 
 from ..core.args import is_int
-from ..core.serving import (
+from ..serving import (
     AppServer, HTTPError, RateLimit, ServerLimits, access_options, add_access_arguments, add_allow_host_argument, json_error_handlers,
     parse_json, read_body,
 )
@@ -304,7 +304,7 @@ class EnvServer(AppServer):
         token: A secret every request and ``/ws`` handshake but ``GET /health`` must carry as ``Authorization:
             Bearer <token>`` (``Remote-v0``: ``token=...``); ``None``: none.
         rate_limit: Requests (and ``/ws`` handshakes) per client IP beyond this machine
-            (:class:`~agentgym_turn.core.serving.RateLimit`); ``None``: no limit.
+            (:class:`~agentgym_turn.serving.RateLimit`); ``None``: no limit.
 
     Example::
 

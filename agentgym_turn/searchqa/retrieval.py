@@ -4,7 +4,7 @@ Every retriever has one method, ``retrieve(queries, topk) -> list[list[Hit]]`` (
 list of at most ``topk`` hits per query), so the env, the server and the benchmarks treat
 them alike:
 
-* :class:`BM25Retriever` ranks with the shared :class:`~agentgym_turn.core.bm25.BM25Index`
+* :class:`BM25Retriever` ranks with the shared :class:`~agentgym_turn.bm25.BM25Index`
   (Lucene BM25, ``k1=0.9``, ``b=0.4``, as Pyserini); passages sharing no term with the query
   are never returned, so a hit list can be shorter than ``topk`` (Search-R1's BM25 does the same).
 * :class:`DenseRetriever` ranks by the inner product of embeddings from an :class:`Encoder`:
@@ -160,7 +160,7 @@ class BM25Retriever(_LockedPickle):
     """
 
     def __init__(self, corpus: Corpus, index: Any = None):
-        from ..core.bm25 import BM25Index
+        from ..bm25 import BM25Index
 
         self.corpus = corpus
         self.index = index if index is not None else BM25Index.build(corpus.contents)
@@ -180,7 +180,7 @@ class BM25Retriever(_LockedPickle):
         progress bar. ``warmup`` compiles the numba kernels now, so the first search is as fast
         as the rest.
         """
-        from ..core.bm25 import BM25Index
+        from ..bm25 import BM25Index
 
         if show_progress is None:
             show_progress = len(corpus) >= PROGRESS_MIN_PASSAGES

@@ -10,7 +10,7 @@ A missing, null or zero ``topk`` means the server's ``--topk``. ``GET /health`` 
 ``{"status": "ok", "num_docs": N}``. Malformed requests get HTTP 400/404/413/422 with
 ``{"detail": "..."}``.
 
-Built on the project's one server stack (:mod:`agentgym_turn.core.serving`: Starlette on
+Built on the project's one server stack (:mod:`agentgym_turn.serving`: Starlette on
 uvicorn): no thread per connection, a listen backlog of 2048, a deadline for silent or slow
 clients, bounded bodies, JSON depth, queries, ``topk`` and passages per request, and large requests
 answered in chunks so that one client cannot hold the retriever for long. A large answer is also *sent* in
@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 from ..core.args import is_int
-from ..core.serving import (
+from ..serving import (
     AppServer, HTTPError, RateLimit, ServerLimits, access_options, add_access_arguments, add_allow_host_argument, json_error_handlers,
     parse_json, read_body,
 )
@@ -205,13 +205,13 @@ class RetrievalServer(AppServer):
         port: TCP port; 0 picks a free one (read it back from :attr:`port`).
         default_topk: ``topk`` for requests that give none (Search-R1's ``--topk``, 3).
         verbose: Log every request to stderr.
-        limits: Time and size bounds (:class:`~agentgym_turn.core.serving.ServerLimits`).
+        limits: Time and size bounds (:class:`~agentgym_turn.serving.ServerLimits`).
         http_parser: ``"auto"`` (httptools where installed), ``"httptools"`` or ``"h11"``
-            (:class:`~agentgym_turn.core.serving.AppServer`).
+            (:class:`~agentgym_turn.serving.AppServer`).
         allowed_hosts: Domain names accepted in ``Host``/``Origin`` beside this machine's (``--allow-host``).
         token: A secret every request but ``GET /health`` must carry as ``Authorization: Bearer <token>``
             (clients: ``HTTPRetriever(url, token=...)``, ``TurnSearchQA-v0``'s ``retriever_token``); ``None``: none.
-        rate_limit: Requests per client IP beyond this machine (:class:`~agentgym_turn.core.serving.RateLimit`); ``None``: no limit.
+        rate_limit: Requests per client IP beyond this machine (:class:`~agentgym_turn.serving.RateLimit`); ``None``: no limit.
 
     Example::
 

@@ -3,7 +3,7 @@
 WebShop indexes, per product, ``Title + Description + BulletPoints[0] + option text``
 (lower-cased; ``search_engine/convert_product_file_format.py``) with Lucene BM25 through
 Pyserini and returns the top :data:`SEARCH_RETURN_N` = 50 hits. We use the project's shared
-:class:`~agentgym_turn.core.bm25.BM25Index` (bm25s; Lucene's BM25 with Anserini's k1=0.9,
+:class:`~agentgym_turn.bm25.BM25Index` (bm25s; Lucene's BM25 with Anserini's k1=0.9,
 b=0.4), built once per catalog and shared by every env of the process.
 
 For a generated catalog the index is built from pre-analysed pieces (each distinct brand,
@@ -25,14 +25,14 @@ __all__ = ["ProductSearch", "SEARCH_RETURN_N", "PRODUCT_WINDOW", "ANALYZER", "LE
 SEARCH_RETURN_N = 50
 #: Products on a results page (WebShop's ``PRODUCT_WINDOW``).
 PRODUCT_WINDOW = 10
-#: Analyzer and length norm of the product index: Pyserini's (see :mod:`agentgym_turn.core.bm25`).
+#: Analyzer and length norm of the product index: Pyserini's (see :mod:`agentgym_turn.bm25`).
 ANALYZER = "lucene"
 LENGTH_NORM = "lucene"
 
 
 def index_from_layout(pieces: list[str], slots: np.ndarray, backend: str):
     """A :class:`BM25Index` whose document ``i`` is the concatenation of the pieces in ``slots[i]``."""
-    from ..core.bm25 import BM25Index, tokenize_many
+    from ..bm25 import BM25Index, tokenize_many
 
     stems = tokenize_many(pieces, analyzer=ANALYZER)
     vocab: dict[str, int] = {}
@@ -113,7 +113,7 @@ class ProductSearch:
 
     def __init__(self, shop, *, backend: str = "auto", index=None):
         """``index``: the shop's index built and warmed up beforehand (:func:`index_from_layout`), used as is."""
-        from ..core.bm25 import BM25Index
+        from ..bm25 import BM25Index
 
         self.shop = shop
         if index is None:

@@ -25,15 +25,15 @@ Bounds: sessions beyond ``max_sessions`` get a 503 page; a session idle for ``id
 seconds is dropped (its URL then gets the 404 page); a search is at most :data:`MAX_QUERY_CHARS`
 characters (the env's own action limit less ``search[]``), a form body at most :data:`MAX_BODY_BYTES`, a query
 string at most :data:`MAX_QUERY_STRING`; silent or slow clients are cut off by the server stack
-(:mod:`agentgym_turn.core.serving`). Catalog and agent text is HTML-escaped by the page layer, and
+(:mod:`agentgym_turn.serving`). Catalog and agent text is HTML-escaped by the page layer, and
 every name the site writes into a URL or attribute is escaped here.
 
 Sessions are opened only by a POST that another site's page cannot send: ``/sessions`` takes JSON alone (a
 cross-site form or ``fetch`` without a CORS preflight cannot send ``application/json``), and ``/start`` refuses
-a request whose ``Origin`` names another site (:class:`~agentgym_turn.core.serving.HostOriginGuard`) or whose
+a request whose ``Origin`` names another site (:class:`~agentgym_turn.serving.HostOriginGuard`) or whose
 ``Sec-Fetch-Site`` says it came from another origin. So links, ``<img>`` tags and prefetchers, which GET, open
 nothing. With a token (``--token``), a browser presents it once as ``/?token=...`` (an HttpOnly, SameSite=Strict
-cookie then carries it; :class:`~agentgym_turn.core.serving.TokenGuard`); programs send ``Authorization: Bearer``.
+cookie then carries it; :class:`~agentgym_turn.serving.TokenGuard`); programs send ``Authorization: Bearer``.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from urllib.parse import parse_qs, quote
 import numpy as np
 
 from ..core.args import is_int, is_number
-from ..core.serving import (
+from ..serving import (
     AppServer, HTTPError, RateLimit, ServerLimits, access_options, add_access_arguments, add_allow_host_argument, parse_json, read_body,
 )
 from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH
@@ -538,12 +538,12 @@ class WebShopServer(AppServer):
         site: The sessions (or ``None``: a site made from ``site_kwargs``).
         host: Interface to bind (default ``127.0.0.1``: this machine only).
         port: TCP port; 0 picks a free one (read it back from :attr:`port`).
-        limits: Time and size bounds (:class:`~agentgym_turn.core.serving.ServerLimits`).
+        limits: Time and size bounds (:class:`~agentgym_turn.serving.ServerLimits`).
         verbose: Log every request.
         allowed_hosts: Domain names accepted in ``Host``/``Origin`` beside this machine's (``--allow-host``).
         token: A secret every request but ``GET /health`` must carry (``Authorization: Bearer``; a browser opens
-            ``/?token=...`` once and a cookie carries it); ``None``: none (:class:`~agentgym_turn.core.serving.TokenGuard`).
-        rate_limit: Requests per client IP beyond this machine (:class:`~agentgym_turn.core.serving.RateLimit`); ``None``: no limit.
+            ``/?token=...`` once and a cookie carries it); ``None``: none (:class:`~agentgym_turn.serving.TokenGuard`).
+        rate_limit: Requests per client IP beyond this machine (:class:`~agentgym_turn.serving.RateLimit`); ``None``: no limit.
 
     Example::
 

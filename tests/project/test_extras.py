@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import agentgym_turn  # noqa: F401  (registers the ids)
-from agentgym_turn.core import bm25
-from agentgym_turn.core.bm25 import BM25Index
+from agentgym_turn import bm25
+from agentgym_turn.bm25 import BM25Index
 from agentgym_turn.extras import EXTRAS, MissingExtraError, require
 from agentgym_turn.cli import main
 from support.paths import ROOT

@@ -50,7 +50,7 @@ class CrossMachineExact:
 
 
 _ENV_OUTPUTS = ("env outputs: strings, integers and Python floats added in a fixed order; BM25 scores are float32 sums "
-                "in posting order (np.add.at, elementwise) and equal scores rank by document index (core/bm25.top_k), "
+                "in posting order (np.add.at, elementwise) and equal scores rank by document index (bm25.top_k), "
                 "so no SIMD reduction or sort decides a result")
 
 #: Every file under ``tests/data``, with how the tests that read it compare it.

@@ -206,7 +206,7 @@ def _schema_app_refusing_every_session(refusals: list[int]):
 
 
 def test_an_upgrade_refused_with_503_is_backed_off_as_a_capacity_refusal():
-    from agentgym_turn.core.serving import AppServer
+    from agentgym_turn.serving import AppServer
 
     refusals: list[int] = []
     with AppServer(_schema_app_refusing_every_session(refusals)) as server:

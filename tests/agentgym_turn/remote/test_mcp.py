@@ -34,7 +34,7 @@ from websockets.sync.client import connect  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from agentgym_turn.core.serving import ServerLimits  # noqa: E402
+from agentgym_turn.serving import ServerLimits  # noqa: E402
 from agentgym_turn.remote.mcp_tools import McpEndpoint  # noqa: E402
 from support.served import servers, shared_server  # noqa: E402,F401  (servers: a fixture)
 from agentgym_turn.remote.protocol import SHOWN_REWARD_KEY, json_safe  # noqa: E402

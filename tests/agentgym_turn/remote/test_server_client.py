@@ -257,7 +257,7 @@ def test_an_idle_session_is_closed_and_reset_opens_a_new_one(servers):
 
 def test_a_session_outlives_the_servers_request_head_deadline():
     # The stack closes HTTP connections idle past header_timeout; an upgraded /ws connection is exempt.
-    from agentgym_turn.core.serving import AppServer, ServerLimits
+    from agentgym_turn.serving import AppServer, ServerLimits
     from agentgym_turn.remote.server import EnvSessions, build_app, describe_env
 
     sessions = EnvSessions(describe_env("TurnSokoban-v0"), max_sessions=2, workers=2)
@@ -568,7 +568,7 @@ def test_a_server_started_with_expert_serves_the_oracles():
 def test_json_constants_are_refused_and_no_answer_is_invalid_json(servers, constant):
     """Python's json reads NaN and Infinity; JSON has none. A body or frame holding one is malformed, and the
     answer is strict JSON (parsed here with the constants refused)."""
-    from agentgym_turn.core.serving import loads_strict
+    from agentgym_turn.serving import loads_strict
 
     server = _server(servers, "TurnSokoban-v0")
     body = f'{{"seed": {constant}}}'.encode()
@@ -585,7 +585,7 @@ def test_json_constants_are_refused_and_no_answer_is_invalid_json(servers, const
                                   '{"seed": 0, "extra": 1e400}'])
 def test_numbers_past_a_float_are_refused_never_echoed_as_infinity(servers, data):
     """``1e400`` is valid JSON that Python reads as infinity; echoing it back would send ``Infinity``."""
-    from agentgym_turn.core.serving import loads_strict
+    from agentgym_turn.serving import loads_strict
 
     server = _server(servers, "TurnSokoban-v0")
     with connect(server.ws_url, proxy=None, max_size=None) as ws:

@@ -164,7 +164,7 @@ def test_index_dir__never_reused_for_another_corpus_of_the_same_size(tmp_path):
 
 
 def test_index_dir__an_index_without_fingerprint_is_refused(tmp_path):
-    from agentgym_turn.core.bm25 import BM25Index
+    from agentgym_turn.bm25 import BM25Index
 
     corpus = Corpus(["0", "1"], ['"A"\nalpha', '"B"\nbeta'])
     BM25Index.build(corpus.contents).save(tmp_path / "bare")

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentgym_turn.core.bm25 import tokenize_many
+from agentgym_turn.bm25 import tokenize_many
 from agentgym_turn.core.files import DataFileError
 from agentgym_turn.webshop import pages
 from agentgym_turn.webshop.generator import GeneratedShop, asin_for, index_for_asin
@@ -58,7 +58,7 @@ def test_search_index__pre_analysed_pieces_equal_analysing_each_document():
         composed = [t for p in slots[i] if p >= 0 for t in stems[p]]
         assert composed == tokenize_many([texts[i]], analyzer=ANALYZER)[0]
     search = ProductSearch(shop)
-    from agentgym_turn.core.bm25 import BM25Index
+    from agentgym_turn.bm25 import BM25Index
 
     reference = BM25Index.build(texts, analyzer=ANALYZER, length_norm=LENGTH_NORM)
     queries = [shop.goal(g).instruction_text for g in range(40)]

@@ -295,7 +295,7 @@ def test_products_named_like_buttons__never_take_the_button_names(tmp_path):
 def test_search_ranking__ties_go_to_the_smaller_asin_as_in_pyserini():
     import random
 
-    from agentgym_turn.core.bm25 import BM25Index
+    from agentgym_turn.bm25 import BM25Index
     from agentgym_turn.webshop.search import rank_hits
 
     texts = ["red shoe"] * 120 + ["red shoe red"] * 3 + ["blue hat"] * 10

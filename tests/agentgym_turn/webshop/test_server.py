@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentgym_turn.core.serving import ServerLimits
+from agentgym_turn.serving import ServerLimits
 from agentgym_turn.webshop.env import INTRO, TurnWebShopEnv
 from agentgym_turn.webshop.server import (
     MAX_BODY_BYTES, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_QUERY_STRING, SessionLimitError, WebShopServer, WebShopSite, main, rewrite_page,

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from agentgym_turn.core.serving import ServerLimits
+from agentgym_turn.serving import ServerLimits
 from agentgym_turn.webshop.server import MAX_BODY_BYTES, WebShopServer, main
 from support.raw_http import raw_exchange
 

@@ -1,4 +1,4 @@
-"""Clients that do not read their answers cannot hold the retriever's memory (agentgym_turn/core/serving.py's send
+"""Clients that do not read their answers cannot hold the retriever's memory (agentgym_turn/serving.py's send
 deadline, agentgym_turn/searchqa/server.py's streamed answers).
 
 A large ``/retrieve`` answer is built and sent piece by piece as the client takes it, byte for byte the JSON a
@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from agentgym_turn.core.serving import ServerLimits
+from agentgym_turn.serving import ServerLimits
 from agentgym_turn.searchqa.retrieval import Document, Hit, hits_to_json
 from agentgym_turn.searchqa.server import ANSWER_PIECE_BYTES, MAX_BODY_BYTES, RetrievalServer
 from support.retrievers import bm25  # noqa: F401  (the generated world's BM25 retriever, a fixture)

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as hst
 
-from agentgym_turn.core.bm25 import B, K1, BM25Index, _bm25s_terms, _encodable, _get_stemmer, tokenize, tokenize_many
+from agentgym_turn.bm25 import B, K1, BM25Index, _bm25s_terms, _encodable, _get_stemmer, tokenize, tokenize_many
 from agentgym_turn.testing import strategies as st_turn
 
 DOCS = [
@@ -97,7 +97,7 @@ def test_lucene_analyzer__tokens_as_pyserini_017_printed_them():
 
 
 def test_porter_stem__lucene_porter_not_snowball():
-    from agentgym_turn.core.bm25 import porter_stem
+    from agentgym_turn.bm25 import porter_stem
 
     cases = {"assembly": "assembl", "archaeology": "archaeolog", "generalizations": "gener", "oscillators": "oscil",
              "conditional": "condit", "caresses": "caress", "ponies": "poni", "hopping": "hop", "filing": "file",
@@ -106,7 +106,7 @@ def test_porter_stem__lucene_porter_not_snowball():
 
 
 def test_lucene_length__smallfloat_byte4_round_trip():
-    from agentgym_turn.core.bm25 import lucene_length
+    from agentgym_turn.bm25 import lucene_length
 
     def java(n):  # SmallFloat.byte4ToInt(SmallFloat.intToByte4(n)), written out from Lucene 8
         if n < 24:
@@ -159,7 +159,7 @@ def test_search__a_query_with_no_indexed_term_matches_nothing_on_every_backend(b
 @given(hst.lists(hst.sampled_from([0.0, 0.5, 1.25, 1.25, 2.0, 3.5]), max_size=60), hst.integers(1, 70))
 def test_top_k__best_first_equal_scores_by_lower_index(values, k):
     """The order every CPU gives: score descending, then document index; zero scores are never returned."""
-    from agentgym_turn.core.bm25 import top_k
+    from agentgym_turn.bm25 import top_k
 
     scores = np.asarray(values, dtype=np.float32)
     indices, best = top_k(scores, k)

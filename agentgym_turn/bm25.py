@@ -40,7 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..extras import install_command, require
+from .extras import install_command, require
 
 __all__ = ["BM25Index", "top_k", "tokenize", "tokenize_many", "lucene_length", "porter_stem", "K1", "B", "NUMBA_MIN_DOCS", "ANALYZERS", "LENGTH_NORMS"]
 

@@ -1,4 +1,4 @@
-"""Hostile and slow clients against the servers' shared stack (agentgym_turn/core/serving.py).
+"""Hostile and slow clients against the servers' shared stack (agentgym_turn/serving.py).
 
 Every bad input gets a clean 4xx JSON answer or a closed connection, never a 500, a hang or a
 traceback; every loop here is bounded in count, and sockets have timeouts so nothing can hang.
@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from agentgym_turn.core.serving import ServerLimits, _http_protocol_base
+from agentgym_turn.serving import ServerLimits, _http_protocol_base
 from agentgym_turn.searchqa.retrieval import Document, Hit
 from agentgym_turn.searchqa.server import MAX_PASSAGES, MAX_TOPK, RetrievalServer
 from support.raw_http import raw_exchange

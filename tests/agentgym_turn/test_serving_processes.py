@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgym_turn.core.serving import AppServer
+from agentgym_turn.serving import AppServer
 from support.retriever_cli import start_retriever, write_corpus
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir() or sys.platform != "linux", reason="needs Linux /proc")
@@ -25,7 +25,7 @@ PID_APP = textwrap.dedent("""
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse
     from starlette.routing import Route
-    from agentgym_turn.core.serving import AppServer
+    from agentgym_turn.serving import AppServer
 
     async def pid(request):
         return JSONResponse({"pid": os.getpid()})
@@ -124,7 +124,7 @@ def test_processes__a_copy_does_not_keep_the_parents_handler_that_raises_on_sigt
     import signal
     from types import SimpleNamespace
 
-    from agentgym_turn.core import serving
+    from agentgym_turn import serving
 
     reader, writer = multiprocessing.Pipe(duplex=False)
 

@@ -13,7 +13,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 import agentgym_turn  # noqa: F401
-from agentgym_turn.core.serving import (
+from agentgym_turn.serving import (
     TOKEN_ENV, AppServer, RateLimit, RateLimiter, TokenGuard, access_options, add_access_arguments, is_loopback,
 )
 from agentgym_turn.remote.client import RemoteTurnEnv
