@@ -192,7 +192,8 @@ def rollout_rate(fmt: Any, env_id: str, n: int, mode: str, text: str, env_kwargs
     ``first_seed``: give every measurement its own range, or this process's level cache (shared by
     threads) would serve tasks an earlier measurement generated.
     """
-    from reference_trainer.rollout import collect, make_envs
+    from agentgym_turn.pools import make as make_envs
+    from reference_trainer.rollout import collect
 
     envs = make_envs(env_id, n, mode, **env_kwargs)
     policy = StubPolicy(fmt, text)

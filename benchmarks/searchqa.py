@@ -39,7 +39,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
-from agentgym_turn.core.bm25 import B, K1, NUMBA_MIN_DOCS, BM25Index, tokenize_many
+from agentgym_turn.bm25 import B, K1, NUMBA_MIN_DOCS, BM25Index, tokenize_many
 from agentgym_turn.searchqa.corpus import render_corpus
 from agentgym_turn.searchqa.generator.questions import generate_questions
 from agentgym_turn.searchqa.generator.world import WorldConfig, generate_world

@@ -33,7 +33,8 @@ import agentgym_turn  # noqa: F401  (registers the env ids)
 from reference_trainer.policy import load_policy
 from reference_trainer.recipes.sokoban import SOKOBAN_ENV_KWARGS
 from reference_trainer.recipes.webshop import WEBSHOP_ENV_KWARGS
-from reference_trainer.rollout import ListEnvs, collect
+from agentgym_turn.pools import SerialPool
+from reference_trainer.rollout import collect
 from reference_trainer.tiny import TinySpec, build_tiny
 from reference_trainer.tokenization import ChatFormat
 
@@ -78,7 +79,7 @@ def quick(case: Case) -> Case:
     return replace(case, episodes=4, max_new_tokens=8, spec=replace(case.spec, corpus_episodes=8))
 
 
-def _run(policy: Any, fmt: ChatFormat, envs: ListEnvs, case: Case, episodes: int, max_new_tokens: int, reuse: bool, seed: int) -> tuple[list, float, float]:
+def _run(policy: Any, fmt: ChatFormat, envs: SerialPool, case: Case, episodes: int, max_new_tokens: int, reuse: bool, seed: int) -> tuple[list, float, float]:
     """One ``collect`` of ``episodes`` episodes: (episodes, wall seconds, CPU seconds)."""
     wall, cpu = time.perf_counter(), time.process_time()
     eps = collect(policy, fmt, envs, list(range(seed, seed + episodes)), generator=torch.Generator().manual_seed(seed),
@@ -105,7 +106,7 @@ def measure(case: Case, directory: str | Path, *, repeats: int = 5, seed: int = 
     path = build_tiny(case.env_id, Path(directory) / case.env_id, seed=seed, spec=case.spec, env_kwargs=case.env_kwargs)
     policy, tokenizer = load_policy(path)
     fmt = ChatFormat(tokenizer)
-    envs = ListEnvs([gym.make(case.env_id, max_episode_steps=case.turns, **case.env_kwargs) for _ in range(case.episodes)])
+    envs = SerialPool([gym.make(case.env_id, max_episode_steps=case.turns, **case.env_kwargs) for _ in range(case.episodes)])
     try:
         for reuse in (True, False):  # warm-up, untimed
             _run(policy, fmt, envs, case, min(case.episodes, 2), min(case.max_new_tokens, 4), reuse, seed)

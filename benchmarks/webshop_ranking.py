@@ -76,7 +76,7 @@ def _agreement(theirs: list[list[str]], ours: list[list[str]]) -> dict:
 
 
 def measure(num_products: int, num_queries: int) -> dict:
-    from agentgym_turn.core.bm25 import BM25Index
+    from agentgym_turn.bm25 import BM25Index
     from agentgym_turn.webshop.loader import LoadedShop
     from agentgym_turn.webshop.search import SEARCH_RETURN_N, rank_hits
     from pyserini.search.lucene import LuceneSearcher

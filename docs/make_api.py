@@ -24,6 +24,7 @@ FACES = {
     "agentgym_turn.chat": "ChatView: an env as chat messages and exact token ids",
     "agentgym_turn.tokens": "Token assembly every trainer can share, and the chat-template audit",
     "agentgym_turn.vector": "Text-safe Gymnasium vector envs and GRPO groups",
+    "agentgym_turn.pools": "The env-pool protocol (reset, step, call, close) and its pools; `make` builds one by mode",
     "agentgym_turn.async_pool": "Envs stepped concurrently by threads or processes, with a step timeout",
     "agentgym_turn.ray_pool": "Envs held by Ray actors (the `ray` extra)",
     "agentgym_turn.remote": "Envs served over OpenEnv's protocol, and their client",

@@ -64,10 +64,10 @@ class RolloutConfig:
     tasks_per_iteration: int = _f(64, "distinct tasks (env seeds) per iteration")
     group_size: int = _f(1, "rollouts per task (GRPO needs > 1; the PPO presets use 1)")
     num_envs: int = _f(64, "envs stepped together (episodes run in chunks of this size)")
-    env_mode: str = _f("list", "list (one process, one env after another), sync or async (Gymnasium vector envs), threads "
-                       "(active envs stepped at once by threads: envs that wait on I/O), processes (one worker process "
-                       "per env: CPU-bound envs) or ray (Ray actors across the cluster ray.init connected to; extra ray)",
-                       choices=("list", "sync", "async", "threads", "processes", "ray"))
+    env_mode: str = _f("list", "list (one process, one env after another), threads (active envs stepped at once by threads: "
+                       "envs that wait on I/O), processes (one worker process per env: CPU-bound envs) or ray (Ray actors "
+                       "across the cluster ray.init connected to; extra ray); agentgym_turn.pools.make's mode",
+                       choices=("list", "threads", "processes", "ray"))
     env_workers: int = _f(0, "threads of --env-mode threads (0: one per env)")
     step_timeout_s: float = _f(0.0, "seconds an env step may take before its episode ends as truncated (truncation='timeout') "
                                "and the env is replaced; needs --env-mode threads, processes or ray (0: no limit)")

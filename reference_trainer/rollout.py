@@ -12,7 +12,7 @@ template) would exceed ``max_context_tokens``, the episode ends as **truncated**
 (``truncation="context"``); the state is still appended when it fits, so the critic can
 bootstrap from it, otherwise the episode is bootstrapped with 0 and counted in the
 ``context_overflow`` metric. Nothing is ever cut silently. An env step that overruns
-``step_timeout_s`` (env modes ``threads``/``processes``: :class:`PoolEnvs` over
+``step_timeout_s`` (env modes ``threads``/``processes``: a :class:`~agentgym_turn.pools.ConcurrentPool` over
 :class:`~agentgym_turn.async_pool.AsyncTurnEnvPool`) ends its episode as truncated
 (``truncation="timeout"``) with no final state (bootstrapped with 0).
 
@@ -21,32 +21,30 @@ Faults: a turn whose ``info["reward_valid"]`` is False (``exit_status`` ``env_er
 (:attr:`Episode.fault`). :func:`make_batch` keeps a faulted episode's row but masks it out of
 every loss and of GRPO's group statistics, and :func:`episode_metrics` counts it apart. An env
 that raises from ``reset`` or ``step`` despite the contract does not stop the rollout:
-:class:`~agentgym_turn.core.contract.FaultGuard` (around every env :func:`make_envs` and :class:`ListEnvs` hold) turns the
+:class:`~agentgym_turn.core.contract.FaultGuard` (around every env of :func:`agentgym_turn.pools.make` and
+:class:`~agentgym_turn.pools.SerialPool`) turns the
 exception into such a faulted turn and logs it.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
-from gymnasium.vector import AutoresetMode
 import torch
 
-from agentgym_turn.async_pool import STEP_TIMEOUT_KEY, AsyncTurnEnvPool
+from agentgym_turn.async_pool import STEP_TIMEOUT_KEY
 from agentgym_turn.chat import split_first_message
 from agentgym_turn.core import EXIT_STATUSES
-from agentgym_turn.core.contract import FaultGuard
-from agentgym_turn.vector import unbatch_info
+from agentgym_turn.core.contract import FaultGuard, InfraError
+from agentgym_turn.pools import EnvPool
 
 from .policy import TurnCache
 from .tokenization import ROLE_ACTION, ChatFormat, Conversation, TokenEpisode, continues_with
 
-__all__ = ["Episode", "EnvBatch", "FaultGuard", "ListEnvs", "VectorEnvs", "PoolEnvs", "ThreadEnvs", "RayEnvs", "ENV_MODES", "make_envs", "make_guarded",
-           "collect", "RolloutBatch", "make_batch", "loss_rows", "expert_episodes", "episode_metrics"]
+__all__ = ["Episode", "FaultGuard", "collect", "RolloutBatch", "make_batch", "loss_rows", "expert_episodes", "episode_metrics"]
 
 
 @dataclass
@@ -103,215 +101,22 @@ class Episode:
         return self.fault is not None
 
 
-class EnvBatch(Protocol):
-    """What :func:`collect` needs from a set of envs."""
+def _split_first(envs: EnvPool) -> Callable[[int, str], tuple[str, str]]:
+    """``split(index, observation)`` for :func:`open_episode`: the env's own split, asked where the env lives; a
+    fault there (a Ray actor gone) leaves the whole message as the first state."""
+    def split(index: int, observation: str) -> tuple[str, str]:
+        try:
+            return envs.call(index, split_first_message, observation)
+        except InfraError:
+            return "", observation
 
-    num_envs: int
-
-    def reset(self, seeds: Sequence[int]) -> list[str]: ...
-
-    def step(self, actions: dict[int, str]) -> dict[int, tuple[str, float, bool, bool, dict[str, Any]]]: ...
-
-    def split_first(self, index: int, observation: str) -> tuple[str, str]:
-        """Env ``index``'s first message as ``(instructions, first_state)``."""
-        ...
-
-    def close(self) -> None: ...
-
-
-def make_guarded(env_id: str, **env_kwargs: Any) -> FaultGuard:
-    """``gymnasium.make(env_id, **env_kwargs)`` inside a :class:`FaultGuard` (a picklable factory for worker processes)."""
-    return FaultGuard(gym.make(env_id, **env_kwargs))
-
-
-class ListEnvs:
-    """A list of ``gymnasium.make`` envs stepped one by one (only the active ones), each inside a :class:`FaultGuard`."""
-
-    def __init__(self, envs: Sequence[gym.Env]):
-        self.envs = [e if isinstance(e, FaultGuard) else FaultGuard(e) for e in envs]
-        self.num_envs = len(self.envs)
-
-    def reset(self, seeds: Sequence[int]) -> list[str]:
-        return [self.envs[i].reset(seed=int(s))[0] for i, s in enumerate(seeds)]
-
-    def step(self, actions: dict[int, str]) -> dict[int, tuple[str, float, bool, bool, dict[str, Any]]]:
-        out = {}
-        for i, a in actions.items():
-            obs, r, term, trunc, info = self.envs[i].step(a)
-            out[i] = (obs, float(r), bool(term), bool(trunc), info)
-        return out
-
-    def split_first(self, index: int, observation: str) -> tuple[str, str]:
-        return split_first_message(self.envs[index], observation)
-
-    def close(self) -> None:
-        for e in self.envs:
-            e.close()
-
-
-class VectorEnvs:
-    """A Gymnasium ``VectorEnv`` (e.g. ``agentgym_turn.make_vec(id, n, mode="async")``).
-
-    Every sub-env is stepped each turn; finished ones get an empty response and their results
-    (including Gymnasium's autoreset) are ignored until the next :meth:`reset`.
-    """
-
-    def __init__(self, vec: gym.vector.VectorEnv):
-        self.vec = vec
-        self.num_envs = vec.num_envs
-
-    def reset(self, seeds: Sequence[int]) -> list[str]:
-        seeds = [int(s) for s in seeds] + [0] * (self.num_envs - len(seeds))
-        obs, _ = self.vec.reset(seed=seeds)
-        return list(obs)
-
-    def step(self, actions: dict[int, str]) -> dict[int, tuple[str, float, bool, bool, dict[str, Any]]]:
-        full = [actions.get(i, "") for i in range(self.num_envs)]
-        obs, rew, term, trunc, infos = self.vec.step(full)
-        out = {}
-        for i in actions:
-            out[i] = (obs[i], float(rew[i]), bool(term[i]), bool(trunc[i]), unbatch_info(infos, i))
-        return out
-
-    def split_first(self, index: int, observation: str) -> tuple[str, str]:
-        envs = getattr(self.vec, "envs", None)
-        if envs is None:  # the sub-envs live in other processes
-            raise ValueError("split_system_prompt needs env_mode 'list' or 'sync' (async sub-envs are in other processes).")
-        return split_first_message(envs[index], observation)
-
-    def close(self) -> None:
-        self.vec.close()
-
-
-StepResult = tuple[str, float, bool, bool, dict[str, Any]]
-
-
-def _plain(result: tuple) -> StepResult:
-    obs, r, term, trunc, info = result
-    return obs, float(r), bool(term), bool(trunc), info
-
-
-class PoolEnvs:
-    """Envs stepped at once by an :class:`~agentgym_turn.async_pool.AsyncTurnEnvPool` (env mode ``processes``).
-
-    Each :meth:`reset`/:meth:`step` is one ``reset_all``/``step_all`` of the pool: results keyed by
-    env index, so they equal serial stepping. A step past the pool's ``step_timeout_s`` returns
-    its timeout result, which :func:`collect` ends as truncated (``truncation="timeout"``); the
-    pool has replaced that env.
-    """
-
-    def __init__(self, pool: AsyncTurnEnvPool):
-        self.pool, self.num_envs = pool, pool.num_envs
-
-    @property
-    def timeouts(self) -> int:
-        """Steps cut off by the timeout so far."""
-        return self.pool.timeouts
-
-    def reset(self, seeds: Sequence[int]) -> list[str]:
-        return [obs for obs, _ in self.pool.reset_all([int(s) for s in seeds])]
-
-    def step(self, actions: dict[int, str]) -> dict[int, StepResult]:
-        return {i: _plain(r) for i, r in self.pool.step_all(actions).items()}
-
-    def split_first(self, index: int, observation: str) -> tuple[str, str]:
-        if self.pool.envs is None:
-            raise ValueError("split_system_prompt needs env_mode 'list', 'sync' or 'threads' (process sub-envs are in other processes).")
-        return split_first_message(self.pool.envs[index], observation)
-
-    def close(self) -> None:
-        self.pool.close()
-
-
-class ThreadEnvs(PoolEnvs):
-    """:class:`PoolEnvs` over a thread pool (env mode ``threads``), whose ``then`` runs in the thread that
-    reset or stepped the env, right after its call: a rollout tokenises each observation there, while
-    other envs still wait on I/O. ``then`` counts towards the step timeout; a step cut off gets ``None``."""
-
-    def reset_then(self, seeds: Sequence[int], then: Callable[[str], Any]) -> list[tuple[str, Any]]:
-        pairs = self.pool.reset_all([int(s) for s in seeds], then=lambda r: then(r[0]))
-        return [(obs, extra) for (obs, _), extra in pairs]
-
-    def step_then(self, actions: dict[int, str], then: Callable[[StepResult], Any]) -> dict[int, tuple[StepResult, Any]]:
-        pairs = self.pool.step_all(actions, then=lambda r: then(_plain(r)))
-        return {i: (_plain(r), extra) for i, (r, extra) in pairs.items()}
-
-
-class RayEnvs:
-    """The envs of an :class:`~agentgym_turn.ray_pool.RayEnvPool` (env mode ``ray``: Ray actors across the cluster
-    ``ray.init`` connected to); an actor that dies ends its episodes as ``infra_error`` turns (faulted episodes)."""
-
-    def __init__(self, pool: Any):
-        self.pool, self.num_envs = pool, pool.num_envs
-
-    def reset(self, seeds: Sequence[int]) -> list[str]:
-        return [obs for obs, _ in self.pool.reset([int(s) for s in seeds])]
-
-    def step(self, actions: dict[int, str]) -> dict[int, tuple[str, float, bool, bool, dict[str, Any]]]:
-        return self.pool.step(actions)
-
-    def split_first(self, index: int, observation: str) -> tuple[str, str]:
-        return self.pool.split_first(index, observation)
-
-    def close(self) -> None:
-        self.pool.close()
-
-
-#: ``env_mode`` values of :func:`make_envs`.
-ENV_MODES = ("list", "sync", "async", "threads", "processes", "ray")
-
-
-def make_envs(env_id: str, num_envs: int, mode: str = "list", *, env_workers: int = 0, step_timeout_s: float = 0.0,
-              **env_kwargs: Any) -> EnvBatch:
-    """``num_envs`` copies of ``env_id``.
-
-    Modes: ``"list"`` (one process, one env after another), ``"sync"`` or ``"async"`` Gymnasium
-    vector envs (every sub-env stepped each turn), ``"threads"`` (active envs stepped at once by
-    ``env_workers`` threads, 0: one per env; for envs that wait on I/O) or ``"processes"`` (one
-    worker process per env; for CPU-bound envs), both an
-    :class:`~agentgym_turn.async_pool.AsyncTurnEnvPool`. ``step_timeout_s > 0`` (threads and
-    processes only) cuts off a step after that many seconds and replaces its env. ``"ray"``: an
-    :class:`~agentgym_turn.ray_pool.RayEnvPool` over the cluster ``ray.init`` connected to (the ``ray`` extra;
-    ``step_timeout_s`` there gives up an actor that does not answer); each actor imports the module that
-    registered ``env_id``.
-    """
-    if mode not in ENV_MODES:
-        raise ValueError(f"make_envs: env_mode must be one of {ENV_MODES}, got {mode!r}.")
-    if step_timeout_s and mode not in ("threads", "processes", "ray"):
-        raise ValueError(f"make_envs: step_timeout_s={step_timeout_s} needs env_mode 'threads', 'processes' or 'ray' "
-                         f"(got {mode!r}); set --env-mode threads (I/O-bound envs) or processes (CPU-bound envs).")
-    if env_workers and mode != "threads":
-        raise ValueError(f"make_envs: env_workers={env_workers} sets the threads of env_mode 'threads' (got {mode!r}); "
-                         "leave it at 0 or set --env-mode threads.")
-    if mode == "ray":
-        from agentgym_turn.ray_pool import RayEnvPool
-
-        entry = gym.spec(env_id).entry_point
-        module = entry.split(":")[0] if isinstance(entry, str) else getattr(entry, "__module__", "")
-        return RayEnvs(RayEnvPool(env_id, num_envs, env_kwargs=env_kwargs, step_timeout_s=step_timeout_s or None,
-                                  imports=(module,) if module and not module.startswith("agentgym_turn") else ()))
-    factory = functools.partial(make_guarded, env_id, **env_kwargs)
-    if mode == "list":
-        return ListEnvs([factory() for _ in range(num_envs)])
-    if mode in ("threads", "processes"):
-        if isinstance(env_workers, bool) or not isinstance(env_workers, int) or env_workers < 0:
-            raise ValueError(f"make_envs: env_workers must be an integer >= 0 (0: one thread per env), got {env_workers!r}.")
-        # start_method=None: the platform's, so forked workers know the envs the trainer's imports registered
-        pool = AsyncTurnEnvPool([factory] * num_envs, max_workers=env_workers or num_envs,
-                                executor="thread" if mode == "threads" else "process", step_timeout_s=step_timeout_s, start_method=None)
-        return ThreadEnvs(pool) if mode == "threads" else PoolEnvs(pool)
-    from agentgym_turn import make_vec
-
-    # Async: no autoreset. Gymnasium 1.4's async worker keeps a pending next-step autoreset across reset() when
-    # shared_memory=False, so a chunk's first step would be swallowed by a reset (VectorEnvs resets explicitly).
-    vector_kwargs = {"autoreset_mode": AutoresetMode.DISABLED} if mode == "async" else None
-    return VectorEnvs(make_vec([factory] * num_envs, mode=mode, vector_kwargs=vector_kwargs))
+    return split
 
 
 def collect(
     policy: Any,
     fmt: ChatFormat,
-    envs: EnvBatch,
+    envs: EnvPool,
     seeds: Sequence[int],
     *,
     generator: torch.Generator,
@@ -363,11 +168,11 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
     tokens = [TokenEpisode(fmt) for _ in seeds]  # the assembly ChatView(env, tokenizer=...) does, turn for turn
     eps = [Episode(t.conversation, int(s), int(g)) for t, s, g in zip(tokens, seeds, groups)]
     if split_system_prompt:  # the message is split before it is tokenised
-        observations, contents = envs.reset(seeds), [None] * len(eps)
+        observations, contents = [obs for obs, _ in envs.reset(seeds)], [None] * len(eps)
     else:
         observations, contents = _reset_tokenised(envs, seeds, fmt)
     for index, (ep, obs) in enumerate(zip(eps, observations)):
-        open_episode(tokens[index], obs, envs.split_first if split_system_prompt else None, index, contents[index])
+        open_episode(tokens[index], obs, _split_first(envs) if split_system_prompt else None, index, contents[index])
         if len(ep.conversation) + max_new_tokens + tail_room > max_context_tokens:
             raise ValueError(
                 f"The first message takes {len(ep.conversation)} tokens; with max_new_tokens="
@@ -428,25 +233,25 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
 
 
 # Observations are tokenised once, where it costs the rollout least: by the worker thread that stepped the env
-# (envs with step_then/reset_then, i.e. ThreadEnvs: overlapping the other envs' waits), else in one batch call
-# (a fast tokenizer's native threads).
+# (a ConcurrentPool of threads: overlapping the other envs' waits), else in one batch call (a fast tokenizer's
+# native threads).
 def _goes_on(result: tuple) -> bool:
     """Whether a step's observation is appended to its episode (it did not end it, nor time out)."""
     return not result[2] and not result[4].get(STEP_TIMEOUT_KEY)
 
 
-def _reset_tokenised(envs: EnvBatch, seeds: Sequence[int], fmt: ChatFormat) -> tuple[list[str], list[list[int]]]:
-    """``envs.reset(seeds)`` and each first message's ``fmt.encode_content``."""
-    if callable(getattr(envs, "reset_then", None)):
+def _reset_tokenised(envs: EnvPool, seeds: Sequence[int], fmt: ChatFormat) -> tuple[list[str], list[list[int]]]:
+    """``envs.reset(seeds)``'s first messages and each one's ``fmt.encode_content``."""
+    if getattr(envs, "in_threads", False):
         pairs = envs.reset_then(seeds, fmt.encode_content)
         return [obs for obs, _ in pairs], [ids for _, ids in pairs]
-    observations = envs.reset(seeds)
+    observations = [obs for obs, _ in envs.reset(seeds)]
     return observations, fmt.encode_contents(observations)
 
 
-def _step_tokenised(envs: EnvBatch, actions: dict[int, str], fmt: ChatFormat) -> tuple[dict[int, tuple], dict[int, list[int] | None]]:
+def _step_tokenised(envs: EnvPool, actions: dict[int, str], fmt: ChatFormat) -> tuple[dict[int, tuple], dict[int, list[int] | None]]:
     """``envs.step(actions)`` and the ``fmt.encode_content`` of every observation that goes on (``None`` for the others)."""
-    if callable(getattr(envs, "step_then", None)):
+    if getattr(envs, "in_threads", False):
         stepped = envs.step_then(actions, lambda r: fmt.encode_content(r[0]) if _goes_on(r) else None)
         return {i: r for i, (r, _) in stepped.items()}, {i: ids for i, (_, ids) in stepped.items()}
     results = envs.step(actions)

@@ -29,6 +29,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from agentgym_turn import pools
 
 from . import checkpoint, distributed, models, tiny
 from .advantages import ESTIMATORS, batch_rewards, episode_weights, masked_mean, masked_whiten, truncation_bootstrap_pos
@@ -39,7 +40,7 @@ from .losses import LOSSES, LossInputs, Metric, combine_parts, combine_steps, ex
 from .metrics import MetricsLogger, progress_bar
 from .parallel import Parallel, check_divisible, check_fsdp
 from .policy import Policy, load_policy, save_policy
-from .rollout import Episode, RolloutBatch, collect, episode_metrics, make_batch, make_envs
+from .rollout import Episode, RolloutBatch, collect, episode_metrics, make_batch
 from .scoring import clip_bias_norm, micro_batches, score
 from .sft import expert_demos, fitting_demos, sft, validation_value
 from .tasks import demo_env_kwargs
@@ -92,8 +93,7 @@ class Trainer:
         import agentgym_turn  # noqa: F401  (registers the suite's ids)
 
         if t.env not in gym.registry:
-            raise gym.error.NameNotFound(f"Env {t.env!r} is not registered. `agentgym-turn list` shows the suite's ids; "
-                                         "register your own with --import MODULE.")
+            raise gym.error.NameNotFound(f"Env {t.env!r} is not registered (`agentgym-turn list` shows ours; --import MODULE yours).")
         #: This process's place among the data-parallel ranks (one process: rank 0 of 1), and its device.
         self.dist, device = distributed.setup(m.device, t.parallel)
         self.sums = distributed.sums(self.dist)  # the statistics' reducer over ranks (None: one process)
@@ -114,8 +114,8 @@ class Trainer:
         self.fmt = ChatFormat(tokenizer, r.system_prompt)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.device = torch.device(device)
-        envs = lambda over: make_envs(t.env, r.num_envs, r.env_mode, env_workers=r.env_workers,  # noqa: E731
-                                      step_timeout_s=r.step_timeout_s, **{**r.env_kwargs, **over})
+        envs = lambda over: pools.make(t.env, r.num_envs, r.env_mode, workers=r.env_workers,  # noqa: E731
+                                       step_timeout_s=r.step_timeout_s, **{**r.env_kwargs, **over})
         self.envs = envs({})
         #: Held-out evaluation; its test envs are the training envs unless ``eval_env_kwargs`` names a held-out split.
         self.evaluator = Evaluator(cfg, lambda *args, **kw: self.rollout(*args, **kw), self.dist, envs,

@@ -90,7 +90,7 @@ def test_the_trainer_plays_64_envs_in_groups_for_two_iterations_and_counts_a_kil
     trainer = Trainer(cfg)
     try:
         first = trainer.train_iteration()
-        pool = trainer.envs.pool
+        pool = trainer.envs  # the RayEnvPool itself: it keeps the env-pool protocol
         calls = {"n": 0}
         step = pool.step
 

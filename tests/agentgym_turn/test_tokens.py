@@ -14,7 +14,8 @@ import torch
 import agentgym_turn  # noqa: F401
 from agentgym_turn.chat import ChatView
 from agentgym_turn.tokens import ROLE_ACTION, TokenEpisode, as_token_ids
-from reference_trainer.rollout import ListEnvs, collect
+from agentgym_turn.pools import SerialPool
+from reference_trainer.rollout import collect
 from reference_trainer.tiny.model import env_corpus, train_tokenizer
 from support.paths import ROOT
 
@@ -85,7 +86,7 @@ def test_chat_view_ids_equal_the_trainers_over_a_thousand_episodes(tokenizer, en
         chosen = [s for s in seeds if (s % 5 == 0) == split]
         view = ChatView(gym.make(env_id, **kwargs), tokenizer=tokenizer, split_system_prompt=split)
         policy = PromptHashPolicy(tokenizer, view.format)
-        envs = ListEnvs([gym.make(env_id, **kwargs) for _ in range(8)])
+        envs = SerialPool([gym.make(env_id, **kwargs) for _ in range(8)])
         episodes = collect(policy, view.format, envs, chosen, generator=torch.Generator(), max_new_tokens=MAX_NEW,
                            max_context_tokens=10**7, split_system_prompt=split)
         envs.close()

@@ -13,7 +13,8 @@ import torch
 
 from agentgym_turn.core import InfraError
 from reference_trainer.config import preset
-from reference_trainer.rollout import ListEnvs, collect, episode_metrics, loss_rows, make_batch, make_envs
+from agentgym_turn.pools import SerialPool, make as make_envs
+from reference_trainer.rollout import collect, episode_metrics, loss_rows, make_batch
 from reference_trainer.trainer import Trainer
 from support import trainer_envs
 from support.scripted import Scripted
@@ -76,7 +77,7 @@ SEEDS, GROUPS, FAULTY = [3, 3, 3, 5, 5], [0, 0, 0, 1, 1], (2, 4)
 
 
 def _episodes(fmt):
-    envs = ListEnvs([gym.make(FAULTY_ID, fault_turn=1 if i in FAULTY else 0) for i in range(len(SEEDS))])
+    envs = SerialPool([gym.make(FAULTY_ID, fault_turn=1 if i in FAULTY else 0) for i in range(len(SEEDS))])
     return collect(Scripted(fmt, ["L", "R", "L", "R", "L", "R"]), fmt, envs, SEEDS, generator=torch.Generator(), max_new_tokens=4,
                    groups=GROUPS)
 
@@ -128,7 +129,7 @@ def test_a_raising_env_is_logged_once_with_its_traceback(caplog):
     class LoggedOnceCorridorEnv(StepRaisesCorridorEnv):
         pass
 
-    envs = ListEnvs([LoggedOnceCorridorEnv() for _ in range(3)])
+    envs = SerialPool([LoggedOnceCorridorEnv() for _ in range(3)])
     envs.reset([0, 1, 2])
     with caplog.at_level(logging.DEBUG, logger="agentgym_turn.core.contract"):
         results = envs.step({0: "L", 1: "L", 2: "R"})

@@ -8,7 +8,8 @@ import torch
 from support import trainer_envs
 from reference_trainer.policy import Policy, TurnCache, load_policy
 from reference_trainer.recipes.sokoban import SOKOBAN_ENV_KWARGS
-from reference_trainer.rollout import ListEnvs, collect
+from agentgym_turn.pools import SerialPool
+from reference_trainer.rollout import collect
 from reference_trainer.tiny import TinySpec, build_tiny
 from reference_trainer.tokenization import ChatFormat
 from support.random_models import random_lm
@@ -76,7 +77,7 @@ def toy_policy(tmp_path_factory):
 def test_rollouts_with_the_turn_cache_equal_rollouts_without(toy_policy, env_id):
     policy, tokenizer = toy_policy
     fmt = ChatFormat(tokenizer)
-    envs = ListEnvs([gym.make(env_id) for _ in range(6)])
+    envs = SerialPool([gym.make(env_id) for _ in range(6)])
     runs = [collect(policy, fmt, envs, list(range(12)), generator=torch.Generator().manual_seed(3), max_new_tokens=8,
                     temperature=1.0, reuse_cache=reuse) for reuse in (True, False)]
     envs.close()
@@ -95,7 +96,7 @@ def sokoban_policy(tmp_path_factory):
 def test_a_five_turn_sokoban_rollout_with_the_turn_cache_equals_one_without(sokoban_policy):
     policy, tokenizer = sokoban_policy
     fmt = ChatFormat(tokenizer)
-    envs = ListEnvs([gym.make("TurnSokoban-v0", max_episode_steps=5, **SOKOBAN_ENV_KWARGS) for _ in range(6)])
+    envs = SerialPool([gym.make("TurnSokoban-v0", max_episode_steps=5, **SOKOBAN_ENV_KWARGS) for _ in range(6)])
     runs = [collect(policy, fmt, envs, list(range(6)), generator=torch.Generator().manual_seed(11), max_new_tokens=16,
                     max_context_tokens=1024, temperature=1.0, reuse_cache=reuse) for reuse in (True, False)]
     envs.close()

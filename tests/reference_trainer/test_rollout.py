@@ -1,5 +1,7 @@
 """Token-in/token-out: conversation assembly, masks and turn ids by construction, rollouts."""
 
+import functools
+
 import gymnasium as gym
 import pytest
 import torch
@@ -9,7 +11,8 @@ from hypothesis import strategies as st
 from support import trainer_envs
 from agentgym_turn.testing import strategies as st_turn
 from reference_trainer.policy import load_policy
-from reference_trainer.rollout import ListEnvs, collect, expert_episodes, make_batch, make_envs
+from agentgym_turn.pools import SerialPool, make as make_envs
+from reference_trainer.rollout import collect, expert_episodes, make_batch
 from reference_trainer.tokenization import ROLE_ACTION, ROLE_OBSERVATION, ROLE_TEMPLATE, ChatFormat, Conversation
 
 
@@ -54,7 +57,7 @@ def test_assembled_ids_equal_the_chat_template_of_the_whole_conversation(tiny, e
     texts = ["L", "<answer>3</answer>", "no idea", "R", "<answer>7</answer> maybe", "  spaced  ", "ünïcode √ #_X"]
     texts += [f"<answer>{d}</answer>" for d in range(10)]
     stalling = ["no idea", "  spaced  ", "ünïcode √ #_X", "<think>hmm</think> ok?"]  # invalid in both envs
-    envs = ListEnvs([gym.make(env_id) for _ in range(4)])
+    envs = SerialPool([gym.make(env_id) for _ in range(4)])
     eps = collect(ScriptedPolicy(fmt, texts), fmt, envs, list(range(8)), generator=torch.Generator(), max_new_tokens=16)
     eps += collect(ScriptedPolicy(fmt, stalling), fmt, envs, [8, 9], generator=torch.Generator(), max_new_tokens=16)
     assert any(e.truncated and e.bootstrap_pos is not None for e in eps) and any(e.terminated for e in eps)
@@ -66,7 +69,7 @@ def test_assembled_ids_equal_the_chat_template_of_the_whole_conversation(tiny, e
 def test_split_system_prompt__instructions_become_the_system_message_token_for_token(tiny, system_prompt):
     _, tokenizer = tiny
     fmt = ChatFormat(tokenizer, system_prompt)
-    envs = ListEnvs([gym.make("TurnSokoban-v0") for _ in range(2)])
+    envs = SerialPool([gym.make("TurnSokoban-v0") for _ in range(2)])
     texts = ["<answer>Up</answer>", "nonsense", "<answer>Left || Down</answer>"]
     eps = collect(ScriptedPolicy(fmt, texts), fmt, envs, [0, 1, 2], generator=torch.Generator(), max_new_tokens=16,
                   split_system_prompt=True)
@@ -98,7 +101,7 @@ def test_the_loaded_tiny_tokenizer_is_the_trained_one(tiny, tmp_path):
 def test_a_response_cut_at_max_new_tokens_is_closed_by_template_tokens(tiny):
     _, tokenizer = tiny
     fmt = ChatFormat(tokenizer)
-    envs = ListEnvs([gym.make(trainer_envs.ENV_ID)])
+    envs = SerialPool([gym.make(trainer_envs.ENV_ID)])
     [ep] = collect(ScriptedPolicy(fmt, ["a long answer that goes on and on"], stop=False), fmt, envs, [0],
                    generator=torch.Generator(), max_new_tokens=3)
     c = ep.conversation
@@ -193,12 +196,20 @@ def test_rollout_keeps_sampled_ids_and_their_logprobs_match_a_forward_pass(tiny)
             assert batch.value_pos[b, k] == s - 1 and batch.roles[b, s - 1] == ROLE_TEMPLATE
 
 
-def test_rollouts_are_identical_for_list_sync_and_async_envs(tiny):
+def test_rollouts_are_identical_in_a_serial_pool_and_in_gymnasium_vector_envs(tiny):
+    """The vector pool keeps the env-pool protocol: a sync and an async Gymnasium vector env of the same envs give the
+    episodes of serial stepping."""
+    from gymnasium.vector import AutoresetMode
+
+    from agentgym_turn import make_vec
+    from agentgym_turn.pools import VectorPool, make_guarded
+
     policy, tokenizer = tiny
     fmt = ChatFormat(tokenizer)
+    factory = functools.partial(make_guarded, trainer_envs.ENV_ID)
     results = []
-    for mode in ("list", "sync", "async"):
-        envs = make_envs(trainer_envs.ENV_ID, 3, mode)
+    for envs in (make_envs(trainer_envs.ENV_ID, 3, "list"), VectorPool(make_vec([factory] * 3, mode="sync")),
+                 VectorPool(make_vec([factory] * 3, mode="async", vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED}))):
         try:
             eps = collect(policy, fmt, envs, [5, 6, 7, 8], generator=torch.Generator().manual_seed(1), max_new_tokens=5)
         finally:
@@ -210,7 +221,7 @@ def test_rollouts_are_identical_for_list_sync_and_async_envs(tiny):
 def test_context_overflow_ends_the_episode_as_truncated_never_cut(tiny):
     policy, tokenizer = tiny
     fmt = ChatFormat(tokenizer)
-    envs = ListEnvs([gym.make(trainer_envs.ENV_ID)])
+    envs = SerialPool([gym.make(trainer_envs.ENV_ID)])
     [long] = collect(ScriptedPolicy(fmt, ["L", "R"]), fmt, envs, [3], generator=torch.Generator(), max_new_tokens=4,
                      max_context_tokens=10_000)
     first = len(fmt.tokenizer.apply_chat_template([{"role": "user", "content": long.conversation.observations[0]}],
@@ -229,7 +240,7 @@ def test_context_overflow_ends_the_episode_as_truncated_never_cut(tiny):
 def test_make_batch_puts_turn_rewards_on_the_last_action_token(tiny):
     _, tokenizer = tiny
     fmt = ChatFormat(tokenizer)
-    envs = ListEnvs([gym.make(trainer_envs.ENV_ID) for _ in range(3)])
+    envs = SerialPool([gym.make(trainer_envs.ENV_ID) for _ in range(3)])
     eps = collect(ScriptedPolicy(fmt, ["left", "xyz", "right"]), fmt, envs, [0, 1, 2], generator=torch.Generator(), max_new_tokens=8)
     batch = make_batch(eps, tokenizer.pad_token_id)
     for b, ep in enumerate(eps):

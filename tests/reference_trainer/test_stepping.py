@@ -19,7 +19,8 @@ from agentgym_turn.async_pool import STEP_TIMEOUT_KEY, AsyncTurnEnvPool
 from agentgym_turn.vector import unbatch_info
 from support.parallel_envs import SLOW_ID, SlowCorridorEnv
 from reference_trainer.policy import load_policy
-from reference_trainer.rollout import collect, episode_metrics, make_envs
+from agentgym_turn.pools import make as make_envs
+from reference_trainer.rollout import collect, episode_metrics
 from reference_trainer.tokenization import ChatFormat
 
 
@@ -65,6 +66,7 @@ CASES = {
 @pytest.mark.parametrize("env_id", sorted(CASES))
 @pytest.mark.parametrize("mode", ["threads", "processes", "sync", "async"])
 def test_parallel_modes__give_the_episodes_of_serial_stepping(fmt, env_id, mode):
+    """Every mode of ``pools.make`` (``sync`` and ``async``, earlier names, resolve to ``list`` and ``processes``)."""
     kwargs, texts = CASES[env_id]
     seeds = list(range(7))  # two chunks of 4 envs, the second one short
     serial = _record(_play(fmt, make_envs(env_id, 4, "list", **kwargs), seeds, texts))
@@ -76,7 +78,7 @@ def test_parallel_modes__give_the_episodes_of_serial_stepping(fmt, env_id, mode)
 @pytest.mark.parametrize("workers, expected", [(0, 8), (3, 3)])
 def test_threads__step_all_active_envs_at_once_up_to_env_workers(workers, expected):
     SlowCorridorEnv.reset_counters(rendezvous=expected)
-    envs = make_envs(SLOW_ID, 8, "threads", env_workers=workers)
+    envs = make_envs(SLOW_ID, 8, "threads", workers=workers)
     try:
         envs.reset(list(range(8)))
         results = envs.step({i: "L" for i in range(8)})
@@ -98,7 +100,7 @@ def test_threads__then_runs_in_the_thread_that_stepped_the_env_and_sees_its_resu
     envs, serial = make_envs(trainer_envs.ENV_ID, 3, "threads"), make_envs(trainer_envs.ENV_ID, 3, "list")
     try:
         first = envs.reset_then([0, 1, 2], then)
-        assert [obs for obs, _ in first] == serial.reset([0, 1, 2])
+        assert [obs for obs, _ in first] == [obs for obs, _ in serial.reset([0, 1, 2])]
         assert all(name.startswith("turn-env") and seen == obs for obs, (name, seen) in first)
         stepped = envs.step_then({0: "L", 2: "R"}, then)
         assert {i: r for i, (r, _) in stepped.items()} == serial.step({0: "L", 2: "R"})
@@ -167,8 +169,8 @@ def test_step_timeout__the_abandoned_env_is_closed_once_its_stuck_step_returns(f
 def test_step_timeout__is_refused_by_modes_that_cannot_cut_a_step():
     with pytest.raises(ValueError, match="step_timeout_s.*threads"):
         make_envs(trainer_envs.ENV_ID, 2, "list", step_timeout_s=1.0)
-    with pytest.raises(ValueError, match="env_workers.*threads"):
-        make_envs(trainer_envs.ENV_ID, 2, "processes", env_workers=2)
+    with pytest.raises(ValueError, match="workers=2 sets the threads"):
+        make_envs(trainer_envs.ENV_ID, 2, "processes", workers=2)
     with pytest.raises(ValueError, match="step_timeout_s must be"):
         AsyncTurnEnvPool([functools.partial(gym.make, trainer_envs.ENV_ID)], step_timeout_s=-1)
 

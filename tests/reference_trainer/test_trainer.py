@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from reference_trainer.cli import build_parser, config_from_args
 from reference_trainer.config import Config, preset
 from reference_trainer.metrics import read_metrics
-from reference_trainer.rollout import ListEnvs, collect, make_batch
+from agentgym_turn.pools import SerialPool
+from reference_trainer.rollout import collect, make_batch
 from reference_trainer.trainer import Trainer, micro_batches
 
 PRESETS = ["ppo", "turn-ppo", "s-ppo", "st-ppo", "grpo"]
@@ -39,7 +40,7 @@ def _config(tiny_dir, out, algo="turn-ppo", **algo_kw):
 
 
 def _scripted_batch(trainer, texts, seeds, env_id=trainer_envs.ENV_ID):
-    envs = ListEnvs([gym.make(env_id) for _ in seeds])
+    envs = SerialPool([gym.make(env_id) for _ in seeds])
     eps = collect(Scripted(trainer.fmt, texts), trainer.fmt, envs, seeds, generator=torch.Generator(), max_new_tokens=4,
                   groups=[i // 2 for i in range(len(seeds))])
     return make_batch(eps, trainer.pad_id)
