@@ -41,6 +41,7 @@ demo: $(STAMP)
 	$(BIN)/python -m reference_trainer demo
 
 test: $(STAMP) system-deps
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 docs: $(STAMP)

@@ -47,7 +47,7 @@ def one_case(tokens: int, hidden: int, vocab: int, chunk: int) -> dict[str, floa
     weight = torch.randn(vocab, hidden, generator=g).mul_(0.02).requires_grad_()
     target = torch.randint(0, vocab, (tokens,), generator=g)
     small = weight.detach()[:64].clone().requires_grad_()  # warm-up (kernels, allocator) far below the measured sizes
-    lp, ent = selected_logprobs(lambda x: x @ small.T, h.detach()[:8], target[:8] % 64, chunk_tokens=4)
+    lp, ent = selected_logprobs(lambda x: x @ small.T, h.detach()[:8], target[:8] % 64, chunk_tokens=4)  # noqa: F821
     (lp.sum() + ent.sum()).backward()
     del small, lp, ent
     base = _rss_mib()

@@ -86,7 +86,6 @@ def measure(world_sizes: Sequence[int] = (1, 2), *, tasks: int = 32, iterations:
     1's step time over this one's, when measured), the load averages before its runs and the
     per-iteration records.
     """
-    import torch
     import torch.multiprocessing as mp
 
     import agentgym_turn  # noqa: F401  (registers TurnSokoban-v0 for the tiny model's corpus)

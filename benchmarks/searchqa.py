@@ -29,7 +29,6 @@ import importlib.util
 import os
 import re
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile

@@ -155,7 +155,6 @@ def measure_episodes(episodes: int) -> dict:
         t = time.perf_counter()
         env = TurnWebShopEnv(data_path=str(folder), human_goals=False, goal_split="all")
         load_s = time.perf_counter() - t
-    shop = env.shop
 
     def scripted(seed: int) -> float:
         return _scripted_episode(env, seed)

@@ -15,7 +15,7 @@ def recorded(tmp_path, capsys):
     path = tmp_path / "sokoban.jsonl"
     assert main(["record", "TurnSokoban-8x8-v0", "--episodes", "3", "--out", str(path), "--policy", "random", "--seed", "4"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"wrote 3 episodes of TurnSokoban-8x8-v0 (") and str(path) in out
+    assert out.startswith("wrote 3 episodes of TurnSokoban-8x8-v0 (") and str(path) in out
     return path
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
 from support.paths import ROOT
 PACKAGES = ("agentgym_turn", "reference_trainer")

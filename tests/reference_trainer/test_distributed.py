@@ -9,7 +9,6 @@ concatenated episodes and must compute the same gradients, metrics and parameter
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import pickle
@@ -20,7 +19,6 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from support.paths import TESTS  # noqa: E402

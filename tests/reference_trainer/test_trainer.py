@@ -1,7 +1,6 @@
 """The training loop: gradient masking, degenerate batches, micro-batching, exact resume,
 loading a user's checkpoint, the command line."""
 
-import json
 import math
 import os
 import subprocess

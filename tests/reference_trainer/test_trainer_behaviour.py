@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import sys
 import warnings
 from pathlib import Path
@@ -38,7 +37,7 @@ import pytest
 
 if __name__ == "__main__":  # run as a script: ``support`` lives in tests/
     sys.path.insert(0, str(Path(__file__).absolute().parents[1]))
-from support.paths import DATA, TESTS  # noqa: E402
+from support.paths import DATA  # noqa: E402
 from support import recorded  # noqa: E402
 
 FIXTURE = DATA / "trainer_behaviour.json"

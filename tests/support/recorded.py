@@ -19,7 +19,7 @@ import fnmatch
 import math
 from dataclasses import dataclass, field
 
-from support.paths import DATA
+from support.paths import DATA  # noqa: F401  (the fixture folder; tests read it as recorded.DATA)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ Killing the server mid-run ends the rest of the run's episodes as ``infra_error`
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys

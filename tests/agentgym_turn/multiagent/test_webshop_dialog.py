@@ -214,7 +214,6 @@ def test_single_agent_return__equals_the_shared_return_of_the_same_dialog():
 
 
 def test_docs_example_transcript__is_what_the_env_renders():
-    from pathlib import Path
 
     page = (ROOT / "docs" / "envs" / "webshop_dialog.md").read_text(encoding="utf-8")
     shown = re.search(r"prints\n\n```text\n(.*?)\n```", page, re.S)

@@ -26,10 +26,10 @@ import agentgym_turn  # noqa: F401  (registers the ids)
 from agentgym_turn.remote import REMOTE_ENV_ID
 from agentgym_turn.remote.client import ServerAtCapacityError, capacity_backoff
 from agentgym_turn.remote.server import CAPACITY_RETRY_AFTER_S, EnvServer
+from support.served import wait_for
 
 #: Hang guard of a refusal that must come at once (not a timing assertion: a refusal takes milliseconds).
 HANG_GUARD_S = 5.0
-from support.served import wait_for
 
 
 @pytest.fixture

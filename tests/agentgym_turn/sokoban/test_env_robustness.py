@@ -10,7 +10,7 @@ import pytest
 
 import agentgym_turn  # noqa: F401
 from agentgym_turn.core.files import DataFileError
-from agentgym_turn.sokoban import LevelFormatError, TurnSokobanEnv, builtin_levels_path, generate_level, load_levels
+from agentgym_turn.sokoban import LevelFormatError, TurnSokobanEnv, generate_level, load_levels
 from agentgym_turn.sokoban.board import apply_move
 from agentgym_turn.sokoban.constants import MOVE_BY_NAME
 from support.sokoban_reference import RefLevel, ref_parse, ref_shortest

@@ -154,7 +154,6 @@ def test_generator__10x10_levels_are_certified_or_never_called_optimal():
     import agentgym_turn  # noqa: F401
 
     env = gym.make("TurnSokoban-10x10-v0")
-    budget = env.unwrapped.solver_budget
     for seed in [356, *range(50)]:
         _, info = env.reset(seed=seed)
         assert info["solution_moves"] == len(env.unwrapped.solution)

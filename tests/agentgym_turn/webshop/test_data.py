@@ -2,10 +2,8 @@
 
 import itertools
 import json
-import math
 import os
 import random
-import warnings
 
 import gymnasium as gym
 import numpy as np

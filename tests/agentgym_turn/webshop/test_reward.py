@@ -210,7 +210,6 @@ def test_the_title_nouns_fixture_starts_with_the_benchmarks_hand_picked_titles()
 def test_title_nouns__agree_with_spacys_type_decision_on_the_test_set():
     """Fixture: benchmarks/webshop_title_nouns.py (spaCy en_core_web_sm, the model goal.py loads)."""
     import json
-    from pathlib import Path
 
     data = json.loads((DATA / "webshop_title_nouns.json").read_text())
     titles, spacy_nouns = data["titles"], data["spacy_nouns"]
