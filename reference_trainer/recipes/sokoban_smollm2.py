@@ -24,9 +24,13 @@ from ..config import Config, preset
 from .base import Recipe
 from .sokoban import SOKOBAN_ENV, SOKOBAN_ENV_KWARGS
 
-__all__ = ["RECIPE", "SMOLLM2", "SOKOBAN_SMOLLM2_EVAL_LEVELS", "SOKOBAN_SMOLLM2_RL_ITERATIONS", "sokoban_smollm2"]
+__all__ = ["RECIPE", "SMOLLM2", "SMOLLM2_RL", "SOKOBAN_SMOLLM2_EVAL_LEVELS", "SOKOBAN_SMOLLM2_RL_ITERATIONS", "sokoban_smollm2"]
 
 SMOLLM2 = "smollm2-135m-instruct"
+#: The model's RL and precision settings (chosen on this env's validation split; the search QA recipe reuses them as is).
+SMOLLM2_RL: dict[str, Any] = {"critic": "shared", "dtype": "bfloat16", "recompute_old_logp": True, "lr": 3e-6,
+                              "critic_lr_ratio": 100.0, "critic_warmup": 2, "lr_warmup_steps": 2, "minibatch_size": 8,
+                              "micro_batch_tokens": 2048, "reward_scale": 0.1}
 SOKOBAN_SMOLLM2_RL_ITERATIONS = 16
 #: SFT optimizer steps at most (8 episodes each); validation every 25 steps ends it first.
 SOKOBAN_SMOLLM2_SFT_CEILING = 1000
@@ -47,8 +51,7 @@ def sokoban_smollm2(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = 
     if algo == "grpo":
         rollout.update(tasks_per_iteration=4, group_size=8)  # the same 32 episodes, 8 per level
     return preset(algo, **{
-        "model": model, **rollout, "critic": "shared", "dtype": "bfloat16", "recompute_old_logp": True,
-        "lr": 3e-6, "critic_lr_ratio": 100.0, "critic_warmup": 2, "lr_warmup_steps": 2, "minibatch_size": 8, "micro_batch_tokens": 2048, "reward_scale": 0.1,
+        "model": model, **rollout, **SMOLLM2_RL,
         "env": SOKOBAN_ENV, "iterations": iterations, "seed": seed, "eval_every": 0, "eval_episodes": SOKOBAN_SMOLLM2_EVAL_LEVELS,
         "eval_env_kwargs": {"split": "test"}, "val_env_kwargs": {"split": "validation"}, "val_episodes": SOKOBAN_SMOLLM2_VAL_LEVELS,
         "sft_episodes": sft_episodes, "sft_steps": SOKOBAN_SMOLLM2_SFT_CEILING, "sft_validate_every": 25, "sft_patience": 3,
