@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple
 
 from ..core.args import bool_arg, int_arg, is_int, is_number
 from ..core.parsing import InvalidAction, TagMatch, find_tagged, snippet, split_moves
@@ -17,23 +16,16 @@ from .render import grid_rows, rgb_array
 from . import reward as _reward
 from .reward import PENALTY_BOX_OFF_TARGET, PENALTY_FOR_STEP, REWARD_BOX_ON_TARGET, REWARD_FINISHED, REWARD_COMPONENTS
 from .solver import DEFAULT_SOLVER_BUDGET, SolveResult
-from .source import LevelFile, SokobanGenerator
+from .source import DEFAULT_MAX_MOVES, LEVEL_KEYWORDS, LevelFile, SokobanGenerator, level_source
 from .splits import check_split, level_split
 
 __all__ = ["TurnSokobanEnv", "PROMPT_STYLES", "DEFAULT_MAX_MOVES", "LEVEL_KEYWORDS"]
 
 #: Accepted values of ``prompt_style``; the first is the default.
 PROMPT_STYLES = ("full", "compact", "ragen")
-#: Default ``max_moves``: generated levels need at most this many moves (RAGEN's 10-move episode).
-DEFAULT_MAX_MOVES = 10
 #: The one message of an invalid turn in the compact style (it never changes).
 COMPACT_INVALID = "invalid: answer like <answer>Up || Left</answer>"
 _EXAMPLE = "<answer>Right || Right || Up</answer>"
-#: The keywords that describe where levels come from, with their defaults: ``generator=`` replaces them.
-LEVEL_KEYWORDS: dict[str, Any] = {
-    "dim": (6, 6), "num_boxes": 1, "min_moves": 1, "max_moves": DEFAULT_MAX_MOVES, "num_gen_steps": None,
-    "levels": None, "verify_levels": True,
-}
 # The env-specific info keys before the first reset (the same keys as after it).
 _INFO_BEFORE_RESET: dict[str, Any] = {
     "boxes_on_target": 0,
@@ -201,11 +193,12 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
   level, to solve a loaded one (then as much again for a weighted search), and for each
   re-plan of `expert_action()`. It bounds the solver's work.
 * `num_gen_steps`: random-walk steps carving a room (gym-sokoban: `1.7 * (rows + cols)`).
-* `generator`: where levels come from, as one object instead of the level keywords above
-  (`dim`, `num_boxes`, `min_moves`, `max_moves`, `num_gen_steps`, `levels`, `verify_levels`,
-  which still work and build it): `SokobanGenerator(dim=(8, 8), num_boxes=2, max_moves=30)`
-  or `LevelFile.load("levels.txt", solver_budget=50_000)`; the env's `solver_budget` still
-  bounds `expert_action()`. Passing both is an error naming the keywords.
+* `source`: where levels come from, as one object (the first positional argument of
+  `TurnSokobanEnv`): `SokobanGenerator(dim=(8, 8), num_boxes=2, max_moves=30)` or
+  `LevelFile.load("levels.txt", solver_budget=50_000)`. The level keywords above (`dim`,
+  `num_boxes`, `min_moves`, `max_moves`, `num_gen_steps`, `levels`, `verify_levels`) build it
+  when it is not given; giving both is an error naming the keywords. The env's
+  `solver_budget` still bounds `expert_action()`.
 * `split`: `None` (every level, the default), `"train"`, `"validation"` or `"test"`: play
   only levels of that split, disjoint by content (see Starting State). A level given in
   `reset(options={"level": ...})` is played whatever its split.
@@ -227,7 +220,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4, "reward_components": REWARD_COMPONENTS}
     #: The level source and its loaded levels: read-only, shared by forks and left out of snapshots.
-    shared_attributes = ("generator", "levels")
+    shared_attributes = ("source", "levels")
     derived_attributes = ("_board",)
     reset_options = frozenset({"level"})
     content_reset_options = frozenset({"level"})  # a level text is solved on reset
@@ -235,33 +228,24 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
 
     def __init__(
         self,
-        dim: int | Sequence[int] = (6, 6),
-        num_boxes: int = 1,
+        source: SokobanGenerator | LevelFile | None = None,
         *,
+        split: str | None = None,
         max_actions_per_turn: int = 5,
         max_actions_per_episode: int | None = 10,
-        min_moves: int = 1,
-        max_moves: int | None = DEFAULT_MAX_MOVES,
         prompt_style: str = "full",
         symbols: str | Mapping[str, str] | None = "ragen",
         terminate_on_deadlock: bool = True,
-        levels: str | os.PathLike | Sequence[Level] | None = None,
-        verify_levels: bool = True,
-        solver_budget: int = DEFAULT_SOLVER_BUDGET,
-        num_gen_steps: int | None = None,
-        generator: SokobanGenerator | LevelFile | None = None,
-        format_penalty: float = -0.1,
         show_border: bool = True,
-        split: str | None = None,
+        solver_budget: int = DEFAULT_SOLVER_BUDGET,
+        format_penalty: float = -0.1,
         render_mode: str | None = None,
         **kwargs: Any,
     ):
         if not is_number(format_penalty, numpy=True):
             raise ValueError(f"format_penalty must be a finite number (RAGEN: -0.1), got {format_penalty!r}.")
-        for name in ("max_action_length", "max_observation_length"):
-            if name in kwargs:
-                kwargs[name] = int_arg(name, kwargs[name], 1)
-        super().__init__(format_penalty=format_penalty, render_mode=render_mode, **kwargs)
+        base = {name: int_arg(name, kwargs.pop(name), 1) for name in ("max_action_length", "max_observation_length") if name in kwargs}
+        super().__init__(format_penalty=format_penalty, render_mode=render_mode, **base)
         self.max_actions_per_turn = int_arg("max_actions_per_turn", max_actions_per_turn, 1)
         self.max_actions_per_episode = int_arg("max_actions_per_episode", max_actions_per_episode, 1, allow_none=True)
         if not isinstance(prompt_style, str) or prompt_style not in PROMPT_STYLES:
@@ -274,32 +258,25 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         self.terminate_on_deadlock = bool_arg("terminate_on_deadlock", terminate_on_deadlock)
         self.show_border = bool_arg("show_border", show_border)
         self.solver_budget = int_arg("solver_budget", solver_budget, 0)
-        if generator is None:
-            verify = bool_arg("verify_levels", verify_levels)
-            if levels is None:
-                generator = SokobanGenerator(dim, num_boxes, min_moves, max_moves, num_gen_steps, self.solver_budget)
-            else:
-                generator = LevelFile.load(levels, solver_budget=self.solver_budget, verify=verify)
-        elif not isinstance(generator, (SokobanGenerator, LevelFile)):
-            raise ValueError(f"generator must be a SokobanGenerator or a LevelFile, got {type(generator).__name__}.")
-        else:
-            given = {"dim": dim, "num_boxes": num_boxes, "min_moves": min_moves, "max_moves": max_moves,
-                     "num_gen_steps": num_gen_steps, "levels": levels, "verify_levels": verify_levels}
-            clash = [name for name, value in given.items() if value is not LEVEL_KEYWORDS[name] and value != LEVEL_KEYWORDS[name]]
-            if clash:
-                raise ValueError(f"generator= replaces {', '.join(clash)}: set them on the generator (SokobanGenerator or LevelFile), not here.")
-        #: Where levels come from: a :class:`SokobanGenerator` or a :class:`LevelFile`.
-        self.generator: SokobanGenerator | LevelFile = generator
+        #: Where levels come from: a :class:`SokobanGenerator` or a :class:`LevelFile` (built from the level keywords).
+        self.source: SokobanGenerator | LevelFile = level_source(source, kwargs, self.solver_budget)
         #: Only levels of this split are drawn (None: every level).
         self.split = check_split(split)
         #: The loaded levels (a :class:`LevelFile`'s, those of ``split`` when one is set), or None for generated levels.
-        self.levels: list[Level] | None = list(generator.levels) if isinstance(generator, LevelFile) else None
-        if self.levels is not None and self.split is not None:
-            self.levels = [level for level in self.levels if level_split(level) == self.split]
-            if not self.levels:
-                raise ValueError(f"split={self.split!r}: none of the {len(generator.levels)} levels of levels= is in that split.")
+        self.levels = self._split_levels()
         self._sep = " " if prompt_style == "full" else ""
-        # Episode state (set by reset).
+        self._clear_episode()
+
+    def _split_levels(self) -> list[Level] | None:
+        if not isinstance(self.source, LevelFile):
+            return None
+        levels = [level for level in self.source.levels if self.split is None or level_split(level) == self.split]
+        if not levels:
+            raise ValueError(f"split={self.split!r}: none of the {len(self.source.levels)} levels of levels= is in that split.")
+        return levels
+
+    def _clear_episode(self) -> None:
+        """The episode's state before the first reset."""
         self.level: Level | None = None
         self._board: Board | None = None
         self._boxes = 0
@@ -324,9 +301,9 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
     def _pick_level(self, options: dict[str, Any]) -> tuple[Level, tuple[int, ...] | None, bool]:
         """The level to play, its best known plan (or None) and whether that plan is optimal."""
         choice = options.get("level")
-        if choice is None and isinstance(self.generator, SokobanGenerator):
+        if choice is None and isinstance(self.source, SokobanGenerator):
             for _ in range(_SPLIT_DRAWS):
-                gen = self.generator.level(int(self.np_random.integers(0, 2**63 - 1)))
+                gen = self.source.level(int(self.np_random.integers(0, 2**63 - 1)))
                 if self.split is None or level_split(gen.level) == self.split:
                     return gen.level, gen.solution, gen.certified
             raise RuntimeError(f"split={self.split!r}: {_SPLIT_DRAWS} generated levels in a row fell in other splits; "
@@ -350,7 +327,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
 
     def _solve_level(self, level: Level) -> SolveResult:
         """Solve a loaded level within ``solver_budget`` (cached); raise if it cannot be played."""
-        source = self.generator if isinstance(self.generator, LevelFile) else LevelFile((level,), self.solver_budget, verify=False)
+        source = self.source if isinstance(self.source, LevelFile) else LevelFile((level,), self.solver_budget, verify=False)
         return source.solution(level)
 
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:

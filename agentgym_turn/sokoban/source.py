@@ -17,14 +17,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core.args import int_arg
+from ..core.args import bool_arg, int_arg
 from ..core.cache import ProcessCache
 from .board import board_for, mask_of
 from .generator import GeneratedLevel, dim_arg, generate_level
 from .loader import Level, LevelFormatError, load_levels
 from .solver import DEFAULT_SOLVER_BUDGET, SolveResult, solve
 
-__all__ = ["GENERATED_LEVELS", "SOLVED_LEVELS", "LevelFile", "SokobanGenerator", "solve_loaded_level"]
+__all__ = ["DEFAULT_MAX_MOVES", "GENERATED_LEVELS", "LEVEL_KEYWORDS", "SOLVED_LEVELS", "LevelFile", "SokobanGenerator", "level_source",
+           "solve_loaded_level"]
+
+#: Default ``max_moves``: generated levels need at most this many moves (RAGEN's 10-move episode).
+DEFAULT_MAX_MOVES = 10
 
 #: Generated levels by (level seed, generator): evaluation re-uses seeds, so a re-reset is free.
 GENERATED_LEVELS: ProcessCache[GeneratedLevel] = ProcessCache("sokoban generated levels", 4096)
@@ -50,7 +54,7 @@ class SokobanGenerator:
     dim: tuple[int, int] = (6, 6)
     num_boxes: int = 1
     min_moves: int = 1
-    max_moves: int | None = 10
+    max_moves: int | None = DEFAULT_MAX_MOVES
     num_gen_steps: int | None = None
     solver_budget: int = DEFAULT_SOLVER_BUDGET
 
@@ -156,3 +160,31 @@ def solve_loaded_level(level: Level, solver_budget: int) -> SolveResult:
             "(the limit on the solver's work per level); raise solver_budget, or remove the level."
         )
     return result
+
+
+#: The keywords of ``TurnSokobanEnv`` (and ``gymnasium.make``) that build its level source, with their defaults:
+#: ``source=`` replaces them. ``dim`` to ``num_gen_steps`` make a :class:`SokobanGenerator`; ``levels`` a :class:`LevelFile`.
+LEVEL_KEYWORDS: dict[str, Any] = {
+    "dim": (6, 6), "num_boxes": 1, "min_moves": 1, "max_moves": DEFAULT_MAX_MOVES, "num_gen_steps": None,
+    "levels": None, "verify_levels": True,
+}
+
+
+def level_source(source: Any, keywords: dict[str, Any], solver_budget: int) -> SokobanGenerator | LevelFile:
+    """The env's level source: ``source`` as given, else one built from the level keywords in ``keywords``
+    (:data:`LEVEL_KEYWORDS`, defaults for the rest) with ``solver_budget``. Giving both is an error naming the keywords."""
+    unknown = sorted(set(keywords) - set(LEVEL_KEYWORDS))
+    if unknown:
+        raise TypeError(f"TurnSokobanEnv got unexpected keyword arguments {unknown}; the level keywords are {list(LEVEL_KEYWORDS)}.")
+    if source is not None:
+        if not isinstance(source, (SokobanGenerator, LevelFile)):
+            raise ValueError(f"source must be a SokobanGenerator or a LevelFile, got {type(source).__name__}.")
+        clash = [name for name, value in keywords.items() if value is not LEVEL_KEYWORDS[name] and value != LEVEL_KEYWORDS[name]]
+        if clash:
+            raise ValueError(f"source= replaces {', '.join(clash)}: set them on the source (SokobanGenerator or LevelFile), not here.")
+        return source
+    kw = {**LEVEL_KEYWORDS, **keywords}
+    verify = bool_arg("verify_levels", kw["verify_levels"])
+    if kw["levels"] is not None:
+        return LevelFile.load(kw["levels"], solver_budget=solver_budget, verify=verify)
+    return SokobanGenerator(kw["dim"], kw["num_boxes"], kw["min_moves"], kw["max_moves"], kw["num_gen_steps"], solver_budget)

@@ -84,12 +84,12 @@ def _episode(env, seed=5):
     return out
 
 
-def test_sokoban_generator__plays_the_same_levels_as_the_level_keywords():
+def test_sokoban_source__plays_the_same_levels_as_the_level_keywords():
     from agentgym_turn.sokoban import SokobanGenerator
 
     by_keywords = gym.make("TurnSokoban-v0", dim=(7, 7), num_boxes=2, max_moves=20, max_actions_per_episode=20)
-    by_object = gym.make("TurnSokoban-v0", generator=SokobanGenerator(dim=7, num_boxes=2, max_moves=20), max_actions_per_episode=20)
-    assert by_object.unwrapped.generator == by_keywords.unwrapped.generator == SokobanGenerator((7, 7), 2, 1, 20)
+    by_object = gym.make("TurnSokoban-v0", source=SokobanGenerator(dim=7, num_boxes=2, max_moves=20), max_actions_per_episode=20)
+    assert by_object.unwrapped.source == by_keywords.unwrapped.source == SokobanGenerator((7, 7), 2, 1, 20)
     assert _episode(by_object) == _episode(by_keywords)
 
 
@@ -98,18 +98,18 @@ def test_level_file__plays_the_same_levels_as_levels_keyword():
 
     path = builtin_levels_path() / "handmade.txt"
     by_keyword = gym.make("TurnSokoban-v0", levels=str(path))
-    by_object = gym.make("TurnSokoban-v0", generator=LevelFile.load(path, solver_budget=by_keyword.unwrapped.solver_budget))
+    by_object = gym.make("TurnSokoban-v0", source=LevelFile.load(path, solver_budget=by_keyword.unwrapped.solver_budget))
     assert by_object.unwrapped.levels == by_keyword.unwrapped.levels
     for seed in range(3):
         assert _episode(by_object, seed) == _episode(by_keyword, seed)
 
 
 @pytest.mark.parametrize("kwargs", [{"dim": (8, 8)}, {"levels": "x.txt"}, {"num_boxes": 2, "max_moves": 5}])
-def test_generator__with_a_level_keyword_too_is_an_error_naming_it(kwargs):
+def test_source__with_a_level_keyword_too_is_an_error_naming_it(kwargs):
     from agentgym_turn.sokoban import SokobanGenerator
 
-    with pytest.raises(ValueError, match="generator= replaces " + ", ".join(kwargs)):
-        gym.make("TurnSokoban-v0", generator=SokobanGenerator(), **kwargs)
+    with pytest.raises(ValueError, match="source= replaces " + ", ".join(kwargs)):
+        gym.make("TurnSokoban-v0", source=SokobanGenerator(), **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -124,6 +124,13 @@ def test_sokoban_generator__checks_its_arguments(kwargs, needle):
         SokobanGenerator(**kwargs)
 
 
-def test_generator__of_another_type_is_an_error():
-    with pytest.raises(ValueError, match="generator must be a SokobanGenerator or a LevelFile"):
-        gym.make("TurnSokoban-v0", generator="levels.txt")
+def test_source__of_another_type_is_an_error():
+    with pytest.raises(ValueError, match="source must be a SokobanGenerator or a LevelFile"):
+        gym.make("TurnSokoban-v0", source="levels.txt")
+
+
+def test_sokoban_env__refuses_a_keyword_it_does_not_know():
+    from agentgym_turn.sokoban import TurnSokobanEnv
+
+    with pytest.raises(TypeError, match="unexpected keyword arguments \\['dims'\\]"):
+        TurnSokobanEnv(dims=(7, 7))
