@@ -42,8 +42,6 @@ import numpy as np
 
 from .extras import install_command, require
 
-__all__ = ["BM25Index", "top_k", "tokenize", "tokenize_many", "lucene_length", "porter_stem", "K1", "B", "NUMBA_MIN_DOCS", "ANALYZERS", "LENGTH_NORMS"]
-
 #: Anserini/Pyserini default BM25 parameters (used by WebShop and Search-R1).
 K1 = 0.9
 B = 0.4

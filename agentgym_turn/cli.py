@@ -31,8 +31,6 @@ from .extras import MissingExtraError
 from .core.args import CliError, parse_kwargs
 from .registration import all_env_ids, env_needs, resolve_env_id
 
-__all__ = ["main"]
-
 #: ``serve`` targets: what each serves, and its module with ``main(argv) -> int`` (it parses its own
 #: arguments). Only targets whose module exists are offered.
 _SERVER_TARGETS = {
@@ -178,6 +176,23 @@ def _cmd_check(args: argparse.Namespace) -> int:
     env_id = resolve_env_id(args.env_id)
     report = check_turn_env(env_id, seed=args.seed, episodes=args.episodes, fuzz_actions=args.fuzz_actions, raise_on_problem=False)
     print(report.summary() if not report.ok else f"{env_id}: OK ({report.steps_run} fuzz steps, expert {report.expert_successes}/{report.expert_episodes})")
+    return 0 if report.ok else 1
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    import importlib
+
+    from agentgym_turn.testing.validate import validate
+
+    target = args.target if ":" in args.target or "://" in args.target else resolve_env_id(args.target)
+    oracle = None
+    if args.oracle:
+        module, _, attr = args.oracle.partition(":")
+        oracle = getattr(importlib.import_module(module), attr)
+    report = validate(target, seed=args.seed, tasks=args.tasks, margin=args.margin, search_episodes=args.search_episodes,
+                      oracle=oracle, checks=args.checks, fresh_process=not args.no_fresh_process)
+    js, md = report.write(args.out)
+    print(report.to_markdown() + f"\nwrote {js} and {md}")
     return 0 if report.ok else 1
 
 
@@ -335,6 +350,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=5, help="expert episodes that must succeed")
     p.add_argument("--fuzz-actions", type=int, default=64, help="random adversarial responses")
     p.set_defaults(func=_cmd_check)
+
+    from agentgym_turn.testing.validate import CHECKS
+
+    p = sub.add_parser("validate", help="certify an env: contract, determinism, oracle, floors and a search for reward without "
+                                        "success; writes validation.json and validation.md (see docs/validation.md)")
+    p.add_argument("target", help="a registered id, module:factory, or the URL of a served env (agentgym-turn serve env)")
+    p.add_argument("--seed", type=int, default=0, help="first task seed")
+    p.add_argument("--tasks", type=int, default=8, help="tasks the oracle and each trivial policy play")
+    p.add_argument("--margin", type=float, default=0.1, help="share of the oracle's return trivial policies must stay below")
+    p.add_argument("--search-episodes", type=int, default=200, help="episodes of the search for reward without success")
+    p.add_argument("--checks", nargs="+", default=list(CHECKS), choices=CHECKS)
+    p.add_argument("--oracle", metavar="MODULE:FUNCTION", help="oracle(env) -> response, instead of the env's expert_action()")
+    p.add_argument("--no-fresh-process", action="store_true", help="check determinism in this process only")
+    p.add_argument("--out", default="validation", help="folder for validation.json and validation.md")
+    p.set_defaults(func=_cmd_validate)
 
     p = sub.add_parser("record", help="play episodes with the expert or a random policy and write them as JSON lines (see docs/recording.md)")
     p.add_argument("env_id", help="a registered id, e.g. TurnSokoban-v0")

@@ -18,8 +18,6 @@ from gymnasium.envs.registration import WrapperSpec, register, registry
 
 from .core.args import CliError
 
-__all__ = ["ENV_SPECS", "EXTRA_ENV_SPECS", "ENV_NEEDS", "register_envs", "env_ids", "all_env_ids", "env_needs", "resolve_env_id"]
-
 #: ``gymnasium.register`` keyword arguments, one dict per id.
 ENV_SPECS: list[dict[str, Any]] = [
     # --- TurnSokoban (agentgym_turn/sokoban) ---

@@ -44,8 +44,6 @@ from typing import Any, Sequence
 
 from .core.args import is_int, is_number
 
-__all__ = ["ServerLimits", "AppServer", "WRITE_BUFFER_HIGH", "HTTPError", "HostOriginGuard", "LOOPBACK_NAMES", "add_allow_host_argument", "TokenGuard", "RateLimit", "RateLimiter", "TOKEN_ENV", "add_access_arguments", "access_options", "check_token", "is_loopback", "read_body", "loads_strict", "parse_json", "json_error_handlers"]
-
 
 @dataclass(frozen=True)
 class ServerLimits:

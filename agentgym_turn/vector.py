@@ -230,6 +230,10 @@ class GroupedVectorEnv(gym.vector.VectorEnv):
         self.metadata["autoreset_mode"] = mode
         self.render_mode = getattr(first, "render_mode", None)
         self.spec = None
+        self._clear_groups()
+
+    def _clear_groups(self) -> None:
+        """The groups' state before the first reset."""
         self._base_seed = 0
         self._episodes = np.zeros(self.num_groups, dtype=np.int64)  # tasks started per group
         self._task_seed = np.zeros(self.num_envs, dtype=np.int64)

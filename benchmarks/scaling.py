@@ -171,7 +171,7 @@ class RetrieverProcess:
 def chat_format(env_ids: list[str]) -> Any:
     """A ChatFormat whose byte-level BPE tokenizer is trained on a few episodes of ``env_ids``."""
     from reference_trainer.tiny import env_corpus, train_tokenizer
-    from reference_trainer.tokenization import ChatFormat
+    from agentgym_turn.tokens import ChatFormat
 
     texts = [t for env_id in env_ids for t in env_corpus(env_id, 8)]
     return ChatFormat(train_tokenizer(texts, 512))

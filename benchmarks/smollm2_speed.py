@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from reference_trainer.recipes import RECIPES
     from reference_trainer.rollout import expert_episodes, make_batch
     from reference_trainer.tasks import sft_seeds
-    from reference_trainer.tokenization import ChatFormat
+    from agentgym_turn.tokens import ChatFormat
 
     cfg = RECIPES["sokoban_smollm2"].build(out="unused")
     loaded, tokenizer = load_policy(resolve_model(args.model))

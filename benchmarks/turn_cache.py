@@ -36,7 +36,7 @@ from reference_trainer.recipes.webshop import WEBSHOP_ENV_KWARGS
 from agentgym_turn.pools import SerialPool
 from reference_trainer.rollout import collect
 from reference_trainer.tiny import TinySpec, build_tiny
-from reference_trainer.tokenization import ChatFormat
+from agentgym_turn.tokens import ChatFormat
 
 try:  # python -m benchmarks.turn_cache, or imported by the tests
     from benchmarks import common

@@ -59,7 +59,7 @@ def measure_size(n: int) -> dict:
 
     from agentgym_turn.webshop import search as search_mod
     from agentgym_turn.webshop.env import TurnWebShopEnv
-    from agentgym_turn.webshop.generator import GeneratedShop
+    from agentgym_turn.webshop.generator.catalog import GeneratedShop
     from agentgym_turn.webshop.source import SHOPS, ShopSource
 
     t0 = time.perf_counter()
@@ -111,7 +111,7 @@ def measure_size(n: int) -> dict:
 
 def _write_webshop_files(folder: Path, n: int) -> None:
     """A synthetic ``n``-product catalog in WebShop's file format (from our generator)."""
-    from agentgym_turn.webshop.generator import GeneratedShop
+    from agentgym_turn.webshop.generator.catalog import GeneratedShop
     from agentgym_turn.webshop.loader import item_record
 
     shop = GeneratedShop(n, seed=0)

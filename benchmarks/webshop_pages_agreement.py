@@ -73,7 +73,7 @@ EDGE_PRODUCTS = [
 def write_catalog(folder: Path, n: int) -> None:
     """A catalog of ``n`` generated products plus :data:`EDGE_PRODUCTS` in WebShop's file format,
     with synthetic (``items_ins_v2.json``) and human (``items_human_ins.json``) goals."""
-    from agentgym_turn.webshop.generator import GeneratedShop
+    from agentgym_turn.webshop.generator.catalog import GeneratedShop
     from agentgym_turn.webshop.loader import item_record
 
     shop = GeneratedShop(n, seed=0)

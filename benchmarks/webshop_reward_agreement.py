@@ -115,7 +115,7 @@ def _handmade_catalog(rng: random.Random) -> tuple[list[dict], dict]:
 
 
 def _generated_catalog(n: int, seed: int, rng: random.Random) -> tuple[list[dict], dict]:
-    from agentgym_turn.webshop.generator import GeneratedShop
+    from agentgym_turn.webshop.generator.catalog import GeneratedShop
 
     shop = GeneratedShop(n, seed=seed)
     products, attrs = [], {}

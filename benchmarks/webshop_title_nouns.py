@@ -39,7 +39,7 @@ def main() -> int:
     import spacy
 
     common.import_package(common.ROOT / "agentgym_turn")  # the side venv with spaCy need not install it
-    from agentgym_turn.webshop.generator import GeneratedShop
+    from agentgym_turn.webshop.generator.catalog import GeneratedShop
     from agentgym_turn.webshop.nouns import nouns_of, spacy_model_name
 
     nlp = spacy.load(spacy_model_name())  # the whole pipeline, as goal.py loads it

@@ -16,7 +16,7 @@ PAGE = Path(__file__).resolve().parent / "api.md"
 FACES = {
     "agentgym_turn": "Import it to register every env id; vector envs of text envs",
     "agentgym_turn.core": "The turn contract: the base env, text spaces, action parsing, the contract's errors",
-    "agentgym_turn.sokoban": "TurnSokoban: levels, generator, solver",
+    "agentgym_turn.sokoban": "TurnSokoban: levels and where they come from, the generator, the solver",
     "agentgym_turn.webshop": "TurnWebShop: catalog, goals, search, pages, reward, the site",
     "agentgym_turn.searchqa": "TurnSearchQA: world, corpus, retrieval, answers",
     "agentgym_turn.multiagent": "The shopping dialog, a PettingZoo env",
@@ -39,6 +39,7 @@ FACES = {
     "reference_trainer.recipes": "The measured recipes, one per env and model",
     "reference_trainer.policy": "Loading a model with its value head or critic",
     "reference_trainer.models": "Models by name, offline",
+    "reference_trainer.tiny": "The tiny model and its tokenizer, built offline from an env's text",
     "reference_trainer.advantages": "Advantage estimators and their statistics, pure functions",
     "reference_trainer.losses": "The loss terms, pure functions",
     "reference_trainer.stats": "The intervals of reported gains",

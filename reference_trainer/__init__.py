@@ -6,7 +6,7 @@ token-in/token-out. Start with ``python -m reference_trainer train --help``; the
 
 * :mod:`.tiny` builds a small model and tokenizer offline; :mod:`.policy` loads any local
   checkpoint and adds the value head;
-* :mod:`.tokenization` assembles conversations token by token; :mod:`.rollout` plays batched
+* :mod:`agentgym_turn.tokens` (the env suite's) assembles conversations token by token; :mod:`.rollout` plays batched
   multi-turn episodes;
 * :mod:`.advantages` and :mod:`.losses` are the math, as pure functions, each with a registry
   the loop looks its estimator and loss terms up in;
@@ -16,4 +16,3 @@ token-in/token-out. Start with ``python -m reference_trainer train --help``; the
 Importing this package imports nothing heavy; the submodules need the ``train`` extra.
 """
 
-__all__: list[str] = []

@@ -13,8 +13,6 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["ema_update", "ema_step", "frozen_copy"]
-
 
 def ema_update(average: Sequence[torch.Tensor], current: Sequence[torch.Tensor], decay: float) -> list[torch.Tensor]:
     """``decay * average + (1 - decay) * current``, tensor by tensor (new float32 tensors).

@@ -44,9 +44,6 @@ from .averaging import frozen_copy
 from .config import Config
 from .policy import safe_torch_load
 
-__all__ = ["STATE_FILE", "TENSORS_FILE", "save", "resolve", "read_meta", "load_tensors", "save_trainer",
-           "restore_trainer", "TrainerState"]
-
 STATE_FILE = "trainer_state.json"
 TENSORS_FILE = "state.pt"
 

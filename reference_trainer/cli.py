@@ -31,8 +31,6 @@ from typing import Any, Sequence
 from .config import PRESETS, AlgoConfig, Config, ModelConfig, RolloutConfig, TinyConfig, TrainConfig
 from .recipes import RECIPES, SOKOBAN_RL_ITERATIONS
 
-__all__ = ["main", "build_parser", "config_from_args"]
-
 _SECTIONS = (("model", ModelConfig), ("rollout", RolloutConfig), ("algo", AlgoConfig), ("train", TrainConfig))
 
 

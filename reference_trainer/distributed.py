@@ -34,10 +34,6 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["DistContext", "SINGLE", "context_from_env", "setup", "device_for_rank", "shard_bounds", "shard", "rank_seed",
-           "all_reduce_sum", "all_reduce_max", "gather_objects", "barrier", "sums", "gather_episodes", "reduce_steps", "reduce_times", "broadcast_module", "shutdown", "QuietLogger",
-           "quiet_console", "PARALLEL_MODES"]
-
 #: ``--parallel`` choices: DDP replicates the model on every rank; FSDP shards parameters, gradients and optimizer state.
 PARALLEL_MODES = ("ddp", "fsdp")
 

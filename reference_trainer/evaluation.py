@@ -17,8 +17,6 @@ from . import distributed
 from .config import Config
 from .rollout import Episode, episode_metrics
 
-__all__ = ["Evaluator", "playing"]
-
 
 @contextlib.contextmanager
 def playing(policy: Any, lm: torch.nn.Module | None) -> Iterator[None]:

@@ -15,8 +15,6 @@ from typing import Callable
 import torch
 from torch.utils.checkpoint import checkpoint
 
-__all__ = ["selected_logprobs", "LogitsFn"]
-
 #: ``[n, H] -> [n, V]`` float32 logits of the distribution tokens are scored under (temperature,
 #: softcap and vocabulary mask already applied).
 LogitsFn = Callable[[torch.Tensor], torch.Tensor]

@@ -7,8 +7,6 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["MetricsLogger", "progress_bar", "read_metrics"]
-
 
 def _clean(value: Any) -> Any:
     """JSON-safe: non-finite floats become ``null``."""

@@ -18,8 +18,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ModelFileError", "JSON_FILES", "TEMPLATE_SECONDS", "check_json_files", "check_regular_file", "check_template_renders"]
-
 class ModelFileError(ValueError):
     """A file of a model directory that cannot be loaded safely; the message names the file and what to do."""
 

@@ -23,8 +23,6 @@ from torch import nn
 from . import distributed
 from .distributed import DistContext
 
-__all__ = ["Parallel", "Objective", "check_divisible", "check_fsdp", "unreached_parameters", "wrap"]
-
 
 class Objective(nn.Module):
     """``loss_fn(*args)`` as the ``forward`` of a module that owns ``policy``, so DDP/FSDP can wrap it

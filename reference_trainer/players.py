@@ -21,8 +21,6 @@ from agentgym_turn.evaluation.players import Reply
 from .models import resolve_model
 from .policy import TurnCache, load_policy
 
-__all__ = ["LocalPlayer"]
-
 
 class LocalPlayer:
     """``model``: a name of :data:`reference_trainer.models.MODELS`, a ``.gguf`` file or a checkpoint directory.

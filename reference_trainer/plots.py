@@ -7,8 +7,6 @@ from typing import Any, Sequence
 
 from .metrics import read_metrics
 
-__all__ = ["plot_run", "plot_comparison", "plot_learning", "pyplot"]
-
 
 def pyplot() -> Any:
     """``matplotlib.pyplot`` on the file-only Agg backend, so figures render without a display."""

@@ -2,7 +2,7 @@
 
 :func:`collect` plays one episode per seed: at every turn it samples a response for every
 active episode in one batch (:meth:`Policy.generate`), decodes it for the env, and appends
-the *sampled ids* to the episode's :class:`~reference_trainer.tokenization.Conversation`;
+the *sampled ids* to the episode's :class:`~agentgym_turn.tokens.Conversation`;
 each observation is tokenised once. :func:`make_batch` pads finished episodes into the
 tensors the trainer uses. :func:`expert_episodes` assembles the env's expert play the same
 way (the SFT data), and :func:`episode_metrics` summarises a list of episodes.
@@ -38,13 +38,11 @@ import torch
 from agentgym_turn.async_pool import STEP_TIMEOUT_KEY
 from agentgym_turn.chat import split_first_message
 from agentgym_turn.core import EXIT_STATUSES
-from agentgym_turn.core.contract import FaultGuard, InfraError
+from agentgym_turn.core.contract import InfraError
 from agentgym_turn.pools import EnvPool
 
 from .policy import TurnCache
-from .tokenization import ROLE_ACTION, ChatFormat, Conversation, TokenEpisode, continues_with
-
-__all__ = ["Episode", "FaultGuard", "collect", "RolloutBatch", "make_batch", "loss_rows", "expert_episodes", "episode_metrics"]
+from agentgym_turn.tokens import ROLE_ACTION, ChatFormat, Conversation, TokenEpisode, continues_with
 
 
 @dataclass

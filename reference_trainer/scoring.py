@@ -10,8 +10,6 @@ import torch
 from . import distributed
 from .losses import clip_bias_surrogate, clipped_tokens, log_ratios
 
-__all__ = ["clip_bias_norm", "micro_batches", "score"]
-
 
 def micro_batches(lengths: torch.Tensor, max_size: int | None = None, max_tokens: int = 0) -> list[torch.Tensor]:
     """Split rows ``0 .. len(lengths) - 1`` into micro-batches; returns their index tensors.

@@ -18,8 +18,6 @@ from .tasks import demo_env_kwargs, sft_seeds
 
 log = logging.getLogger(__name__)
 
-__all__ = ["expert_demos", "fitting_demos", "sft", "validation_value"]
-
 
 def fitting_demos(demos: list[Episode], max_context_tokens: int) -> tuple[list[Episode], int]:
     """The expert episodes whose whole conversation fits ``max_context_tokens`` (the bound rollouts

@@ -20,9 +20,6 @@ import numpy as np
 
 from .tiny import PretrainSpec, TinySpec, corpus_seeds, pretrain_world_seeds, world_kwargs
 
-__all__ = ["rl_task_seeds", "eval_group", "group", "merge_groups", "overlap", "sft_seeds", "start_keys", "task_keys",
-           "training_groups"]
-
 
 def group(env_id: str, env_kwargs: dict[str, Any] | None, seeds: Iterable[int], options: dict[str, Any] | None = None) -> dict[str, Any]:
     """A group record: ``env_id`` made with ``env_kwargs``, reset once per seed (with ``options``)."""

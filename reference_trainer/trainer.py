@@ -44,7 +44,7 @@ from .rollout import Episode, RolloutBatch, collect, episode_metrics, make_batch
 from .scoring import clip_bias_norm, micro_batches, score
 from .sft import expert_demos, fitting_demos, sft, validation_value
 from .tasks import demo_env_kwargs
-from .tokenization import ChatFormat
+from agentgym_turn.tokens import ChatFormat
 
 __all__ = ["Trainer", "Prepared", "micro_batches", "fitting_demos"]
 

@@ -8,11 +8,9 @@ check here refuses bools where a number is asked for. The predicates (:func:`is_
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
-
-__all__ = ["CliError", "bool_arg", "int_arg", "is_int", "is_number", "parse_kwargs", "whole_number"]
 
 
 def is_int(value: Any, minimum: int | None = None, maximum: int | None = None, *, numpy: bool = False) -> bool:
@@ -60,6 +58,27 @@ def whole_number(name: str, value: Any, example: str) -> int:
 
 class CliError(Exception):
     """A user mistake the CLI reports as one line on stderr (exit status 2), never a traceback."""
+
+
+S = TypeVar("S")
+
+
+def source_arg(source: S | None, keywords: Mapping[str, Any], *, defaults: Mapping[str, Any], build: Callable[..., S],
+               kinds: type | tuple[type, ...], env: str) -> S:
+    """An env's task source (Jumanji's ``generator=``): ``source`` as given, else ``build(**keywords)``, where
+    ``keywords`` are the env's source keywords (names of ``defaults``) as ``gymnasium.make`` passed them.
+
+    ``source`` of another type, or given beside a keyword set to other than its default, is a ValueError naming
+    what to change (``env`` names the env in it)."""
+    if source is None:
+        return build(**keywords)
+    names = kinds.__name__ if isinstance(kinds, type) else " or a ".join(k.__name__ for k in kinds)
+    if not isinstance(source, kinds):
+        raise ValueError(f"source must be a {names}, got {type(source).__name__}.")
+    clash = [name for name, value in keywords.items() if value is not defaults[name] and value != defaults[name]]
+    if clash:
+        raise ValueError(f"source= replaces {', '.join(clash)}: set them on the {names}, not here.")
+    return source
 
 
 def parse_kwargs(pairs: Sequence[str]) -> dict:

@@ -15,8 +15,6 @@ from typing import Callable, Generic, Hashable, TypeVar
 
 from .args import is_int
 
-__all__ = ["ProcessCache"]
-
 V = TypeVar("V")
 
 

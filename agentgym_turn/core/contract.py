@@ -25,8 +25,6 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.wrappers import PassiveEnvChecker
 
-__all__ = ["EXIT_STATUSES", "FAULT_STATUSES", "FaultGuard", "InfraError", "fault_step", "TurnStatus", "fork_env", "fork_by_replay", "state_digest", "components_sum"]
-
 logger = logging.getLogger(__name__)
 
 #: The ``info["exit_status"]`` vocabulary, in the order the docs list it.

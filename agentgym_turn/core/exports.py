@@ -11,8 +11,6 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, Mapping
 
-__all__ = ["lazy_exports"]
-
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """A module ``__getattr__`` and ``__dir__`` for ``package`` that import ``exports[name]``

@@ -17,8 +17,6 @@ import zlib
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["DataFileError", "check_data_path", "read_data_bytes", "iter_text_lines", "file_sha256"]
-
 _CHUNK = 1 << 20
 
 

@@ -33,18 +33,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-__all__ = [
-    "InvalidAction",
-    "TagMatch",
-    "BracketAction",
-    "strip_think",
-    "break_control_tokens",
-    "find_tagged",
-    "parse_bracket_action",
-    "split_moves",
-    "snippet",
-]
-
 #: Longest piece of the agent's own text quoted back in an error message.
 SNIPPET_CHARS = 60
 

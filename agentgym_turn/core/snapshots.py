@@ -16,8 +16,6 @@ import secrets
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["SnapshotError", "seal", "unseal", "KEY_VARIABLE"]
-
 #: The environment variable that gives processes a shared key (any text; read once, at the first snapshot).
 KEY_VARIABLE = "AGENTGYM_SNAPSHOT_KEY"
 _MAGIC = b"agentgym-turn/snapshot/v1\n"

@@ -23,8 +23,6 @@ from typing import Any
 
 from gymnasium.spaces import Text
 
-__all__ = ["TurnText", "SAMPLE_CHARSET", "is_turn_text", "sanitize_text"]
-
 #: Control characters that are text (line breaks and tab); every other Cc character is not.
 EXTRA_CHARS = "\n\t\r"
 

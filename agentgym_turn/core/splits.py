@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import zlib
 
-__all__ = ["CONTENT_SPLITS", "CONTENT_SPLIT_SHARES", "check_content_split", "content_key", "content_split", "key_split"]
-
 #: The splits, in the order of their buckets.
 CONTENT_SPLITS = ("test", "validation", "train")
 #: Share of tasks in each split (10 buckets of the CRC-32: 0 test, 1 validation, 2-9 train).

@@ -43,8 +43,6 @@ from .parsing import InvalidAction
 from .snapshots import seal, unseal
 from .spaces import TurnText, sanitize_text
 
-__all__ = ["TurnEnv", "TurnOutcome", "COMMON_INFO_KEYS", "CONTRACT_INFO_KEYS", "DEFAULT_MAX_ACTION_LENGTH"]
-
 logger = logging.getLogger(__name__)
 
 #: The ``info`` keys every env returns from ``reset`` and ``step``, with their types.
@@ -134,6 +132,9 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
     #: Reset options that may carry content the env must process (a level text it solves) rather than an
     #: index into its own tasks: a served env accepts them only when its server opts in (``--client-content``).
     content_reset_options: ClassVar[frozenset[str]] = frozenset()
+    #: Keywords that build the env's task source (``source=`` replaces them): taken through ``**kwargs``, accepted
+    #: like named parameters (a misspelt one is refused with the accepted keywords).
+    source_keywords: ClassVar[tuple[str, ...]] = ()
 
     def __new__(cls, *args: Any, **kwargs: Any):
         # An __init__ without **kwargs would reject a misspelt keyword with Python's bare message;
@@ -435,6 +436,7 @@ def _init_keywords(cls: type) -> list[str]:
         names.update((p.name, None) for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self")
         if not any(p.kind is p.VAR_KEYWORD for p in params) or klass is TurnEnv:
             break
+    names.update((name, None) for name in getattr(cls, "source_keywords", ()))
     return list(names)
 
 

@@ -18,8 +18,6 @@ from typing import Any, Iterable
 from ..core.files import file_sha256
 from ..recording import read_records
 
-__all__ = ["CARD_FORMAT", "wilson_interval", "mean_interval", "summarize", "task_set_sha256", "build_card", "card_markdown"]
-
 CARD_FORMAT = "agentgym-turn/eval-card"
 _Z95 = 1.959963984540054
 

@@ -28,8 +28,6 @@ from .card import build_card, card_markdown
 from .players import Player, Reply
 from .protocols import Protocol
 
-__all__ = ["evaluate", "EvalSettingsError", "RUN_FILE", "RECORDS_FILE"]
-
 RUN_FILE = "run.json"
 RECORDS_FILE = "records.jsonl"
 #: The floors played on the same tasks: file stem -> :func:`~agentgym_turn.recording.record_episodes` policy. The random

@@ -19,8 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-__all__ = ["Reply", "Player", "EndpointPlayer", "EndpointError", "chat_completions_url"]
-
 #: Bounds on what one endpoint reply may be: a body larger than this is refused as malformed.
 MAX_REPLY_BYTES = 4 << 20
 

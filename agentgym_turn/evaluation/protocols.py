@@ -14,8 +14,6 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-__all__ = ["Protocol", "PRESETS", "DEFAULT", "SAMPLINGS", "protocol_for", "test_split_kwargs", "protocol_names"]
-
 #: The decodings a card can report: ``greedy`` (temperature 0) and ``sampled`` (the protocol's temperature and top-p).
 SAMPLINGS = ("greedy", "sampled")
 #: The name of the protocol every registered id has.

@@ -6,9 +6,8 @@ from typing import Any
 
 from ..core import InvalidAction, TurnEnv, TurnOutcome
 from ..core.snapshots import seal, unseal
+from ..webshop.source import TASK_KEYWORDS, ShopTasks, shop_tasks, split_task_keywords
 from .webshop_dialog import ASSISTANT, CUSTOMER, WebShopDialogEnv
-
-__all__ = ["TurnWebShopDialogEnv", "silent_assistant_action"]
 
 # The dialog inside never truncates: the turn limit is the registered max_episode_steps.
 _NO_CYCLE_LIMIT = 1 << 30
@@ -71,8 +70,8 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
 * ``terseness``: the scripted customer's, ``"full"`` (default) or ``"terse"`` (one list item
   per answer).
 * ``message_cost``: cost of a message to the customer (default 0.01).
-* other keywords (``num_products``, ``goal_split``, ``observation_mode``, ``data_path``,
-  ``catalog_seed``...) go to ``TurnWebShopEnv``; ``format_penalty``, ``render_mode``,
+* ``source`` (a ``ShopTasks``) or its keywords (``num_products``, ``goal_split``, ``data_path``,
+  ``catalog_seed``...), ``observation_mode``, ``search_backend``: as ``TurnWebShop-v0``; ``format_penalty``, ``render_mode``,
   ``max_action_length``, ``max_observation_length``: see ``TurnEnv``.
 
 ## Version History
@@ -82,6 +81,7 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
 
     reset_options = frozenset({"goal_index"})
     external_kwargs = frozenset({"data_path"})
+    source_keywords = tuple(TASK_KEYWORDS)
     #: Sent by a served env only with --expert (the goal's index gives the customer's wishes away).
     oracle_info_keys = ("goal_index",)
     #: ``reward_components``: the purchase's WebShop terms, the cost of the assistant's messages, invalid turns.
@@ -92,25 +92,21 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
 
     def __init__(
         self,
+        source: ShopTasks | None = None,
         *,
         terseness: str = "full",
         message_cost: float = 0.01,
         observation_mode: str = "text",
-        num_products: int | None = None,
-        goal_split: str = "train",
-        data_path: str | None = None,
-        human_goals: bool | None = None,
-        catalog_seed: int = 0,
         search_backend: str = "auto",
         **kwargs: Any,
     ):
+        tasks = shop_tasks(source, split_task_keywords(kwargs), type(self).__name__)
         super().__init__(**kwargs)
         self.dialog = WebShopDialogEnv(
-            max_cycles=_NO_CYCLE_LIMIT, message_cost=message_cost, terseness=terseness,
+            source=tasks, max_cycles=_NO_CYCLE_LIMIT, message_cost=message_cost, terseness=terseness,
             format_penalty=self.format_penalty, max_action_length=self.action_space.max_length,
             max_observation_length=self.observation_space.max_length, observation_mode=observation_mode,
-            num_products=num_products, goal_split=goal_split, data_path=data_path, human_goals=human_goals,
-            catalog_seed=catalog_seed, search_backend=search_backend,
+            search_backend=search_backend,
         )
 
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -21,16 +21,6 @@ from typing import Iterable
 
 from ..webshop.expert import strip_price_clause
 
-__all__ = [
-    "TERSENESS",
-    "GoalFacts",
-    "goal_facts",
-    "opening_request",
-    "disclosed",
-    "question_topics",
-    "customer_answer",
-]
-
 #: How much the scripted customer says per answer: every asked item, or one item of a list.
 TERSENESS = ("full", "terse")
 #: A goal without a price clause carries this ``price_upper`` (WebShop's "no limit").

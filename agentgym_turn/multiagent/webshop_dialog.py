@@ -20,18 +20,6 @@ from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH, DEFAULT_MAX_OBSERVATION_L
 from ..webshop.env import TurnWebShopEnv
 from .customer import TERSENESS, GoalFacts, customer_answer, disclosed, goal_facts, opening_request
 
-__all__ = [
-    "AGENTS",
-    "CUSTOMER",
-    "ASSISTANT",
-    "INFO_KEYS",
-    "WebShopDialogEnv",
-    "next_agent",
-    "parse_customer_move",
-    "assistant_question",
-    "learnt_query",
-]
-
 CUSTOMER, ASSISTANT = "customer", "assistant"
 #: The agents, in the order of ``possible_agents``; the customer moves first.
 AGENTS = (CUSTOMER, ASSISTANT)

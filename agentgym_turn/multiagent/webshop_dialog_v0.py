@@ -17,8 +17,6 @@ from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 
 from .webshop_dialog import WebShopDialogEnv
 
-__all__ = ["env", "raw_env", "parallel_env"]
-
 raw_env = WebShopDialogEnv
 
 

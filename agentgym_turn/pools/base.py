@@ -12,8 +12,6 @@ import abc
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["EnvPool", "StepResult", "plain"]
-
 #: What ``env.step`` returns: observation, reward, terminated, truncated, info.
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 T = TypeVar("T")

@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 from ..async_pool import AsyncTurnEnvPool
 from .base import EnvPool, StepResult, plain
 
-__all__ = ["ConcurrentPool"]
 T = TypeVar("T")
 
 

@@ -26,8 +26,6 @@ from ..core.contract import FaultGuard, InfraError, fault_step
 from ..extras import require
 from .base import EnvPool, StepResult
 
-__all__ = ["RayEnvPool", "infra_turn"]
-
 T = TypeVar("T")
 
 

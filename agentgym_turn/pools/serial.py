@@ -10,7 +10,6 @@ import gymnasium as gym
 from ..core.contract import FaultGuard
 from .base import EnvPool, StepResult, plain
 
-__all__ = ["SerialPool"]
 T = TypeVar("T")
 
 

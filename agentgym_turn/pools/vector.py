@@ -11,7 +11,6 @@ import gymnasium as gym
 from ..vector import unbatch_info
 from .base import EnvPool, StepResult, plain
 
-__all__ = ["VectorPool"]
 T = TypeVar("T")
 
 

@@ -63,8 +63,6 @@ from .protocol import (
     ACTION_FIELD, MAX_GROUP_ID_LENGTH, SHOWN_REWARD_KEY, ErrorCode, dumps, parse_observation_payload, served_spec_from_schemas,
 )
 
-__all__ = ["RemoteTurnEnv", "REMOTE_ENV_ID", "RemoteEnvError", "ServerAtCapacityError", "ServerUnreachableError", "capacity_backoff"]
-
 #: The registered id of the client env.
 REMOTE_ENV_ID = "agentgym_turn/Remote-v0"
 #: Largest frame the client accepts from the server (observations are bounded by the served space).
@@ -196,6 +194,19 @@ def _urls(base_url: str) -> tuple[str, str]:
     return f"{'https' if secure else 'http'}://{rest}", f"{'wss' if secure else 'ws'}://{rest}/ws"
 
 
+def _check_client_settings(*, connect_timeout: Any, message_timeout: Any, capacity_wait_s: Any, resume_wait_s: Any,
+                           token: Any) -> None:
+    """Raise a ValueError naming the first of ``RemoteTurnEnv``'s settings that is out of its range."""
+    for name, value in (("connect_timeout", connect_timeout), ("message_timeout", message_timeout)):
+        if not is_number(value) or not value > 0:
+            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}.")
+    for name, value in (("capacity_wait_s", capacity_wait_s), ("resume_wait_s", resume_wait_s)):
+        if not is_number(value) or not 0 <= value < float("inf"):
+            raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}.")
+    if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
+        raise ValueError("token must be a non-empty string of printable ASCII characters (the server's --token).")
+
+
 class RemoteTurnEnv(gym.Env[str, str]):
     """A served text-turn env, behind Gymnasium's API.
 
@@ -235,6 +246,8 @@ class RemoteTurnEnv(gym.Env[str, str]):
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
     #: A record of a served episode names the server: ``replay`` calls it only when told to (``--allow-external``).
     external_kwargs = frozenset({"base_url"})
+    #: Why it cannot be pickled (``check_turn_env`` then skips that check with this reason): pickle a factory instead.
+    unpicklable_because = "it holds a live session on its server"
 
     def __init__(
         self,
@@ -248,27 +261,25 @@ class RemoteTurnEnv(gym.Env[str, str]):
         capacity_wait_s: float = 30.0,
         resume_wait_s: float = 30.0,
     ):
-        for name, value in (("connect_timeout", connect_timeout), ("message_timeout", message_timeout)):
-            if not is_number(value) or not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}.")
-        for name, value in (("capacity_wait_s", capacity_wait_s), ("resume_wait_s", resume_wait_s)):
-            if not is_number(value) or not 0 <= value < float("inf"):
-                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}.")
-        if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
-            raise ValueError("token must be a non-empty string of printable ASCII characters (the server's --token).")
+        _check_client_settings(connect_timeout=connect_timeout, message_timeout=message_timeout, capacity_wait_s=capacity_wait_s,
+                               resume_wait_s=resume_wait_s, token=token)
         self.base_url, self.ws_url = _urls(base_url)
         # what fork(n) makes its envs with
         self._init_args: dict[str, Any] = dict(base_url=base_url, env_id=env_id, render_mode=render_mode, connect_timeout=connect_timeout,
                                                message_timeout=message_timeout, token=token, capacity_wait_s=capacity_wait_s,
                                                resume_wait_s=resume_wait_s)
+        self._headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        self.connect_timeout, self.message_timeout = float(connect_timeout), float(message_timeout)
+        self.capacity_wait_s, self.resume_wait_s = float(capacity_wait_s), float(resume_wait_s)
+        self._clear_session()
+        self.served_env_id = env_id or "ENV_ID"  # what the hints name until the server says
+        self._adopt(served_spec_from_schemas(self._get_json("/schema")), env_id, render_mode)
+
+    def _clear_session(self) -> None:
+        """The connection's and the episode's state before the first reset."""
         self._last_info: dict[str, Any] | None = None  # the server's last info (the keys of an infra-error turn)
         self._fault_over = False  # the last step was an infra-error turn: the episode is over
         self._log: list[tuple[Any, ...]] | None = None  # ("reset", seed, options) and ("step", action) since the last seeded reset
-        self._headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-        self.connect_timeout = float(connect_timeout)
-        self.message_timeout = float(message_timeout)
-        self.capacity_wait_s = float(capacity_wait_s)
-        self.resume_wait_s = float(resume_wait_s)
         self._last_text: str | None = None  # the last observation, which a resumed episode must show again
         self._resuming = False  # replaying to resume: a lost connection then is not resumed again
         #: Episodes this client resumed after a lost connection (a dropped socket, a server restart, an idle timeout).
@@ -278,8 +289,9 @@ class RemoteTurnEnv(gym.Env[str, str]):
         self._group: tuple[str, int] | None = None  # (group_id, task_id) of the last reset, while in a group
         self._ws: Any = None
         self._close_note = ""
-        self.served_env_id = env_id or "ENV_ID"  # what the hints name until the server says
-        spec = served_spec_from_schemas(self._get_json("/schema"))
+
+    def _adopt(self, spec: dict[str, Any], env_id: str | None, render_mode: str | None) -> None:
+        """Take the served env's id, limits, spaces and render modes from its schema; check ``env_id`` and ``render_mode``."""
         if env_id is not None and env_id != spec["env_id"]:
             raise ValueError(
                 f"the server at {self.base_url} serves {spec['env_id']!r}, not env_id={env_id!r}; "

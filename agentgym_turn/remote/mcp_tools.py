@@ -36,8 +36,6 @@ from ..serving import ServerLimits, loads_strict, read_body
 from .protocol import ACTION_FIELD, ProtocolError, dumps, parse_client_message
 from .sessions import CAPACITY_RETRY_AFTER_S, EnvFactoryError, EnvSessions, Session, SessionCapacityError
 
-__all__ = ["ENV_TOOLS", "McpEndpoint", "Param", "ToolSpec", "env_tools", "tool_specs"]
-
 #: The request header that names the MCP session (MCP's streamable HTTP transport).
 SESSION_HEADER = "mcp-session-id"
 #: Sokoban's moves, as its responses spell them.

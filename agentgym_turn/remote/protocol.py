@@ -46,24 +46,6 @@ from typing import Any
 from ..core.args import is_int, is_number
 from ..serving import loads_strict
 
-__all__ = [
-    "ACTION_FIELD",
-    "SHOWN_REWARD_KEY",
-    "MESSAGE_TYPES",
-    "ErrorCode",
-    "ProtocolError",
-    "group_seed",
-    "reset_seed",
-    "dumps",
-    "error_frame",
-    "json_safe",
-    "parse_client_message",
-    "observation_payload",
-    "parse_observation_payload",
-    "build_schemas",
-    "served_spec_from_schemas",
-]
-
 #: The action's text field (OpenEnv's echo template ``message: str``; its text-game envs use it too).
 ACTION_FIELD = "message"
 #: The step info key that carries the reward a chat view may show the agent (``TurnEnv.shown_reward``), so that

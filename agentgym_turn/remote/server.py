@@ -70,13 +70,9 @@ from .sessions import (
     DEFAULT_WORKERS,
     EnvFactoryError,
     EnvSessions,
-    ServedEnvSpec,
     SessionCapacityError,
     describe_env,
 )
-
-__all__ = ["EnvServer", "EnvSessions", "ServedEnvSpec", "SessionCapacityError", "describe_env", "build_app", "main", "DEFAULT_MAX_SESSIONS",
-           "DEFAULT_IDLE_TIMEOUT", "CAPACITY_RETRY_AFTER_S"]
 
 def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Any:
     from starlette.responses import Response

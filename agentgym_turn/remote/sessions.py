@@ -28,9 +28,6 @@ from .protocol import (
     reset_seed,
 )
 
-__all__ = ["EnvSessions", "EnvFactoryError", "ServedEnvSpec", "Session", "SessionCapacityError", "describe_env", "DEFAULT_MAX_SESSIONS",
-           "DEFAULT_IDLE_TIMEOUT", "DEFAULT_WORKERS", "CAPACITY_RETRY_AFTER_S"]
-
 #: Sessions served at once unless ``--max-sessions`` says otherwise.
 DEFAULT_MAX_SESSIONS = 64
 #: Seconds a session may stay silent before it is closed, unless ``--idle-timeout`` says otherwise.

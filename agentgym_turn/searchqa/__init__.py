@@ -34,6 +34,7 @@ _EXPORTS = {
     "normalize_answer": ".reward",
     "Corpus": ".corpus",
     "generated_source": ".source",
+    "QuestionSource": ".source",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

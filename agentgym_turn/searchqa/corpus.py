@@ -25,9 +25,6 @@ import numpy as np
 from ..core.files import DataFileError, iter_text_lines
 from .generator.world import WORK_ROLES, World, _rng
 
-__all__ = ["Corpus", "RenderedWorld", "render_corpus", "open_text", "split_contents", "first_sentences", "MAX_CORPUS_BYTES",
-           "MAX_PASSAGE_CHARS"]
-
 #: Largest corpus file read in-process (uncompressed bytes); wiki-18 (about 14 GB) fits.
 MAX_CORPUS_BYTES = 64 << 30
 #: Longest corpus line (one passage record), in characters.

@@ -8,17 +8,15 @@ from typing import Any, Sequence
 
 from ..core import InvalidAction, TagMatch, TurnEnv, TurnOutcome, find_tagged, snippet
 from ..core.args import is_int, is_number
-from ..core.splits import check_content_split, content_key, content_split
+from ..core.splits import content_key
 from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH, DEFAULT_MAX_OBSERVATION_LENGTH
 from .reward import LETTERS, choice_index, exact_match, token_f1
 from .protocol import INVALID_MESSAGE, cut_response, extract_answer, first_action, information_block
 from .expert import oracle_response
-from .generator.questions import QUESTION_TYPES, TEMPLATES, Question, split_questions
+from .generator.questions import TEMPLATES, Question
 from .retrieval import HTTPRetriever, Retriever
 from .corpus import first_sentences
-from .source import Source, file_source, generated_source, local_retriever
-
-__all__ = ["TurnSearchQAEnv", "TurnSearchQAMCQEnv", "DEFAULT_PROMPT", "DEFAULT_MCQ_PROMPT", "MAX_QUERY_CHARS", "PROTOCOLS"]
+from .source import QUESTION_KEYWORDS, QuestionSource, local_retriever, question_source
 
 #: ``protocol=`` values: Search-R1's pipeline as it runs (default), or our stricter parser.
 PROTOCOLS = ("search_r1", "strict")
@@ -59,6 +57,34 @@ _PLACEHOLDER = re.compile(r"\{(question|topk|max_searches|options)\}")
 def _fill(template: str, **fields: Any) -> str:
     """Fill the template's placeholders in one pass: the question's own text is never scanned for braces."""
     return _PLACEHOLDER.sub(lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), template)
+
+
+def check_settings(*, protocol: str, topk: Any, max_searches: Any, passage_sentences: Any, prompt_template: Any,
+                   expert_recall: Any, expert_recall_rate: Any) -> None:
+    """Raise a ValueError naming the first of ``TurnSearchQAEnv``'s settings that is out of its range."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {list(PROTOCOLS)}, got {protocol!r}.")
+    if not is_int(topk, 1):
+        raise ValueError(f"topk must be a positive integer, got {topk!r}.")
+    if not is_int(max_searches, 0):
+        raise ValueError(f"max_searches must be a non-negative integer, got {max_searches!r}.")
+    if passage_sentences is not None and not is_int(passage_sentences, 1):
+        raise ValueError(f"passage_sentences must be None (whole passages) or a positive integer, got {passage_sentences!r}.")
+    if prompt_template is not None:
+        if not isinstance(prompt_template, str) or "{question}" not in prompt_template:
+            raise ValueError("prompt_template must be a string containing '{question}'.")
+        if protocol == "search_r1" and extract_answer(prompt_template + "<answer>x</answer>") is None:
+            raise ValueError(
+                "prompt_template needs an example answer such as '<answer> Paris </answer>' with "
+                "protocol='search_r1': Search-R1's scorer skips the first <answer> pair of the "
+                "sequence (the prompt's example), so without one every answer would score 0."
+            )
+    recall = (expert_recall,) if isinstance(expert_recall, str) else tuple(expert_recall)
+    known = [name for _, name, _ in TEMPLATES]
+    if not set(recall) <= set(known):
+        raise ValueError(f"expert_recall must name question templates among {known}, got {list(expert_recall)!r}.")
+    if not is_number(expert_recall_rate) or not 0 <= expert_recall_rate <= 1:
+        raise ValueError(f"expert_recall_rate must be a number in [0, 1], got {expert_recall_rate!r}.")
 
 
 class TurnSearchQAEnv(TurnEnv):
@@ -153,15 +179,18 @@ answer), `success` (`score` is 1.0), `score` (the exact match: of the answer und
 under ``"search_r1"``). Extra keys:
 
 * `question_id` (str) and `question_type` (str): ``"single_hop"``, ``"bridge"``,
-  ``"comparison"``, or ``"dataset"`` for loaded files. A generated id names the world seed, from which
-  the world and its answers can be rebuilt, so a served env sends `question_id` only with ``--expert``.
+  ``"comparison"``, or ``"dataset"`` for loaded files. A generated id is ``gen-<seed>-<n>``, the file's
+  ``id`` otherwise; the seed rebuilds the world and its answers, so a served env sends `question_id`
+  only with ``--expert``.
 * `searches` (int): searches run so far.
 * `em` (float) and `f1` (float): exact match and SQuAD token F1 of the answer (0.0 before it).
 * `prediction` (str): the answer scored (``"search_r1"``: the one Search-R1 reads from the
   sequence so far; ``""`` when there is none).
-* `golden_answers` (list[str]): the gold answers (aliases included). An oracle: a served env
+* `golden_answers` (list[str]): the gold answers (aliases included; the correct letter for multiple
+  choice). An oracle: a served env
   (``agentgym-turn serve env``) leaves it out unless started with ``--expert``.
-* `retrieved_ids` (list[str]): ids of the passages shown this turn (``[]`` otherwise).
+* `retrieved_ids` (list[str]): ids of the passages shown this turn (``[]`` otherwise; ``""`` for a
+  passage from a retriever server that sends no id).
 * `exit_status`, `reward_valid`, `state_key` and `reward_components` (`exact_match`, `format`): the
   fields RL infrastructure reads (``docs/turn-contract.md``); a retriever that fails ends the episode
   with ``exit_status="infra_error"``.
@@ -187,6 +216,10 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
   same way in two worlds is never in training for one and in test for the other.
 * ``dataset_path``, ``corpus_path``: FlashRAG question jsonl and corpus jsonl (``.gz``
   allowed) instead of the generated world (``split`` is then ignored).
+* ``source``: the questions as one object (the first positional argument of the class):
+  ``QuestionSource(split="test", world_seed=3, question_types=("single_hop",))``; the keywords
+  above (``split`` to ``corpus_path``) build it when it is not given, and giving both is an error
+  naming them.
 * ``retriever``: ``"bm25"`` (default), ``"dense"`` (with ``encoder``: a local
   sentence-transformers model directory or an ``Encoder`` object), or any object with
   ``retrieve(queries, topk)``. ``index_dir``: where to save/load the index.
@@ -226,23 +259,18 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
     multiple_choice = False
     reset_options = frozenset({"question_id", "question_index"})
     external_kwargs = frozenset({"dataset_path", "corpus_path", "index_dir", "retriever_url"})
+    source_keywords = tuple(QUESTION_KEYWORDS)
     #: ``reward_components``: the exact match's change (Search-R1's reward) and the invalid-turn penalty.
     metadata = {**TurnEnv.metadata, "reward_components": ("exact_match", "format")}
     #: The questions, their source, the retriever and the settings: read-only, shared by forks and left out of snapshots.
-    shared_attributes = ("_source", "_questions", "_by_id", "_retriever", "_config")
+    shared_attributes = ("source", "_loaded", "_questions", "_by_id", "_retriever", "_retrieval")
     #: Sent by a served env only with --expert: the gold answers, and the id (a generated one names the world seed).
     oracle_info_keys = ("golden_answers", "question_id")
 
     def __init__(
         self,
+        source: QuestionSource | None = None,
         *,
-        split: str = "train",
-        world_seed: int = 0,
-        world_scale: float = 1.0,
-        question_types: Sequence[str] | None = None,
-        content_split: str | None = None,
-        dataset_path: str | None = None,
-        corpus_path: str | None = None,
         retriever: str | Retriever = "bm25",
         encoder: Any = None,
         index_dir: str | None = None,
@@ -260,61 +288,33 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         render_mode: str | None = None,
         max_action_length: int = DEFAULT_MAX_ACTION_LENGTH,
         max_observation_length: int = DEFAULT_MAX_OBSERVATION_LENGTH,
+        **kwargs: Any,
     ):
-        if protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be one of {list(PROTOCOLS)}, got {protocol!r}.")
         if format_penalty is None:  # Search-R1's reward has no format term; our strict parser's default is -0.1
             format_penalty = 0.0 if protocol == "search_r1" else -0.1
-        super().__init__(
-            format_penalty=format_penalty,
-            render_mode=render_mode,
-            max_action_length=max_action_length,
-            max_observation_length=max_observation_length,
-        )
-        if not is_int(topk, 1):
-            raise ValueError(f"topk must be a positive integer, got {topk!r}.")
-        if not is_int(max_searches, 0):
-            raise ValueError(f"max_searches must be a non-negative integer, got {max_searches!r}.")
-        if passage_sentences is not None and not is_int(passage_sentences, 1):
-            raise ValueError(f"passage_sentences must be None (whole passages) or a positive integer, got {passage_sentences!r}.")
-        if prompt_template is not None:
-            if not isinstance(prompt_template, str) or "{question}" not in prompt_template:
-                raise ValueError("prompt_template must be a string containing '{question}'.")
-            if protocol == "search_r1" and extract_answer(prompt_template + "<answer>x</answer>") is None:
-                raise ValueError(
-                    "prompt_template needs an example answer such as '<answer> Paris </answer>' with "
-                    "protocol='search_r1': Search-R1's scorer skips the first <answer> pair of the "
-                    "sequence (the prompt's example), so without one every answer would score 0."
-                )
-        if dataset_path is None and corpus_path is not None:
-            raise ValueError("corpus_path needs dataset_path (the questions asked over that corpus).")
-        types = None if question_types is None else tuple(question_types) if not isinstance(question_types, str) else (question_types,)
-        if types is not None and (not types or not set(types) <= {*QUESTION_TYPES, "dataset"}):
-            raise ValueError(f"question_types must be None (every type) or a non-empty list of {[*QUESTION_TYPES, 'dataset']}, "
-                             f"got {question_types!r}.")
-        recall = (expert_recall,) if isinstance(expert_recall, str) else tuple(expert_recall)
-        known = [name for _, name, _ in TEMPLATES]
-        if not set(recall) <= set(known):
-            raise ValueError(f"expert_recall must name question templates among {known}, got {list(expert_recall)!r}.")
-        self.expert_recall = frozenset(recall)
-        if not is_number(expert_recall_rate) or not 0 <= expert_recall_rate <= 1:
-            raise ValueError(f"expert_recall_rate must be a number in [0, 1], got {expert_recall_rate!r}.")
+        questions = {name: kwargs.pop(name) for name in list(kwargs) if name in QUESTION_KEYWORDS}
+        super().__init__(format_penalty=format_penalty, render_mode=render_mode, max_action_length=max_action_length,
+                         max_observation_length=max_observation_length, **kwargs)  # an unknown keyword fails here
+        check_settings(protocol=protocol, topk=topk, max_searches=max_searches, passage_sentences=passage_sentences,
+                       prompt_template=prompt_template, expert_recall=expert_recall, expert_recall_rate=expert_recall_rate)
+        #: The questions asked: a :class:`QuestionSource` (built from the question keywords when not given).
+        self.source = question_source(source, questions, type(self).__name__)
+        self.topk, self.max_searches, self.passage_sentences = topk, max_searches, passage_sentences
+        self.expert_think, self.prompt_template, self.protocol = bool(expert_think), prompt_template, protocol
+        self.expert_recall = frozenset((expert_recall,) if isinstance(expert_recall, str) else expert_recall)
         self.expert_recall_rate = float(expert_recall_rate)
-        self.split = split
-        self.topk = topk
-        self.max_searches = max_searches
-        self.passage_sentences = passage_sentences
-        self.expert_think = bool(expert_think)
-        self.prompt_template = prompt_template
-        self.protocol = protocol
-        self._config = dict(
-            split=split, world_seed=int(world_seed), world_scale=float(world_scale), question_types=types,
-            content_split=check_content_split(content_split, "content_split"), dataset_path=dataset_path,
-            corpus_path=corpus_path, retriever=retriever, encoder=encoder, index_dir=index_dir,
-            retriever_url=retriever_url, retriever_token=retriever_token,
-        )
+        self._retrieval = dict(retriever=retriever, encoder=encoder, index_dir=index_dir, retriever_url=retriever_url,
+                               retriever_token=retriever_token)
         self._attach()
-        # episode state
+        self._clear_episode()
+
+    @property
+    def split(self) -> str:
+        """The generated world's split the questions come from (:attr:`QuestionSource.split`)."""
+        return self.source.split
+
+    def _clear_episode(self) -> None:
+        """The episode's state before the first reset."""
         self._question: Question | None = None
         self._searches = 0
         self._queries: list[str] = []
@@ -328,27 +328,14 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
 
     # ------------------------------------------------------------------ resources
     def _attach(self) -> None:
-        """Resolve the question source and the retriever (shared per process)."""
-        c = self._config
-        if c["dataset_path"] is not None:
-            source: Source = file_source(c["dataset_path"], c["corpus_path"])
-            questions = list(source.questions)
-        else:
-            source = generated_source(c["world_seed"], c["world_scale"])
-            questions = split_questions(source.questions, c["split"])
-        if c["question_types"] is not None:  # a curriculum of some types; question_index counts within them
-            questions = [q for q in questions if q.type in c["question_types"]]
-        if c["content_split"] is not None:  # held out by the question's text, across worlds and files
-            questions = [q for q in questions if content_split(q.question) == c["content_split"]]
-        if not questions:
-            raise ValueError("the chosen split holds no questions" + ("" if c["question_types"] is None else
-                             f" of question_types={list(c['question_types'])}")
-                             + ("" if c["content_split"] is None else f" with content_split={c['content_split']!r}"))
+        """Resolve the questions, their source and the retriever (shared per process)."""
+        source, questions = self.source.load()
         if self.multiple_choice and not all(q.choices for q in questions):
             raise ValueError("the multiple-choice env needs questions with 'choices'")
-        self._source = source
+        self._loaded = source
         self._questions = questions
         self._by_id = {q.id: k for k, q in enumerate(questions)}
+        c = self._retrieval
         r = c["retriever"]
         if c["retriever_url"] is not None:
             self._retriever: Retriever = HTTPRetriever(c["retriever_url"], token=c.get("retriever_token"))
@@ -363,9 +350,9 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("_source", "_questions", "_by_id"):
+        for name in ("_loaded", "_questions", "_by_id"):
             state.pop(name, None)
-        if isinstance(self._config["retriever"], str) or self._config["retriever_url"] is not None:
+        if isinstance(self._retrieval["retriever"], str) or self._retrieval["retriever_url"] is not None:
             state.pop("_retriever", None)  # re-resolved from the process cache
         return state
 
@@ -630,7 +617,7 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             return f"<think>I know this one.</think>\n{action}" if self.expert_think else action
         return oracle_response(
             q,
-            passages=self._source.corpus.contents if self._source.corpus is not None else None,
+            passages=self._loaded.corpus.contents if self._loaded.corpus is not None else None,
             seen=self._seen,
             queries=self._queries,
             can_search=self._searches < self.max_searches and not (self.protocol == "search_r1" and self._final_turn(ahead=1)),

@@ -7,8 +7,6 @@ from typing import Collection, Sequence
 from .generator.questions import Question
 from .reward import LETTERS
 
-__all__ = ["oracle_response"]
-
 
 def oracle_response(
     question: Question,

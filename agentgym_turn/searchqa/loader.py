@@ -43,9 +43,6 @@ from .generator.questions import SPLITS, Question, generate_questions, split_que
 from .generator.world import WorldConfig, generate_world
 from .reward import LETTERS, normalize_answer
 
-__all__ = ["load_questions", "load_flashrag", "load_search_r1_parquet", "write_flashrag", "export_world",
-           "MAX_QUESTION_CHARS", "MAX_QUESTION_FILE_BYTES"]
-
 #: Longest question accepted, in characters (a longer one is refused at load, never cut).
 MAX_QUESTION_CHARS = 16_000
 #: Largest question file read (uncompressed bytes).

@@ -26,16 +26,6 @@ from typing import Iterable, Sequence
 
 from .reward import exact_match
 
-__all__ = [
-    "INVALID_MESSAGE",
-    "cut_response",
-    "first_action",
-    "extract_answer",
-    "score_sequence",
-    "information_block",
-    "format_passages",
-]
-
 #: The observation after a response with no ``<search>``/``<answer>`` pair (Search-R1's text, verbatim:
 #: the model sees it, so it must be byte-identical).
 INVALID_MESSAGE = (

@@ -42,22 +42,6 @@ from ..extras import require
 from .corpus import Corpus
 from .protocol import format_passages
 
-__all__ = [
-    "Document",
-    "Hit",
-    "Retriever",
-    "Encoder",
-    "BM25Retriever",
-    "DenseRetriever",
-    "HashingEncoder",
-    "SentenceTransformerEncoder",
-    "HTTPRetriever",
-    "RetrieverError",
-    "format_information",
-    "hits_to_json",
-    "parse_retrieve_response",
-]
-
 
 @dataclass(frozen=True)
 class Document:

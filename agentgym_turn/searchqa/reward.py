@@ -24,8 +24,6 @@ import string
 from collections import Counter
 from typing import Iterable, Sequence
 
-__all__ = ["normalize_answer", "exact_match", "token_f1", "choice_index", "LETTERS"]
-
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 

@@ -41,8 +41,6 @@ from ..serving import (
 )
 from .retrieval import Retriever, hits_to_json
 
-__all__ = ["RetrievalServer", "build_app", "parse_request", "main", "MAX_QUERIES", "MAX_TOPK", "MAX_PASSAGES", "MAX_BODY_BYTES"]
-
 #: Most queries one request may carry.
 MAX_QUERIES = 4096
 #: Largest ``topk`` a request may ask for.

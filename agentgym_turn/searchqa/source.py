@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Hashable
 
+from ..core.args import source_arg
 from ..core.cache import ProcessCache
+from ..core.splits import check_content_split, content_split
 from .corpus import Corpus, RenderedWorld, render_corpus
-from .generator.questions import Question, generate_questions
+from .generator.questions import QUESTION_TYPES, Question, generate_questions, split_questions
 from .generator.world import WorldConfig, generate_world
 from .loader import load_questions
-
-__all__ = ["SOURCES", "Source", "generated_source", "file_source", "corpus_source", "local_retriever", "file_key"]
 
 #: World scales from which making a generated source logs a line (it takes over ~2 s).
 PROGRESS_MIN_SCALE = 10.0
@@ -107,3 +107,71 @@ def local_retriever(corpus_key: Hashable, corpus: Corpus, kind: str, *, encoder:
             return SOURCES.get(key, lambda: DenseRetriever.build(corpus, SentenceTransformerEncoder(encoder), cache_path=cache))
         return DenseRetriever(corpus, encoder)
     raise ValueError(f"retriever must be 'bm25', 'dense' or a Retriever object, got {kind!r}.")
+
+
+@dataclass(frozen=True)
+class QuestionSource:
+    """What a ``TurnSearchQAEnv`` asks, over which corpus: a generated world's ``split`` or a question file,
+    narrowed to ``question_types`` and to the questions whose text falls in ``content_split``.
+
+    Everything that decides the questions an env draws, and nothing else (the prompt, the retriever and
+    the rewards never change them). Arguments are checked (a ValueError names the bad one).
+
+    Attributes:
+        split: ``"train"``, ``"dev"``, ``"test"`` or ``"all"`` of the generated world (ignored for files).
+        world_seed, world_scale: Which generated world; the scale multiplies its size.
+        question_types: Only questions of these types (``None``: every type).
+        content_split: ``"train"``, ``"validation"`` or ``"test"`` by the question's text (``None``: every question).
+        dataset_path, corpus_path: A FlashRAG jsonl or Search-R1 parquet of questions and a corpus jsonl instead
+            of the generated world (``corpus_path`` may be ``None`` with a remote retriever).
+    """
+
+    split: str = "train"
+    world_seed: int = 0
+    world_scale: float = 1.0
+    question_types: tuple[str, ...] | None = None
+    content_split: str | None = None
+    dataset_path: str | None = None
+    corpus_path: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.dataset_path is None and self.corpus_path is not None:
+            raise ValueError("corpus_path needs dataset_path (the questions asked over that corpus).")
+        raw = self.question_types
+        types = None if raw is None else (raw,) if isinstance(raw, str) else tuple(raw)
+        if types is not None and (not types or not set(types) <= {*QUESTION_TYPES, "dataset"}):
+            raise ValueError(f"question_types must be None (every type) or a non-empty list of {[*QUESTION_TYPES, 'dataset']}, "
+                             f"got {raw!r}.")
+        object.__setattr__(self, "question_types", types)
+        object.__setattr__(self, "world_seed", int(self.world_seed))
+        object.__setattr__(self, "world_scale", float(self.world_scale))
+        object.__setattr__(self, "content_split", check_content_split(self.content_split, "content_split"))
+
+    def load(self) -> tuple[Source, list[Question]]:
+        """The loaded source (shared per process) and the questions this source asks, in split order."""
+        if self.dataset_path is not None:
+            source = file_source(self.dataset_path, self.corpus_path)
+            questions = list(source.questions)
+        else:
+            source = generated_source(self.world_seed, self.world_scale)
+            questions = split_questions(source.questions, self.split)
+        if self.question_types is not None:  # a curriculum of some types; question_index counts within them
+            questions = [q for q in questions if q.type in self.question_types]
+        if self.content_split is not None:  # held out by the question's text, across worlds and files
+            questions = [q for q in questions if content_split(q.question) == self.content_split]
+        if not questions:
+            raise ValueError("the chosen split holds no questions" + ("" if self.question_types is None else
+                             f" of question_types={list(self.question_types)}")
+                             + ("" if self.content_split is None else f" with content_split={self.content_split!r}"))
+        return source, questions
+
+
+#: The keywords of ``TurnSearchQAEnv`` (and ``gymnasium.make``) that build its :class:`QuestionSource`, with their
+#: defaults: ``source=`` replaces them.
+QUESTION_KEYWORDS: dict[str, Any] = {name: f.default for name, f in QuestionSource.__dataclass_fields__.items()}
+
+
+def question_source(source: Any, keywords: dict[str, Any], env: str = "TurnSearchQAEnv") -> QuestionSource:
+    """The env's question source: ``source`` as given, else one built from the question keywords in ``keywords``
+    (:data:`QUESTION_KEYWORDS`). Giving both is an error naming the keywords; an unknown keyword is a TypeError."""
+    return source_arg(source, keywords, defaults=QUESTION_KEYWORDS, build=QuestionSource, kinds=QuestionSource, env=env)

@@ -15,8 +15,6 @@ from .constants import DOWN, LEFT, MOVE_DELTAS, OPPOSITE, RIGHT, UP
 from .loader import Level
 from .reward import STEP_TENTHS, push_reward_tenths
 
-__all__ = ["Board", "MoveResult", "board_for", "apply_move", "is_deadlocked", "player_distances", "mask_of", "cells_of"]
-
 UNREACHABLE = 1 << 30
 
 

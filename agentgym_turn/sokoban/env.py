@@ -16,10 +16,8 @@ from .render import grid_rows, rgb_array
 from . import reward as _reward
 from .reward import PENALTY_BOX_OFF_TARGET, PENALTY_FOR_STEP, REWARD_BOX_ON_TARGET, REWARD_FINISHED, REWARD_COMPONENTS
 from .solver import DEFAULT_SOLVER_BUDGET, SolveResult
-from .source import DEFAULT_MAX_MOVES, LEVEL_KEYWORDS, LevelFile, SokobanGenerator, level_source
+from .source import LEVEL_KEYWORDS, LevelFile, SokobanGenerator, level_source
 from .splits import check_split, level_split
-
-__all__ = ["TurnSokobanEnv", "PROMPT_STYLES", "DEFAULT_MAX_MOVES", "LEVEL_KEYWORDS"]
 
 #: Accepted values of ``prompt_style``; the first is the default.
 PROMPT_STYLES = ("full", "compact", "ragen")
@@ -53,6 +51,16 @@ def _money(x: float) -> str:
 
 #: Generated levels drawn at most per reset to find one of the env's split (10% of levels are test levels).
 _SPLIT_DRAWS = 1000
+
+
+def checked_style(prompt_style: Any, symbols: Any) -> dict[str, str]:
+    """The grid's symbols for ``symbols=``, after checking ``prompt_style``; a ValueError names the bad one."""
+    if not isinstance(prompt_style, str) or prompt_style not in PROMPT_STYLES:
+        raise ValueError(f"prompt_style={prompt_style!r} is not a style; choose one of {', '.join(map(repr, PROMPT_STYLES))}.")
+    try:
+        return resolve_symbols(symbols)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"symbols={symbols!r}: {exc}") from None
 
 
 class TurnSokobanEnv(TurnEnv):
@@ -225,6 +233,7 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
     reset_options = frozenset({"level"})
     content_reset_options = frozenset({"level"})  # a level text is solved on reset
     external_kwargs = frozenset({"levels"})  # a Boxoban file or folder
+    source_keywords = tuple(LEVEL_KEYWORDS)
 
     def __init__(
         self,
@@ -244,22 +253,17 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
     ):
         if not is_number(format_penalty, numpy=True):
             raise ValueError(f"format_penalty must be a finite number (RAGEN: -0.1), got {format_penalty!r}.")
-        base = {name: int_arg(name, kwargs.pop(name), 1) for name in ("max_action_length", "max_observation_length") if name in kwargs}
-        super().__init__(format_penalty=format_penalty, render_mode=render_mode, **base)
+        levels = {name: kwargs.pop(name) for name in list(kwargs) if name in LEVEL_KEYWORDS}
+        kwargs.update({name: int_arg(name, kwargs[name], 1) for name in ("max_action_length", "max_observation_length") if name in kwargs})
+        super().__init__(format_penalty=format_penalty, render_mode=render_mode, **kwargs)  # an unknown keyword fails here
         self.max_actions_per_turn = int_arg("max_actions_per_turn", max_actions_per_turn, 1)
         self.max_actions_per_episode = int_arg("max_actions_per_episode", max_actions_per_episode, 1, allow_none=True)
-        if not isinstance(prompt_style, str) or prompt_style not in PROMPT_STYLES:
-            raise ValueError(f"prompt_style={prompt_style!r} is not a style; choose one of {', '.join(map(repr, PROMPT_STYLES))}.")
-        self.prompt_style = prompt_style
-        try:
-            self.symbols = resolve_symbols(symbols)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"symbols={symbols!r}: {exc}") from None
+        self.prompt_style, self.symbols = prompt_style, checked_style(prompt_style, symbols)
         self.terminate_on_deadlock = bool_arg("terminate_on_deadlock", terminate_on_deadlock)
         self.show_border = bool_arg("show_border", show_border)
         self.solver_budget = int_arg("solver_budget", solver_budget, 0)
         #: Where levels come from: a :class:`SokobanGenerator` or a :class:`LevelFile` (built from the level keywords).
-        self.source: SokobanGenerator | LevelFile = level_source(source, kwargs, self.solver_budget)
+        self.source: SokobanGenerator | LevelFile = level_source(source, levels, self.solver_budget)
         #: Only levels of this split are drawn (None: every level).
         self.split = check_split(split)
         #: The loaded levels (a :class:`LevelFile`'s, those of ``split`` when one is set), or None for generated levels.

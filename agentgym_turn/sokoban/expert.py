@@ -10,8 +10,6 @@ from .board import Board, apply_move
 from .constants import MOVE_NAMES
 from .solver import solve
 
-__all__ = ["plan_from", "idle_move", "no_plan_reason", "answer_text"]
-
 
 def plan_from(board: Board, boxes: int, player: int, *, deadlocked: bool, solver_budget: int) -> tuple[list[int], str]:
     """A plan (move indices) from the state and ``""``, or ``[]`` and why there is none:

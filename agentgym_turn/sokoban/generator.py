@@ -30,8 +30,6 @@ from .constants import OPPOSITE
 from .loader import Level
 from .solver import DEFAULT_SOLVER_BUDGET, replay, solve
 
-__all__ = ["GeneratedLevel", "GenerationError", "generate_level", "room_topology", "default_gen_steps", "dim_arg"]
-
 # The five 3x3 stamps of gym-sokoban's random walk.
 _MASKS = np.array(
     [

@@ -24,8 +24,6 @@ from typing import Iterable, Mapping
 from ..core.files import DataFileError, iter_text_lines
 from .constants import BOXOBAN_SYMBOLS
 
-__all__ = ["Level", "LevelFormatError", "parse_level", "parse_levels", "load_levels", "builtin_levels_path"]
-
 # character -> (wall, target, box, player)
 _READ: dict[str, tuple[bool, bool, bool, bool]] = {}
 for _chars, _kind in (

@@ -30,16 +30,6 @@ from typing import Mapping
 
 from .constants import MOVE_BY_NAME
 
-__all__ = [
-    "RAGEN_INSTRUCTION",
-    "RAGEN_MAX_TOKENS",
-    "RagenAnswer",
-    "parse_ragen_response",
-    "ragen_prefix",
-    "ragen_turn_block",
-    "ragen_reward_text",
-]
-
 #: ``env_instruction`` of RAGEN's ``SimpleSokoban`` (config/envs.yaml).
 RAGEN_INSTRUCTION = (
     "You are solving the Sokoban puzzle. You are the player and you need to push all boxes to targets. "

@@ -10,8 +10,6 @@ import numpy as np
 from .board import Board, cells_of
 from .constants import BOX, BOX_ON_TARGET, CELL_KINDS, FLOOR, PLAYER, PLAYER_ON_TARGET, TARGET, WALL
 
-__all__ = ["grid_rows", "cell_codes", "rgb_array", "TILE"]
-
 #: Side of one cell in :func:`rgb_array` images, in pixels.
 TILE = 16
 

@@ -2,20 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = [
-    "STEP_TENTHS",
-    "BOX_ON_TARGET_TENTHS",
-    "BOX_OFF_TARGET_TENTHS",
-    "SOLVED_TENTHS",
-    "PENALTY_FOR_STEP",
-    "REWARD_BOX_ON_TARGET",
-    "PENALTY_BOX_OFF_TARGET",
-    "REWARD_FINISHED",
-    "push_reward_tenths",
-    "push_components_tenths",
-    "REWARD_COMPONENTS",
-]
-
 #: Every move, effective or not: -0.1.
 STEP_TENTHS = -1
 #: A push that puts a box onto a target: +1.

@@ -21,8 +21,6 @@ from typing import Sequence
 from .board import UNREACHABLE, Board, apply_move, cells_of, is_deadlocked, walk_path
 from .constants import OPPOSITE
 
-__all__ = ["SolveResult", "solve", "replay", "push_lower_bound", "DEFAULT_SOLVER_BUDGET"]
-
 #: Default budget of :func:`solve`, in expanded push states.
 DEFAULT_SOLVER_BUDGET = 20_000
 # Up to this many boxes the matching bound is a subset DP (exact and cheap); beyond, Hungarian.

@@ -17,15 +17,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core.args import bool_arg, int_arg
+from ..core.args import bool_arg, int_arg, source_arg
 from ..core.cache import ProcessCache
 from .board import board_for, mask_of
 from .generator import GeneratedLevel, dim_arg, generate_level
 from .loader import Level, LevelFormatError, load_levels
 from .solver import DEFAULT_SOLVER_BUDGET, SolveResult, solve
-
-__all__ = ["DEFAULT_MAX_MOVES", "GENERATED_LEVELS", "LEVEL_KEYWORDS", "SOLVED_LEVELS", "LevelFile", "SokobanGenerator", "level_source",
-           "solve_loaded_level"]
 
 #: Default ``max_moves``: generated levels need at most this many moves (RAGEN's 10-move episode).
 DEFAULT_MAX_MOVES = 10
@@ -173,18 +170,12 @@ LEVEL_KEYWORDS: dict[str, Any] = {
 def level_source(source: Any, keywords: dict[str, Any], solver_budget: int) -> SokobanGenerator | LevelFile:
     """The env's level source: ``source`` as given, else one built from the level keywords in ``keywords``
     (:data:`LEVEL_KEYWORDS`, defaults for the rest) with ``solver_budget``. Giving both is an error naming the keywords."""
-    unknown = sorted(set(keywords) - set(LEVEL_KEYWORDS))
-    if unknown:
-        raise TypeError(f"TurnSokobanEnv got unexpected keyword arguments {unknown}; the level keywords are {list(LEVEL_KEYWORDS)}.")
-    if source is not None:
-        if not isinstance(source, (SokobanGenerator, LevelFile)):
-            raise ValueError(f"source must be a SokobanGenerator or a LevelFile, got {type(source).__name__}.")
-        clash = [name for name, value in keywords.items() if value is not LEVEL_KEYWORDS[name] and value != LEVEL_KEYWORDS[name]]
-        if clash:
-            raise ValueError(f"source= replaces {', '.join(clash)}: set them on the source (SokobanGenerator or LevelFile), not here.")
-        return source
-    kw = {**LEVEL_KEYWORDS, **keywords}
-    verify = bool_arg("verify_levels", kw["verify_levels"])
-    if kw["levels"] is not None:
-        return LevelFile.load(kw["levels"], solver_budget=solver_budget, verify=verify)
-    return SokobanGenerator(kw["dim"], kw["num_boxes"], kw["min_moves"], kw["max_moves"], kw["num_gen_steps"], solver_budget)
+
+    def build(**given: Any) -> SokobanGenerator | LevelFile:
+        kw = {**LEVEL_KEYWORDS, **given}
+        verify = bool_arg("verify_levels", kw["verify_levels"])
+        if kw["levels"] is not None:
+            return LevelFile.load(kw["levels"], solver_budget=solver_budget, verify=verify)
+        return SokobanGenerator(kw["dim"], kw["num_boxes"], kw["min_moves"], kw["max_moves"], kw["num_gen_steps"], solver_budget)
+
+    return source_arg(source, keywords, defaults=LEVEL_KEYWORDS, build=build, kinds=(SokobanGenerator, LevelFile), env="TurnSokobanEnv")

@@ -13,8 +13,6 @@ from __future__ import annotations
 from ..core.splits import CONTENT_SPLIT_SHARES, CONTENT_SPLITS, check_content_split, key_split
 from .loader import Level
 
-__all__ = ["SPLITS", "SPLIT_SHARES", "level_split", "check_split"]
-
 #: The splits, in the order of their buckets (:mod:`agentgym_turn.core.splits`).
 SPLITS = CONTENT_SPLITS
 #: Share of levels in each split.

@@ -30,8 +30,6 @@ from gymnasium.spaces import Text
 from ..core.parsing import snippet
 from .fuzz import fixed_adversarial_responses, random_responses
 
-__all__ = ["check_text_aec_env", "AECReport"]
-
 _DICTS = ("rewards", "terminations", "truncations", "infos", "_cumulative_rewards")
 
 

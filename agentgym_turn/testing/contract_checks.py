@@ -16,8 +16,6 @@ from gymnasium.utils.env_checker import data_equivalence
 
 from ..core.contract import EXIT_STATUSES, FAULT_STATUSES
 
-__all__ = ["env_error_problem", "info_problems", "step_problems", "same_future", "snapshot_problems", "COMPONENT_TOLERANCE"]
-
 #: How far the components' sum may lie from the reward (float rounding only).
 COMPONENT_TOLERANCE = 1e-9
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FRAGMENTS", "fixed_adversarial_responses", "random_responses", "argument_span", "near_miss"]
-
 #: Pieces that trip parsers: tags of every env, brackets, separators, odd whitespace, unicode.
 FRAGMENTS: tuple[str, ...] = (
     "<answer>", "</answer>", "<search>", "</search>", "<think>", "</think>",

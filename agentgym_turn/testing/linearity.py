@@ -34,19 +34,6 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as C  # type: ignore[no-redef]
     import sre_parse as P  # type: ignore[no-redef]
 
-__all__ = [
-    "regex_steps",
-    "emulated_match_end",
-    "python_steps",
-    "growth",
-    "pump_inputs",
-    "regex_growth",
-    "Growth",
-    "TooMuchWork",
-    "WORST_RESPONSES",
-    "worst_response",
-]
-
 #: Step cap of one :func:`regex_steps` call; exponential patterns hit it instead of hanging.
 DEFAULT_MAX_STEPS = 3_000_000
 #: Input sizes for growth checks: three doublings.

@@ -50,8 +50,6 @@ from ..core.parsing import snippet
 from . import strategies as st_turn
 from .contract_checks import info_problems, same_future, step_problems
 
-__all__ = ["turn_contract_machine", "MachineStats", "check_transition", "check_observation"]
-
 
 
 @dataclass

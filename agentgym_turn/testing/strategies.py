@@ -23,21 +23,6 @@ from hypothesis import strategies as st
 
 from .fuzz import FRAGMENTS, argument_span
 
-__all__ = [
-    "NASTY_CHARACTERS",
-    "any_text",
-    "unicode_text",
-    "fragments",
-    "tag_soup",
-    "tagged",
-    "bracketed",
-    "huge_text",
-    "responses",
-    "near_valid",
-    "long_response",
-    "seeds",
-]
-
 #: Single code points that break naive text handling: NUL and other controls, lone surrogates,
 #: combining marks, zero-width and bidi characters, BOM, line/paragraph separators, noncharacters.
 NASTY_CHARACTERS: tuple[str, ...] = (

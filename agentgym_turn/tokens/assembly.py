@@ -37,21 +37,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-__all__ = [
-    "ROLE_TEMPLATE",
-    "ROLE_OBSERVATION",
-    "ROLE_ACTION",
-    "ChatFormat",
-    "Conversation",
-    "ChatTemplateError",
-    "COMPACT",
-    "EpisodeTokens",
-    "TokenEpisode",
-    "TurnSpan",
-    "as_token_ids",
-    "continues_with",
-]
-
 ROLE_TEMPLATE = 0  # chat-template tokens (role headers, end-of-message markers) and the system prompt
 ROLE_OBSERVATION = 1  # the env's text
 ROLE_ACTION = 2  # tokens the policy sampled (the only ones with loss mask 1)

@@ -24,8 +24,6 @@ import numpy as np
 
 from .assembly import ROLE_ACTION, ROLE_OBSERVATION, ChatTemplateError, EpisodeTokens, _common_prefix
 
-__all__ = ["Divergence", "TemplateAudit", "audit_template", "DIVERGENCE_KINDS"]
-
 #: What a :class:`Divergence` can be (see :class:`Divergence`).
 DIVERGENCE_KINDS = ("history_rewritten", "whitespace_merged", "generation_prompt", "content_changed", "token_split", "template")
 

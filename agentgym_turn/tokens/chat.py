@@ -36,8 +36,6 @@ from ..core.args import is_int
 from ..core.spaces import TurnText
 from .assembly import COMPACT, ChatFormat, EpisodeTokens, TokenEpisode, as_token_ids, continues_with
 
-__all__ = ["ChatView", "ChatSpace", "Message", "split_first_message", "DEFAULT_REWARD_TEMPLATE"]
-
 #: A chat message: ``{"role": "system" | "user" | "assistant", "content": str}``.
 Message = dict[str, str]
 

@@ -20,7 +20,8 @@ from ..core.exports import lazy_exports
 _EXPORTS = {
     "TurnWebShopEnv": ".env",
     "shared_shop": ".source",
-    "GeneratedShop": ".generator",
+    "GeneratedShop": ".generator.catalog",
+    "ShopTasks": ".source",
     "ShopSource": ".source",
     "LoadedShop": ".loader",
     "webshop_reward": ".reward",

@@ -41,9 +41,8 @@ from ..core.contract import InfraError, fork_by_replay
 from ..core.snapshots import seal, unseal
 from ..extras import CHROMIUM_INSTALL_HINT, find_chromium, require
 from .env import INTRO, TurnWebShopEnv, exact_click_name
+from .source import TASK_KEYWORDS, ShopTasks, shop_tasks, split_task_keywords
 from .text import OBSERVATION_MODES, actions_line, format_strings, visible_strings
-
-__all__ = ["TurnWebShopBrowserEnv", "find_chromium", "screenshot_item_page", "main"]
 
 # all clickables in DOM order: [tag, name, checked]
 _CLICKABLES_JS = (
@@ -121,6 +120,21 @@ def _is_chromium(pid: int) -> bool:
     return b"chrom" in cmd
 
 
+def check_browser_settings(*, observation_mode: Any, token: Any) -> None:
+    """Raise a ValueError naming the first of ``TurnWebShopBrowserEnv``'s settings that is out of its range."""
+    if observation_mode not in OBSERVATION_MODES:
+        raise ValueError(f"observation_mode must be one of {OBSERVATION_MODES}, got {observation_mode!r}.")
+    if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
+        raise ValueError("token must be a non-empty string of printable ASCII characters (the site's --token).")
+
+
+def _in_process_site(site_kwargs: dict[str, Any]) -> Any:
+    """A started :class:`~.server.WebShopServer` with the expert on, for an env given no ``url``."""
+    from .server import WebShopServer
+
+    return WebShopServer(expert=True, max_sessions=64, idle_timeout=3600.0, **site_kwargs).start()
+
+
 class TurnWebShopBrowserEnv(TurnEnv):
     """WebShop in a real headless Chromium, driven by Selenium, on the WebShop site.
 
@@ -179,9 +193,9 @@ class TurnWebShopBrowserEnv(TurnEnv):
     * ``url``: base URL of a running site (``agentgym-turn serve webshop --expert``); default: start one in-process.
     * ``token``: that site's token (its ``--token``): the browser opens the start page with ``?token=`` (the site
       then keeps it in a cookie) and the env's own requests send ``Authorization: Bearer``.
-    * ``observation_mode``, ``list_actions``, ``num_products``, ``goal_split``, ``data_path``,
-      ``human_goals``, ``catalog_seed``, ``show_attributes``, ``reward_mode``: as ``TurnWebShop-v0``
-      (the catalog ones only apply to the in-process site).
+    * ``source`` (a ``ShopTasks``) or its keywords (``num_products``, ``goal_split``, ``data_path``,
+      ``human_goals``, ``catalog_seed``, ``content_split``...), ``observation_mode``, ``list_actions``,
+      ``show_attributes``, ``reward_mode``: as ``TurnWebShop-v0`` (the tasks only apply to the in-process site).
     * ``chromium_path``, ``chromedriver_path``: the browser and driver (default Debian's, else ``PATH``).
     * ``headless`` (default ``True``), ``window_size`` (pixels), ``page_timeout`` (seconds per page load).
     * ``format_penalty``, ``render_mode``, ``max_action_length``, ``max_observation_length``: see ``TurnEnv``.
@@ -194,19 +208,16 @@ class TurnWebShopBrowserEnv(TurnEnv):
     metadata = {"render_modes": ["ansi"], "render_fps": 4, "reward_components": REWARD_COMPONENTS}
     reset_options = frozenset({"goal_index"})
     external_kwargs = frozenset({"url", "data_path", "chromium_path", "chromedriver_path"})
+    source_keywords = tuple(TASK_KEYWORDS)
     EXTRA_INFO_KEYS = TurnWebShopEnv.EXTRA_INFO_KEYS
 
     def __init__(
         self,
+        source: ShopTasks | None = None,
         *,
         url: str | None = None,
         observation_mode: str = "text",
         list_actions: bool = True,
-        num_products: int | None = None,
-        goal_split: str = "train",
-        data_path: str | None = None,
-        human_goals: bool | None = None,
-        catalog_seed: int = 0,
         show_attributes: bool = False,
         reward_mode: str = "original",
         chromium_path: str | None = None,
@@ -219,37 +230,28 @@ class TurnWebShopBrowserEnv(TurnEnv):
     ):
         # Selenium is imported at the first reset; check it now so gym.make fails with the fix, not reset()
         require("browser", "TurnWebShopBrowser-v0")
+        #: The shop and its goals (:class:`ShopTasks`), played by the in-process site.
+        self.source = tasks = shop_tasks(source, split_task_keywords(kwargs), type(self).__name__)
         super().__init__(**kwargs)
         # what fork(n) makes its envs with
         self._init_args: dict[str, Any] = dict(
-            url=url, observation_mode=observation_mode, list_actions=list_actions, num_products=num_products, goal_split=goal_split,
-            data_path=data_path, human_goals=human_goals, catalog_seed=catalog_seed, show_attributes=show_attributes,
+            source=tasks, url=url, observation_mode=observation_mode, list_actions=list_actions, show_attributes=show_attributes,
             reward_mode=reward_mode, chromium_path=chromium_path, chromedriver_path=chromedriver_path, headless=headless,
             window_size=window_size, page_timeout=page_timeout, token=token, **kwargs,
         )
-        if observation_mode not in OBSERVATION_MODES:
-            raise ValueError(f"observation_mode must be one of {OBSERVATION_MODES}, got {observation_mode!r}.")
-        self.observation_mode = observation_mode
-        self.list_actions = bool(list_actions)
+        check_browser_settings(observation_mode=observation_mode, token=token)
+        self.observation_mode, self.list_actions, self._token = observation_mode, bool(list_actions), token
         self.chromium_path, self.chromedriver_path = find_chromium(chromium_path, chromedriver_path)
-        self.headless = bool(headless)
+        self.headless, self.page_timeout = bool(headless), float(page_timeout)
         self.window_size = (int(window_size[0]), int(window_size[1]))
-        self.page_timeout = float(page_timeout)
-        if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
-            raise ValueError("token must be a non-empty string of printable ASCII characters (the site's --token).")
-        self._token = token
-        self._site_kwargs = dict(
-            num_products=num_products, goal_split=goal_split, data_path=data_path, human_goals=human_goals,
-            catalog_seed=catalog_seed, show_attributes=show_attributes, reward_mode=reward_mode,
-        )
-        self._server: Any = None
-        if url is None:
-            from .server import WebShopServer
+        self._site_kwargs = dict(source=tasks, show_attributes=show_attributes, reward_mode=reward_mode)
+        # no url: a site of our own, in-process (sessions are closed by the env, the idle timeout is a backstop)
+        self._server: Any = None if url is not None else _in_process_site(self._site_kwargs)
+        self.url = (url if url is not None else self._server.base_url).rstrip("/")
+        self._clear_episode()
 
-            # the site checks the catalog arguments now; sessions are closed by the env, the timeout is a backstop
-            self._server = WebShopServer(expert=True, max_sessions=64, idle_timeout=3600.0, **self._site_kwargs).start()
-            url = self._server.base_url
-        self.url = url.rstrip("/")
+    def _clear_episode(self) -> None:
+        """The browser and the episode's state before the first reset."""
         self._driver: Any = None
         self._driver_pids: list[int] = []
         self._sid: str | None = None

@@ -10,15 +10,11 @@ from ..core.args import is_int
 from ..core.splits import content_key
 from . import expert as _expert
 from . import pages
-from .goals import GoalPool
 from .product import Goal
 from .nouns import noun_tagger
 from .reward import REWARD_MODES, webshop_reward
-from .source import ShopSource, shared_shop, shop_source
+from .source import TASK_KEYWORDS, ShopTasks, shared_shop, shop_tasks, split_task_keywords
 from .text import OBSERVATION_MODES, page_text, with_history
-
-__all__ = ["TurnWebShopEnv", "exact_click_name", "INTRO", "COMPACT_INTRO", "OBSERVATION_STYLES",
-           "product_link_name"]
 
 _FIXED = {  # lower-cased button text -> role
     pages.BACK_TO_SEARCH.lower(): "back",
@@ -90,6 +86,22 @@ class _State:
     breakdown: dict[str, Any] | None = None
 
 
+def check_settings(*, observation_mode: Any, observation_style: Any, results_per_page: Any, num_prev_obs: Any,
+                   num_prev_actions: Any, reward_mode: Any, expert_query: Any, expert_browse: Any) -> None:
+    """Raise a ValueError naming the first of ``TurnWebShopEnv``'s settings that is out of its range."""
+    for name, value, allowed in (("observation_mode", observation_mode, OBSERVATION_MODES),
+                                 ("observation_style", observation_style, OBSERVATION_STYLES),
+                                 ("reward_mode", reward_mode, REWARD_MODES), ("expert_query", expert_query, _expert.EXPERT_QUERIES),
+                                 ("expert_browse", expert_browse, _expert.EXPERT_BROWSING)):
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {value!r}.")
+    if not is_int(results_per_page, 1):
+        raise ValueError(f"results_per_page must be a positive int (WebShop's is 10), got {results_per_page!r}.")
+    for name, value in (("num_prev_obs", num_prev_obs), ("num_prev_actions", num_prev_actions)):
+        if not is_int(value, 0):
+            raise ValueError(f"{name} must be a non-negative int (WebShop's default is 0), got {value!r}.")
+
+
 class TurnWebShopEnv(TurnEnv):
     """Buy the product an instruction describes, in a simulated WebShop (Yao et al., 2022).
 
@@ -142,10 +154,14 @@ cap; ``gymnasium.make(..., max_episode_steps=N)`` changes it).
 The common keys `turn`, `action_is_valid`, `action_is_effective`, `success` (``R >= 1``, i.e.
 ``R == 1``: ``R`` never exceeds 1), `score` (``R`` once bought,
 else 0) and `available_actions` (the clickables of the page in WebShop's order; ``["search"]``
-on the search page, where `has_search_bar` is true), plus `page` (the page kind), `goal_index`
-(the goal's index, which fixes its split; it gives the goal away, so a served env and the site's
+on the search page, where `has_search_bar` is true; empty on the done page), plus `page` (the page
+kind: ``search``, ``results``, ``item``, ``Description``, ``Features``, ``Reviews``, ``Attributes``
+or ``done``), `goal_index`
+(the goal's index, which fixes its split: test 0-499, eval 500-1499, train the rest; it gives the
+goal away, so a served env and the site's
 ``/state`` send it only with ``--expert``), `purchased_asin` and `reward_breakdown` (what was
-bought and every term of ``R``; ``""`` and ``{}`` until then), and the fields RL infrastructure
+bought and every term of ``R``; ``""`` and ``{}`` until then, also after the episode ends), and
+the fields RL infrastructure
 reads (``docs/turn-contract.md``): `exit_status`, `reward_valid`, `state_key` and
 `reward_components` (``R`` as `attributes`, `options` and `price`, plus `format`). The key set is
 the same on every reset and step.
@@ -158,6 +174,11 @@ import agentgym_turn
 env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goal_split="train")
 ```
 
+* ``source``: the shop and its goals as one object (the first positional argument of the class):
+  ``ShopTasks(num_products=5000, goal_split="test", content_split="test")``; the task keywords
+  below (``num_products``, ``data_path``, ``human_goals``, ``catalog_seed``, ``goal_split``,
+  ``content_split``, ``filter_goals``, ``limit_goals``, ``goal_weighting``) build it when it is not
+  given, and giving both is an error naming them.
 * ``observation_mode``: ``"text"``, ``"text_rich"`` or ``"html"``.
 * ``num_products``: catalog size (generated: 10 to millions, default 1,000; with ``data_path``:
   keep the first N products, default all).
@@ -166,11 +187,13 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
   goals of ``goal_split`` whose instruction falls in that split by its text (80/10/10,
   :mod:`agentgym_turn.core.splits`), the same in every catalog: held out by content, not position.
 * ``data_path``: WebShop's ``data/`` folder (or an ``items_shuffle*.json``) to load instead of generating.
-* ``human_goals``: with ``data_path``, human (``True``) or synthetic (``False``) goals; default human when present.
+* ``human_goals``: with ``data_path``, human goals from ``items_human_ins.json`` (``True``) or
+  synthetic ones from ``items_ins_v2*.json`` (``False``); default human when the file is there.
 * ``catalog_seed``: seed of the generated catalog (and of the price draws of loaded files).
 * ``show_attributes``: show WebShop's hidden ``Attributes`` button (default off, as in WebShop).
 * ``list_actions``: append the available actions to each observation (default on).
-* ``search_backend``: ``"auto"``, ``"numpy"`` or ``"numba"`` for the BM25 index.
+* ``search_backend``: ``"auto"``, ``"numpy"`` or ``"numba"`` for the BM25 index (``"auto"``: numba
+  from 50,000 products with the ``fast-search`` extra, compiled once per process; numpy below or without it).
 * ``num_prev_obs``, ``num_prev_actions``: WebShop's observation history (default 0, 0).
 * ``reward_mode``: ``"original"`` (WebShop's ``get_reward``, default) or ``"strict"`` (see :mod:`.reward`).
 * ``title_nouns``: what finds the title nouns of the type reward: ``"auto"`` (default: spaCy's
@@ -212,9 +235,10 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
     #: into its three matched terms (each times ``r_type``), and the invalid-turn penalty.
     metadata = {"render_modes": ["ansi"], "render_fps": 4, "reward_components": ("attributes", "options", "price", "format")}
     #: The goal pool: read-only, shared by forks and left out of snapshots (the catalog and its index already are).
-    shared_attributes = ("_goals",)
+    shared_attributes = ("source", "_goals")
     reset_options = frozenset({"goal_index"})
     external_kwargs = frozenset({"data_path"})
+    source_keywords = tuple(TASK_KEYWORDS)
     #: Keys of :meth:`_extra_info`, in every ``info``.
     #: Sent by a served env only with --expert: the goal's index gives the goal's attributes, options and price away.
     oracle_info_keys = ("goal_index",)
@@ -222,77 +246,60 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
 
     def __init__(
         self,
+        source: ShopTasks | None = None,
         *,
         observation_mode: str = "text",
-        num_products: int | None = None,
-        goal_split: str = "train",
-        data_path: str | None = None,
-        human_goals: bool | None = None,
-        catalog_seed: int = 0,
+        observation_style: str = "webshop",
         show_attributes: bool = False,
         list_actions: bool = True,
-        search_backend: str = "auto",
+        results_per_page: int = 10,
         num_prev_obs: int = 0,
         num_prev_actions: int = 0,
+        search_backend: str = "auto",
         reward_mode: str = "original",
         title_nouns: str = "auto",
-        filter_goals: Any = None,
-        limit_goals: int = -1,
-        goal_weighting: str = "uniform",
-        content_split: str | None = None,
-        observation_style: str = "webshop",
-        results_per_page: int = 10,
         goal_from_seed: bool = False,
         expert_query: str = "instruction",
         expert_browse: str = "target",
         **kwargs: Any,
     ):
+        #: The shop and its goals: a :class:`ShopTasks` (built from the task keywords when not given).
+        self.source = shop_tasks(source, split_task_keywords(kwargs), type(self).__name__)
         super().__init__(**kwargs)
-        if observation_style not in OBSERVATION_STYLES:
-            raise ValueError(f"observation_style must be one of {OBSERVATION_STYLES}, got {observation_style!r}.")
-        if not is_int(results_per_page, 1):
-            raise ValueError(f"results_per_page must be a positive int (WebShop's is 10), got {results_per_page!r}.")
-        self.observation_style, self.results_per_page, self.goal_from_seed = observation_style, results_per_page, bool(goal_from_seed)
-        self._reset_seed: int | None = None
-        if expert_query not in _expert.EXPERT_QUERIES:
-            raise ValueError(f"expert_query must be one of {_expert.EXPERT_QUERIES}, got {expert_query!r}.")
-        self.expert_query = expert_query
-        if expert_browse not in _expert.EXPERT_BROWSING:
-            raise ValueError(f"expert_browse must be one of {_expert.EXPERT_BROWSING}, got {expert_browse!r}.")
-        self.expert_browse = expert_browse
-        for name, value in (("num_prev_obs", num_prev_obs), ("num_prev_actions", num_prev_actions)):
-            if not is_int(value, 0):
-                raise ValueError(f"{name} must be a non-negative int (WebShop's default is 0), got {value!r}.")
-        self.num_prev_obs, self.num_prev_actions = num_prev_obs, num_prev_actions
-        self._prev_obs: list[str] = []
-        self._prev_actions: list[str] = []
-        if observation_mode not in OBSERVATION_MODES:
-            raise ValueError(f"observation_mode must be one of {OBSERVATION_MODES}, got {observation_mode!r}.")
-        self.observation_mode = observation_mode
-        self.goal_split = goal_split
-        self.show_attributes = bool(show_attributes)
-        self.list_actions = bool(list_actions)
-        self.search_backend = search_backend
-        self._source: ShopSource = shop_source(num_products=num_products, data_path=data_path, human_goals=human_goals, catalog_seed=catalog_seed)
-        if reward_mode not in REWARD_MODES:
-            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}.")
-        self.reward_mode = reward_mode
+        check_settings(observation_mode=observation_mode, observation_style=observation_style, results_per_page=results_per_page,
+                       num_prev_obs=num_prev_obs, num_prev_actions=num_prev_actions, reward_mode=reward_mode,
+                       expert_query=expert_query, expert_browse=expert_browse)
+        self.observation_mode, self.observation_style, self.results_per_page = observation_mode, observation_style, results_per_page
+        self.show_attributes, self.list_actions, self.search_backend = bool(show_attributes), bool(list_actions), search_backend
+        self.num_prev_obs, self.num_prev_actions, self.reward_mode = num_prev_obs, num_prev_actions, reward_mode
+        self.goal_from_seed, self.expert_query, self.expert_browse = bool(goal_from_seed), expert_query, expert_browse
         #: The title-noun function of the type reward and its name (:func:`~.nouns.noun_tagger`).
         self._nouns, self.noun_tagger = noun_tagger(title_nouns)
         self._attach()
-        self._goals = GoalPool(self.shop, goal_split, filter_goals=filter_goals, limit_goals=limit_goals, weighting=goal_weighting,
-                               content_split=content_split)
+        self._goals = self.source.goals(self.shop)
+        #: The instruction the pages show; ``None``: the goal's (a dialog's assistant must not see the goal).
+        self.shown_instruction: str | None = None
+        self._clear_episode()
+
+    def _clear_episode(self) -> None:
+        """The episode's state before the first reset."""
+        self._reset_seed: int | None = None
+        self._prev_obs: list[str] = []
+        self._prev_actions: list[str] = []
         self.goal: Goal | None = None
         self.state = _State()
         self._plan: tuple | None = None
-        #: The instruction the pages show; ``None``: the goal's (a dialog's assistant must not see the goal).
-        self.shown_instruction: str | None = None
+
+    @property
+    def goal_split(self) -> str:
+        """The goal split drawn from (:attr:`ShopTasks.goal_split`)."""
+        return self.source.goal_split
 
     # ------------------------------------------------------------ shared catalog
     def _attach(self) -> None:
         from .search import search_for
 
-        self.shop = shared_shop(self._source)
+        self.shop = shared_shop(self.source.shop)
         self.search_engine = search_for(self.shop, backend=self.search_backend)
 
     def __getstate__(self) -> dict[str, Any]:

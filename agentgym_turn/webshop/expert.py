@@ -20,9 +20,6 @@ from typing import Mapping
 from .product import Goal, Product
 from .reward import EXACT_MATCH_OPTIONS, FUZZY_THRESHOLD, normalize_color, title_nouns, token_set_ratio, webshop_reward
 
-__all__ = ["EXPERT_BROWSING", "EXPERT_QUERIES", "best_options", "best_reward", "expert_queries", "goal_query", "instruction_clause",
-           "product_phrase", "strip_price_clause"]
-
 #: ``expert_query`` values: the instruction as the first query (WebShop's oracle), the product phrase, or the
 #: instruction's opening clause.
 EXPERT_QUERIES = ("instruction", "product", "clause")

@@ -42,8 +42,6 @@ from ..core.splits import check_content_split
 from ..core.splits import content_split as content_split_of
 from .product import Goal, split_range
 
-__all__ = ["GoalPool", "draw_limited", "goal_record", "goal_weights", "rarity_weights", "select_goals", "GOAL_WEIGHTINGS"]
-
 #: How :class:`GoalPool` draws an episode's goal: uniformly (WebShop's baselines) or by weight (its server).
 GOAL_WEIGHTINGS = ("uniform", "weighted")
 _SHUFFLE_SEED = 233

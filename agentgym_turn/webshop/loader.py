@@ -59,11 +59,6 @@ from .generator.catalog import NO_PRICE_UPPER
 from .product import Goal, Product, Review
 from .generator.vocab import PRICE_RANGE
 
-__all__ = [
-    "LoadedShop", "find_data_files", "item_record", "parse_pricing", "review_score",
-    "MAX_FILE_BYTES", "MAX_GOAL_COMBINATIONS", "MAX_GOALS",
-]
-
 _SHUFFLE_SEED = 233
 #: Default byte limit of one data file (WebShop's full ``items_shuffle.json`` is about 5 GB).
 MAX_FILE_BYTES = 8 << 30

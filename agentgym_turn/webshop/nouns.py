@@ -23,8 +23,6 @@ from typing import Any, Callable, Sequence
 from ..extras import MissingExtraError, install_command
 from .reward import title_nouns
 
-__all__ = ["NOUN_TAGS", "SPACY_MODELS", "TITLE_NOUNS", "noun_tagger", "nouns_of", "spacy_model_name", "spacy_title_nouns"]
-
 #: ``title_nouns=`` of the env: ``"auto"`` (spaCy when installed, else the rule), ``"spacy"`` or ``"rule"``.
 TITLE_NOUNS = ("auto", "spacy", "rule")
 #: The model packages tried in order: spaCy's own (``python -m spacy download en_core_web_sm``), then PyPI's re-upload.

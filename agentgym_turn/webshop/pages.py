@@ -23,13 +23,6 @@ from urllib.parse import quote
 
 from .product import Product
 
-__all__ = [
-    "BACK_TO_SEARCH", "NEXT_PAGE", "PREV_PAGE", "BUY_NOW", "SEARCH", "SUB_PAGES",
-    "search_page", "results_page", "item_page", "sub_page", "done_page",
-    "Fragment", "options_json", "search_fragments", "results_fragments", "item_fragments", "sub_fragments", "done_fragments",
-    "page_fragments",
-]
-
 BACK_TO_SEARCH = "Back to Search"
 NEXT_PAGE = "Next >"
 PREV_PAGE = "< Prev"

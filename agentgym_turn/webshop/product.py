@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
-__all__ = ["Review", "Product", "Goal", "Shop", "GOAL_SPLITS", "split_range"]
-
 
 @dataclass(frozen=True)
 class Review:

@@ -41,19 +41,6 @@ from typing import Any, Callable, Mapping, Sequence
 from .product import Goal, Product
 from .generator.vocab import COLOR_SET
 
-__all__ = [
-    "normalize_color",
-    "token_set_ratio",
-    "title_nouns",
-    "type_reward",
-    "attribute_reward",
-    "option_reward",
-    "webshop_reward",
-    "EXACT_MATCH_OPTIONS",
-    "REWARD_MODES",
-    "FUZZY_THRESHOLD",
-]
-
 #: The reward modes: WebShop's ``get_reward`` and our stricter variant (module docstring).
 REWARD_MODES = ("original", "strict")
 #: Option names that ``"strict"`` matches exactly (``goal.py`` matches every option fuzzily).

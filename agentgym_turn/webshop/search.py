@@ -19,8 +19,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["ProductSearch", "SEARCH_RETURN_N", "PRODUCT_WINDOW", "ANALYZER", "LENGTH_NORM", "rank_hits", "search_for"]
-
 #: Hits a search returns (WebShop's ``SEARCH_RETURN_N``).
 SEARCH_RETURN_N = 50
 #: Products on a results page (WebShop's ``PRODUCT_WINDOW``).

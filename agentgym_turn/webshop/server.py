@@ -60,11 +60,6 @@ from ..serving import (
 from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH
 from .env import TurnWebShopEnv, product_link_name
 
-__all__ = [
-    "WebShopSite", "WebShopServer", "build_app", "rewrite_page", "main",
-    "MAX_QUERY_CHARS", "MAX_BODY_BYTES", "MAX_QUERY_STRING", "MAX_NAME_CHARS",
-]
-
 #: Longest search query (characters): the env's own action limit less ``search[]``, so the site accepts exactly the
 #: searches the env plays in-process.
 MAX_QUERY_CHARS = DEFAULT_MAX_ACTION_LENGTH - len("search[]")

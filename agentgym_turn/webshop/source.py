@@ -9,16 +9,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..core.args import whole_number
+from ..core.args import source_arg, whole_number
 from ..core.cache import ProcessCache
 from .generator.catalog import GeneratedShop
-
-__all__ = ["SHOPS", "ShopSource", "shared_shop", "shop_source"]
 
 
 @dataclass(frozen=True)
@@ -74,3 +72,60 @@ SHOPS: ProcessCache[Any] = ProcessCache("webshop shops", 16)
 def shared_shop(source: ShopSource):
     """The process-wide shop of ``source``, made on first use and shared by every env."""
     return SHOPS.get(source, source.build)
+
+
+@dataclass(frozen=True)
+class ShopTasks:
+    """What a WebShop env plays: the shop (a generated catalog or WebShop's files) and the goals drawn in it.
+
+    Everything that decides the tasks, and nothing else (pages, rewards and the expert never change them).
+    The catalog arguments are checked when made (:func:`shop_source`); the goal arguments when an env
+    draws from them (:class:`~.goals.GoalPool`).
+
+    Attributes:
+        num_products, data_path, human_goals, catalog_seed: The shop (:func:`shop_source`).
+        goal_split: ``"train"`` (goals 1500+), ``"eval"`` (500-1499), ``"test"`` (0-499) or ``"all"``.
+        content_split: ``None``, ``"train"``, ``"validation"`` or ``"test"``: the goals of ``goal_split``
+            whose instruction falls in that split by its text.
+        filter_goals, limit_goals: WebShop's goal options (:func:`~.goals.select_goals`).
+        goal_weighting: ``"uniform"`` or ``"weighted"`` (WebShop's server: by attribute rarity).
+    """
+
+    num_products: int | None = None
+    data_path: str | None = None
+    human_goals: bool | None = None
+    catalog_seed: int = 0
+    goal_split: str = "train"
+    content_split: str | None = None
+    filter_goals: Any = None
+    limit_goals: int = -1
+    goal_weighting: str = "uniform"
+    #: The shop these tasks play in (the key of :data:`SHOPS`).
+    shop: ShopSource = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shop", shop_source(num_products=self.num_products, data_path=self.data_path,
+                                                     human_goals=self.human_goals, catalog_seed=self.catalog_seed))
+
+    def goals(self, shop: Any):
+        """The :class:`~.goals.GoalPool` of these tasks in ``shop`` (this source's shop, made)."""
+        from .goals import GoalPool
+
+        return GoalPool(shop, self.goal_split, filter_goals=self.filter_goals, limit_goals=self.limit_goals,
+                        weighting=self.goal_weighting, content_split=self.content_split)
+
+
+#: The keywords of the WebShop envs (and ``gymnasium.make``) that build their :class:`ShopTasks`, with their defaults:
+#: ``source=`` replaces them.
+TASK_KEYWORDS: dict[str, Any] = {name: f.default for name, f in ShopTasks.__dataclass_fields__.items() if f.init}
+
+
+def split_task_keywords(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Remove the :data:`TASK_KEYWORDS` from ``kwargs`` (an env's keyword arguments) and return them."""
+    return {name: kwargs.pop(name) for name in list(kwargs) if name in TASK_KEYWORDS}
+
+
+def shop_tasks(source: Any, keywords: dict[str, Any], env: str) -> ShopTasks:
+    """The env's tasks: ``source`` as given, else one built from the task keywords in ``keywords``. Giving both is an
+    error naming the keywords."""
+    return source_arg(source, keywords, defaults=TASK_KEYWORDS, build=ShopTasks, kinds=ShopTasks, env=env)

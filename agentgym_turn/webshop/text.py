@@ -29,11 +29,6 @@ from ..core.parsing import break_control_tokens
 from .pages import page_fragments
 from .product import Product
 
-__all__ = [
-    "OBSERVATION_MODES", "html_to_text", "visible_strings", "fragments_strings", "format_strings", "defang",
-    "actions_line", "compact_page", "page_text", "selection_url", "with_history",
-]
-
 #: The observation modes an env accepts.
 OBSERVATION_MODES = ("text", "text_rich", "html")
 _IGNORED = frozenset({"style", "script", "head", "title", "meta", "[document]"})

@@ -7,8 +7,6 @@ from typing import Any, Callable
 
 from ..config import Config
 
-__all__ = ["BEFORE_SFT_TASKS", "NOISE_CONTROL", "Recipe"]
-
 #: What every tiny-model recipe uses against one iteration's noisy gradient (``docs/experiments.md``,
 #: "Sokoban"): a separate critic, a KL penalty towards the weight average that
 #: evaluations play, and the ratio's denominator recorded while sampling.

@@ -8,8 +8,6 @@ from pathlib import Path
 
 from .base import Recipe
 
-__all__ = ["RECIPES"]
-
 
 def _discover() -> dict[str, Recipe]:
     found: dict[str, Recipe] = {}

@@ -7,8 +7,6 @@ from typing import Any
 from .base import BEFORE_SFT_TASKS
 from .registry import RECIPES
 
-__all__ = ["learn", "rl_from", "sft_policy", "sft_start", "suite_sft_policy", "zero_shot"]
-
 
 def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any]:
     """One RL run of a recipe from a saved policy, on one thread; a summary of its metrics.

@@ -16,9 +16,6 @@ from typing import Any
 from ..config import Config, preset
 from .base import NOISE_CONTROL, Recipe
 
-__all__ = ["RECIPE", "SEARCHQA_ENV", "SEARCHQA_ENV_KWARGS", "SEARCHQA_PRETRAIN", "SEARCHQA_PROMPT", "SEARCHQA_RL_ITERATIONS",
-           "searchqa_tiny"]
-
 SEARCHQA_ENV = "TurnSearchQA-v0"
 #: The first message: the two actions and the question (Search-R1's scorer skips the prompt's example answer pair).
 SEARCHQA_PROMPT = "Search: <search> name </search>. Answer: <answer> x </answer>.\nQuestion: {question}\n"

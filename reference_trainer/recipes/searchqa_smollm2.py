@@ -22,8 +22,6 @@ from .base import Recipe
 from .searchqa import SEARCHQA_ENV, SEARCHQA_ENV_KWARGS
 from .sokoban_smollm2 import SMOLLM2, SMOLLM2_RL
 
-__all__ = ["RECIPE", "SEARCHQA_SMOLLM2_EVAL_QUESTIONS", "SEARCHQA_SMOLLM2_RL_ITERATIONS", "searchqa_smollm2"]
-
 SEARCHQA_SMOLLM2_RL_ITERATIONS = 16
 #: SFT optimizer steps at most (8 episodes each); validation every 25 steps ends it first.
 SEARCHQA_SMOLLM2_SFT_CEILING = 1000

@@ -15,8 +15,6 @@ from typing import Any
 from ..config import Config, preset
 from .base import NOISE_CONTROL, Recipe
 
-__all__ = ["RECIPE", "SOKOBAN", "SOKOBAN_ENV", "SOKOBAN_ENV_KWARGS", "SOKOBAN_EVAL_LEVELS", "SOKOBAN_RL_ITERATIONS", "sokoban_tiny"]
-
 SOKOBAN_ENV = "TurnSokoban-v0"
 SOKOBAN_ENV_KWARGS: dict[str, Any] = {"prompt_style": "compact", "show_border": False, "format_penalty": -1.0, "split": "train"}
 SOKOBAN_RL_ITERATIONS = 48

@@ -24,8 +24,6 @@ from ..config import Config, preset
 from .base import Recipe
 from .sokoban import SOKOBAN_ENV, SOKOBAN_ENV_KWARGS
 
-__all__ = ["RECIPE", "SMOLLM2", "SMOLLM2_RL", "SOKOBAN_SMOLLM2_EVAL_LEVELS", "SOKOBAN_SMOLLM2_RL_ITERATIONS", "sokoban_smollm2"]
-
 SMOLLM2 = "smollm2-135m-instruct"
 #: The model's RL and precision settings (chosen on this env's validation split; the search QA recipe reuses them as is).
 SMOLLM2_RL: dict[str, Any] = {"critic": "shared", "dtype": "bfloat16", "recompute_old_logp": True, "lr": 3e-6,

@@ -16,8 +16,6 @@ from typing import Any
 from ..config import Config, preset
 from .base import NOISE_CONTROL, Recipe
 
-__all__ = ["RECIPE", "WEBSHOP_ENV", "WEBSHOP_ENV_KWARGS", "WEBSHOP_EVAL_EPISODES", "WEBSHOP_PRETRAIN", "WEBSHOP_VAL_EPISODES", "WEBSHOP_RL_ITERATIONS", "webshop_tiny"]
-
 WEBSHOP_ENV = "TurnWebShop-v0"
 WEBSHOP_ENV_KWARGS: dict[str, Any] = {"observation_style": "compact", "results_per_page": 3, "goal_split": "all", "content_split": "train",
                                       "expert_query": "clause", "expert_browse": "first_match"}

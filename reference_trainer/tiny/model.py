@@ -26,9 +26,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-__all__ = ["CHAT_TEMPLATE", "PRETOKENIZER_PATTERN", "SPECIAL_TOKENS", "TinySpec", "build_tiny", "corpus_seeds", "default_cache_dir",
-           "env_corpus", "publish_build", "train_tokenizer"]
-
 #: Padding, start-of-message and end-of-message tokens (ChatML, as Qwen2 uses).
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 #: ChatML: ``<|im_start|>{role}\n{content}<|im_end|>\n`` per message.

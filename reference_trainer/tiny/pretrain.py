@@ -28,9 +28,6 @@ import numpy as np
 
 from .model import TinySpec, _model_config, default_cache_dir, env_corpus, publish_build, train_tokenizer
 
-__all__ = ["PretrainSpec", "build_pretrained_tiny", "lm_pretrain", "pretrain_weights", "pretrain_world_seeds", "weighted_next_token_loss",
-           "world_corpus", "world_kwargs", "world_episodes"]
-
 _BUILD_VERSION = 1  # bump when the construction changes, to invalidate caches
 
 
@@ -186,7 +183,7 @@ def build_pretrained_tiny(env_id: str, env_kwargs: dict[str, Any] | None = None,
     import torch
     from transformers import AutoModelForCausalLM
 
-    from ..tokenization import ChatFormat
+    from agentgym_turn.tokens import ChatFormat
 
     tiny = tiny or TinySpec()
     key = _cache_key(env_id, env_kwargs, tiny, spec, seed)

@@ -132,5 +132,42 @@ def test_source__of_another_type_is_an_error():
 def test_sokoban_env__refuses_a_keyword_it_does_not_know():
     from agentgym_turn.sokoban import TurnSokobanEnv
 
-    with pytest.raises(TypeError, match="unexpected keyword arguments \\['dims'\\]"):
+    with pytest.raises(TypeError, match=r"TurnSokobanEnv got an unexpected keyword argument 'dims' \(did you mean 'dim'\?\)"):
         TurnSokobanEnv(dims=(7, 7))
+
+
+def test_question_source__asks_the_same_questions_as_the_question_keywords():
+    from agentgym_turn.searchqa import QuestionSource
+
+    kw = dict(split="test", world_seed=3, question_types=["single_hop"], content_split="test")
+    by_keywords = gym.make("TurnSearchQA-v0", **kw)
+    by_object = gym.make("TurnSearchQA-v0", source=QuestionSource(**kw))
+    assert by_object.unwrapped.source == by_keywords.unwrapped.source and by_object.unwrapped.split == "test"
+    assert [q.id for q in by_object.unwrapped.questions] == [q.id for q in by_keywords.unwrapped.questions]
+    for seed in range(3):
+        assert _episode(by_object, seed) == _episode(by_keywords, seed)
+
+
+def test_question_source__with_a_question_keyword_too_is_an_error_naming_it():
+    from agentgym_turn.searchqa import QuestionSource, TurnSearchQAEnv
+
+    with pytest.raises(ValueError, match="source= replaces world_seed"):
+        gym.make("TurnSearchQA-v0", source=QuestionSource(), world_seed=4)
+    with pytest.raises(TypeError, match=r"TurnSearchQAEnv got an unexpected keyword argument 'world'"):
+        TurnSearchQAEnv(world=4)
+
+
+def test_shop_tasks__play_the_same_goals_as_the_task_keywords():
+    from agentgym_turn.webshop import ShopTasks
+
+    kw = dict(num_products=200, catalog_seed=3, goal_split="all", content_split="validation")
+    by_keywords = gym.make("TurnWebShop-v0", **kw)
+    by_object = gym.make("TurnWebShop-v0", source=ShopTasks(**kw))
+    assert by_object.unwrapped.source == by_keywords.unwrapped.source and by_object.unwrapped.goal_split == "all"
+    assert list(by_object.unwrapped._goals.indices) == list(by_keywords.unwrapped._goals.indices)
+    for seed in range(3):
+        assert _episode(by_object, seed) == _episode(by_keywords, seed)
+    with pytest.raises(ValueError, match="source= replaces catalog_seed"):
+        gym.make("TurnWebShop-v0", source=ShopTasks(), catalog_seed=4)
+    with pytest.raises(ValueError, match="source= replaces goal_split"):
+        gym.make("TurnWebShopDialog-v0", source=ShopTasks(), goal_split="test")

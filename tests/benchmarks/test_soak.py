@@ -32,3 +32,26 @@ def test_the_committed_30_minute_soak_is_the_table_in_the_docs_and_holds_its_bou
     for name, server in result["servers"].items():
         assert server["live_sessions_after_drain"] == server["client_errors"] == server["server_tracebacks"] == 0, name
         assert server["slope_mb_per_1000_sessions"] < 0.2, name
+
+
+class _QuietClient:
+    """A websocket whose server already closed the session as idle, last heard from ``quiet`` seconds ago."""
+
+    def __init__(self, quiet: float):
+        import time
+
+        self.soak_last_frame = time.monotonic() - quiet
+
+    def send(self, text):
+        raise ConnectionError("received 1001 (going away) idle for more than 4 s")
+
+
+def test_a_session_closed_because_the_client_itself_went_quiet_is_not_a_server_error():
+    import pytest
+
+    from benchmarks import soak
+
+    with pytest.raises(soak.ClientIdled):
+        soak._frame(_QuietClient(soak.IDLE_TIMEOUT_S + 1), "step", {})
+    with pytest.raises(ConnectionError):  # closed as idle although the client spoke within the timeout: an error
+        soak._frame(_QuietClient(0.1), "step", {})

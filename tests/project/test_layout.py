@@ -97,3 +97,27 @@ def test_no_module_but_the_trainer_takes_the_trainer_or_reads_its_private_parts(
         if path.name != "trainer.py":
             found.update({f"{path.relative_to(ROOT)} {hit}": 1 for hit in trainer_reaches(path.read_text(encoding="utf-8"))})
     assert not found, sorted(found)
+
+
+#: The most lines an env class's ``__init__`` may take: the task source is one object, settings are checked by a function.
+ENV_INIT_LINES = 40
+
+
+def _env_inits(tree: ast.Module):
+    """``(class name, lines of __init__)`` of every class named ``*Env`` in a module."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Env"):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    yield node.name, item.end_lineno - item.lineno + 1
+
+
+def test_the_env_init_finder_counts_lines():
+    tree = ast.parse("class AEnv:\n    def __init__(self):\n        x = 1\n        y = 2\nclass Other:\n    def __init__(self): pass\n")
+    assert list(_env_inits(tree)) == [("AEnv", 3)]
+
+
+def test_every_env_init_is_short_with_its_task_source_as_one_object():
+    long = [f"{path.relative_to(ROOT)}: {name}.__init__ is {n} lines" for path in sorted((ROOT / "agentgym_turn").rglob("*.py"))
+            for name, n in _env_inits(ast.parse(path.read_text(encoding="utf-8"))) if n > ENV_INIT_LINES]
+    assert not long, long

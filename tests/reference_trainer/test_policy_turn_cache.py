@@ -11,7 +11,7 @@ from reference_trainer.recipes.sokoban import SOKOBAN_ENV_KWARGS
 from agentgym_turn.pools import SerialPool
 from reference_trainer.rollout import collect
 from reference_trainer.tiny import TinySpec, build_tiny
-from reference_trainer.tokenization import ChatFormat
+from agentgym_turn.tokens import ChatFormat
 from support.random_models import random_lm
 
 STOPS = frozenset({3})

@@ -107,7 +107,7 @@ def test_world_option__each_world_is_a_webshop_catalog():
     assert world_kwargs({"results_per_page": 3}, 1000, spec) == {"results_per_page": 3, "catalog_seed": 1000}
     assert world_kwargs(None, 7, PretrainSpec(world_scale=0.5)) == {"world_seed": 7, "world_scale": 0.5}
     from reference_trainer.tiny import train_tokenizer
-    from reference_trainer.tokenization import ChatFormat
+    from agentgym_turn.tokens import ChatFormat
 
     kwargs = {"observation_style": "compact", "results_per_page": 3}
     fmt = ChatFormat(train_tokenizer(["search click buy now results instruction price"] * 8, 300))

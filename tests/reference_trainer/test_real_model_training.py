@@ -17,7 +17,7 @@ from reference_trainer import checkpoint
 from reference_trainer.config import preset
 from reference_trainer.policy import load_policy
 from reference_trainer.tasks import rl_task_seeds
-from reference_trainer.tokenization import ChatFormat
+from agentgym_turn.tokens import ChatFormat
 from reference_trainer.trainer import Trainer
 
 pytestmark = pytest.mark.slow

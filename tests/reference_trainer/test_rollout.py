@@ -13,7 +13,7 @@ from agentgym_turn.testing import strategies as st_turn
 from reference_trainer.policy import load_policy
 from agentgym_turn.pools import SerialPool, make as make_envs
 from reference_trainer.rollout import collect, expert_episodes, make_batch
-from reference_trainer.tokenization import ROLE_ACTION, ROLE_OBSERVATION, ROLE_TEMPLATE, ChatFormat, Conversation
+from agentgym_turn.tokens import ROLE_ACTION, ROLE_OBSERVATION, ROLE_TEMPLATE, ChatFormat, Conversation
 
 
 @pytest.fixture(scope="module")

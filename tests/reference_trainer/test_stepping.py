@@ -21,7 +21,7 @@ from support.parallel_envs import SLOW_ID, SlowCorridorEnv
 from reference_trainer.policy import load_policy
 from agentgym_turn.pools import make as make_envs
 from reference_trainer.rollout import collect, episode_metrics
-from reference_trainer.tokenization import ChatFormat
+from agentgym_turn.tokens import ChatFormat
 
 
 class ScriptedPolicy:

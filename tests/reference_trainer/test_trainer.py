@@ -404,7 +404,7 @@ def test_every_preset_learns_the_toy_corridor_from_a_random_start(tiny_dir, tmp_
 
 def test_sft_leaves_out_expert_episodes_longer_than_the_context_and_says_what_to_change_when_none_fit():
     from reference_trainer.rollout import Episode
-    from reference_trainer.tokenization import Conversation
+    from agentgym_turn.tokens import Conversation
     from reference_trainer.trainer import fitting_demos
 
     def demo(n):

@@ -20,5 +20,4 @@ _EXPORTS = {
     "generate_questions": ".questions",
     "split_questions": ".questions",
 }
-__all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Coiner", "RESERVED", "skeleton"]
-
 _ONSETS = (
     "b", "br", "bl", "c", "ch", "d", "dr", "f", "fl", "g", "gr", "gl", "h", "k", "kr", "l", "m",
     "n", "p", "pr", "r", "s", "sk", "sl", "st", "t", "th", "tr", "v", "w", "z", "j", "qu",

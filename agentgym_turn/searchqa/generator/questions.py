@@ -32,11 +32,6 @@ from ..corpus import RenderedWorld
 from ..reward import LETTERS, normalize_answer
 from .world import WORK_ROLES, World, _rng
 
-__all__ = [
-    "Question", "Hop", "generate_questions", "split_questions", "question_facts", "SPLITS", "QUESTION_TYPES", "TEMPLATES",
-    "TEMPLATE_FACTS",
-]
-
 #: Split name -> slice of the generated question list.
 SPLITS: dict[str, slice] = {"test": slice(0, 500), "dev": slice(500, 1000), "train": slice(1000, None)}
 QUESTION_TYPES = ("single_hop", "bridge", "comparison")

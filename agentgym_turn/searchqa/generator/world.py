@@ -28,20 +28,6 @@ import numpy as np
 
 from .names import Coiner
 
-__all__ = [
-    "WorldConfig",
-    "Country",
-    "City",
-    "Person",
-    "Organisation",
-    "Work",
-    "Event",
-    "World",
-    "generate_world",
-    "OCCUPATION_WORK",
-    "WORK_ROLES",
-]
-
 #: Creative occupation -> the kind of work it produces.
 OCCUPATION_WORK: dict[str, str] = {
     "novelist": "novel",

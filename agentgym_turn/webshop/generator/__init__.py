@@ -5,21 +5,3 @@
 
 Which shop an env plays in (generated, or WebShop's files) is :mod:`agentgym_turn.webshop.source`.
 """
-
-from .catalog import (
-    DEFAULT_NUM_GOALS_MIN,
-    NO_PRICE_UPPER,
-    GeneratedShop,
-    asin_for,
-    index_for_asin,
-    price_upper_for,
-)
-
-__all__ = [
-    "DEFAULT_NUM_GOALS_MIN",
-    "NO_PRICE_UPPER",
-    "GeneratedShop",
-    "asin_for",
-    "index_for_asin",
-    "price_upper_for",
-]

@@ -24,8 +24,6 @@ import numpy as np
 from ..product import Goal, Product, Review
 from .vocab import BRANDS, CATEGORIES, OPTION_POOLS, PRICE_RANGE, USES, ProductType
 
-__all__ = ["GeneratedShop", "asin_for", "index_for_asin", "price_upper_for", "DEFAULT_NUM_GOALS_MIN", "NO_PRICE_UPPER"]
-
 #: A generated shop has ``max(num_products, DEFAULT_NUM_GOALS_MIN)`` goals, so the test (0-499)
 #: and eval (500-1499) splits are full and the train split is non-empty at any size.
 DEFAULT_NUM_GOALS_MIN = 2_000

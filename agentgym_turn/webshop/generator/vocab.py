@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["COLOR_SET", "ProductType", "CategorySpec", "CATEGORIES", "BRANDS", "OPTION_POOLS", "PRICE_RANGE"]
-
 #: WebShop's colour list, in its order (the first contained colour wins in ``normalize_color``).
 COLOR_SET: tuple[str, ...] = (
     "alabaster", "apricot", "aqua", "ash", "asphalt", "azure", "banana", "beige", "black", "blue",

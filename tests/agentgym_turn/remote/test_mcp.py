@@ -38,7 +38,8 @@ from agentgym_turn.serving import ServerLimits  # noqa: E402
 from agentgym_turn.remote.mcp_tools import McpEndpoint  # noqa: E402
 from support.served import servers, shared_server  # noqa: E402,F401  (servers: a fixture)
 from agentgym_turn.remote.protocol import SHOWN_REWARD_KEY, json_safe  # noqa: E402
-from agentgym_turn.remote.server import EnvServer, EnvSessions, ServedEnvSpec  # noqa: E402
+from agentgym_turn.remote.server import EnvServer, EnvSessions  # noqa: E402
+from agentgym_turn.remote.sessions import ServedEnvSpec  # noqa: E402
 
 IDS = agentgym_turn.env_ids()
 

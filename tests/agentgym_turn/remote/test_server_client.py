@@ -111,14 +111,14 @@ def test_garbage_actions_are_the_invalid_turns_they_are_in_process_at_once(serve
     remote.close()
 
 
-def test_the_turn_contract_checker_passes_on_the_client_env_except_pickling(servers):
+def test_the_turn_contract_checker_passes_on_the_client_env_and_says_why_it_skips_pickling(servers):
     from agentgym_turn.testing import check_turn_env
 
     server = _server(servers, "TurnSokoban-v0")
     report = check_turn_env(lambda: _remote(server), episodes=2, fuzz_actions=16, raise_on_problem=False)
-    # the one documented difference (a live session cannot be pickled), and nothing else
-    assert len(report.problems) == 1, report.summary()
-    assert "[pickle]" in str(report.problems[0]) and "a RemoteTurnEnv holds a live session" in str(report.problems[0])
+    # the one documented difference (a live session cannot be pickled) is a warning with its reason, not a problem
+    assert report.ok, report.summary()
+    assert "pickling not checked: it holds a live session on its server" in report.warnings
 
 
 def test_info_is_json_data_so_the_client_gets_it_unchanged():

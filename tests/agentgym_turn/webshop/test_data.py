@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from agentgym_turn.bm25 import tokenize_many
 from agentgym_turn.core.files import DataFileError
 from agentgym_turn.webshop import pages
-from agentgym_turn.webshop.generator import GeneratedShop, asin_for, index_for_asin
+from agentgym_turn.webshop.generator.catalog import GeneratedShop, asin_for, index_for_asin
 from agentgym_turn.webshop.goals import GoalPool, draw_limited, goal_record, goal_weights, rarity_weights, select_goals
 from agentgym_turn.webshop.loader import LoadedShop, parse_pricing, review_score
 from agentgym_turn.webshop.product import split_range
@@ -349,7 +349,7 @@ def test_env__draws_only_the_goals_filter_and_limit_keep():
 def test_item_record__a_generated_catalog_written_in_webshops_format_loads_back_the_same(tmp_path):
     import json
 
-    from agentgym_turn.webshop.generator import GeneratedShop
+    from agentgym_turn.webshop.generator.catalog import GeneratedShop
     from agentgym_turn.webshop.loader import item_record
 
     shop = GeneratedShop(30, seed=0)
