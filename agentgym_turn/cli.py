@@ -190,7 +190,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         module, _, attr = args.oracle.partition(":")
         oracle = getattr(importlib.import_module(module), attr)
     report = validate(target, seed=args.seed, tasks=args.tasks, margin=args.margin, search_episodes=args.search_episodes,
-                      oracle=oracle, checks=args.checks, fresh_process=not args.no_fresh_process)
+                      oracle=oracle, checks=args.checks, fresh_process=not args.no_fresh_process, soak_minutes=args.soak,
+                      soak_clients=args.soak_clients, soak_idle_timeout=args.soak_idle_timeout)
     js, md = report.write(args.out)
     print(report.to_markdown() + f"\nwrote {js} and {md}")
     return 0 if report.ok else 1
@@ -360,9 +361,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", type=int, default=8, help="tasks the oracle and each trivial policy play")
     p.add_argument("--margin", type=float, default=0.1, help="share of the oracle's return trivial policies must stay below")
     p.add_argument("--search-episodes", type=int, default=200, help="episodes of the search for reward without success")
-    p.add_argument("--checks", nargs="+", default=list(CHECKS), choices=CHECKS)
+    p.add_argument("--checks", nargs="+", default=list(CHECKS), choices=(*CHECKS, "soak"))
     p.add_argument("--oracle", metavar="MODULE:FUNCTION", help="oracle(env) -> response, instead of the env's expert_action()")
     p.add_argument("--no-fresh-process", action="store_true", help="check determinism in this process only")
+    p.add_argument("--soak", type=float, default=0.0, metavar="MINUTES",
+                   help="also churn the env served (an id: started here; a URL: that loopback server) for MINUTES")
+    p.add_argument("--soak-clients", type=int, default=4, help="client threads of the soak")
+    p.add_argument("--soak-idle-timeout", type=float, default=4.0, help="the served env's idle timeout in seconds")
     p.add_argument("--out", default="validation", help="folder for validation.json and validation.md")
     p.set_defaults(func=_cmd_validate)
 

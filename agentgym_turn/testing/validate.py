@@ -39,8 +39,13 @@ import numpy as np
 from .checker import check_turn_env
 from .fuzz import argument_span, fixed_adversarial_responses, near_miss, random_responses
 
-#: The checks, in the order they run.
+#: The checks, in the order they run; ``soak`` runs only when asked for (``soak_minutes > 0``).
 CHECKS = ("contract", "determinism", "oracle", "floors", "gameability")
+#: Memory growth a served env may show, in MB per 1,000 sessions after warm-up (the soak benchmark's bound), judged on
+#: soaks of at least ``MEMORY_SOAK_MINUTES``: over a shorter one the slope is warm-up (our env server grows 37 MB in its
+#: first two minutes, then 7 MB over 174,000 sessions), so it is reported, not judged.
+SOAK_SLOPE_MB = 0.2
+MEMORY_SOAK_MINUTES = 10
 #: The RFC 008 check ids each of ours covers (RFC 008: ``rfcs/008-environment-auto-validation.md`` in OpenEnv).
 RFC_IDS: dict[str, tuple[str, ...]] = {
     "contract": ("runtime.observation_schema", "runtime.reward_well_formed", "runtime.reward_attribution"),
@@ -48,6 +53,7 @@ RFC_IDS: dict[str, tuple[str, ...]] = {
     "oracle": ("semantic.oracle_max",),
     "floors": ("semantic.floor_gap",),
     "gameability": ("statistical.gameability_gap",),
+    "soak": (),  # RFC 008 names no served-churn check
 }
 #: Numpy's dispatched SIMD features and ATen's kernel level switched off in the fresh process of ``determinism``.
 PLAIN_CPU_ENV = {"NPY_DISABLE_CPU_FEATURES": "AVX512F AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR AVX2 FMA3 F16C AVX",
@@ -296,6 +302,44 @@ def check_floors(factory: Callable[[], gym.Env], seeds: list[int], oracle_return
     return "pass", f"every trivial policy scores below {bar:.3g} ({margin:.0%} under the oracle's {oracle_return:.3g}) and never succeeds", evidence
 
 
+def check_soak(spec: str | None, minutes: float, clients: int, idle_timeout: float) -> tuple[str, str, dict[str, Any]]:
+    from urllib.parse import urlsplit
+
+    from . import soak
+
+    if spec is None or (":" in spec and "://" not in spec):
+        return "skip", "a soak serves a registered id or churns a served URL; this env is an object or a factory", {}
+    if "://" in spec:
+        url = urlsplit(spec)
+        if url.hostname not in ("127.0.0.1", "localhost") or url.port is None:
+            return "skip", f"the soak churns loopback servers only (http://127.0.0.1:PORT), not {spec}", {}
+        served, owned = soak.ServedProcess.at(url.port), False
+    else:
+        served = soak.ServedProcess([sys.executable, "-m", "agentgym_turn", "serve", "env", spec, "--port", "0", "--idle-timeout",
+                                     str(idle_timeout), "--max-sessions", "256"])
+        owned = True
+    try:
+        scenarios = {name: v for name, v in soak.SCENARIOS.items() if v[0] == "env"}
+        result = soak.soak({"env": served}, minutes * 60, clients, scenarios=scenarios, idle_timeout=idle_timeout)
+    finally:
+        if owned:
+            served.stop()
+    r = result["servers"]["env"]
+    judged = owned and minutes >= MEMORY_SOAK_MINUTES
+    slope, bound = r["slope_mb_per_1000_sessions"], SOAK_SLOPE_MB
+    evidence = {**{k: v for k, v in r.items() if k != "samples"}, "slope_bound_mb_per_1000": bound, "memory_judged": judged,
+                "scenarios": result["scenarios"], "idle_timeout_s": idle_timeout}
+    problems = [f"{r['live_sessions_after_drain']} sessions still live after the drain"] if r["live_sessions_after_drain"] else []
+    problems += [f"{r['client_errors']} client errors (e.g. {r['error_examples'][:1]})"] if r["client_errors"] else []
+    problems += [f"{r['server_tracebacks']} tracebacks in the server's log"] if r["server_tracebacks"] else []
+    problems += [f"memory grew {slope:+.2f} MB per 1,000 sessions (bound {bound:g})"] if judged and slope is not None and slope > bound else []
+    if problems:
+        return "fail", "; ".join(problems), evidence
+    memory = "" if not owned or slope is None else (f", memory {slope:+.3f} MB per 1,000 sessions (bound {bound:g})" if judged else
+                                                    f", memory {slope:+.2f} MB per 1,000 sessions (warm-up: judged from {MEMORY_SOAK_MINUTES} minutes)")
+    return "pass", f"{r['sessions']:,} sessions of churn: none left after the drain, no error{memory}", evidence
+
+
 def _transcript(ep: Episode, limit: int = 400) -> list[dict[str, Any]]:
     return [{"response": r[:limit], "reward": w, "observation": o[:limit]} for r, w, o in zip(ep.responses, ep.rewards, ep.observations[1:])]
 
@@ -387,21 +431,29 @@ def check_gameability(factory: Callable[[], gym.Env], seeds: list[int], oracle: 
 # ---------------------------------------------------------------------- entry point
 def validate(env: Any, *, seed: int = 0, tasks: int = 8, margin: float = 0.1, search_episodes: int = 200,
              oracle: Callable[[gym.Env], str] | None = None, checks: Sequence[str] = CHECKS,
-             fresh_process: bool = True) -> ValidationReport:
+             fresh_process: bool = True, soak_minutes: float = 0.0, soak_clients: int = 4,
+             soak_idle_timeout: float = 4.0) -> ValidationReport:
     """Certify ``env`` (an env id, ``"module:factory"``, a served env's URL, a zero-argument factory or an env).
 
     ``tasks`` seeds (``seed, seed + 1, ...``) are played by the oracle and by each trivial policy; ``margin`` is
     the share of the oracle's mean return the trivial policies must stay below; ``search_episodes`` bounds the
-    gameability search. ``oracle(env) -> response`` replaces ``expert_action()``. Returns every verdict; a check
-    that needs what another found missing (no oracle) is skipped with the reason."""
-    unknown = [c for c in checks if c not in CHECKS]
+    gameability search. ``oracle(env) -> response`` replaces ``expert_action()``. ``soak_minutes > 0`` adds the
+    ``soak``: ``soak_clients`` threads churn the env served (``agentgym-turn serve env ID``, its idle timeout
+    ``soak_idle_timeout``) or the loopback URL given (whose idle timeout must be ``soak_idle_timeout``). Returns every
+    verdict; a check that needs what another found missing (no oracle) is skipped with the reason."""
+    checks = [*checks, "soak"] if soak_minutes > 0 and "soak" not in checks else list(checks)
+    unknown = [c for c in checks if c not in (*CHECKS, "soak")]
     if unknown:
         raise ValueError(f"unknown checks {unknown}; choose among {list(CHECKS)}.")
     factory, name, spec = resolve_target(env)
     report = ValidationReport(name, {"seed": seed, "tasks": tasks, "margin": margin, "search_episodes": search_episodes,
-                                     "checks": list(checks), "oracle": "given" if oracle is not None else "expert_action()"})
+                                     "checks": list(checks), "oracle": "given" if oracle is not None else "expert_action()",
+                                     "soak_minutes": soak_minutes})
     seeds = list(range(seed, seed + tasks))
     policy = expert_policy(oracle)
+    if list(checks) == ["soak"]:  # a served env alone: nothing to play in this process
+        report.verdicts.append(_timed("soak", lambda: check_soak(spec, soak_minutes, soak_clients, soak_idle_timeout)))
+        return report
     probe = factory()
     has_oracle = oracle is not None or callable(getattr(probe.unwrapped, "expert_action", None))
     oracle_eps: list[Episode] = []
@@ -426,6 +478,8 @@ def validate(env: Any, *, seed: int = 0, tasks: int = 8, margin: float = 0.1, se
         elif check == "gameability":
             report.verdicts.append(_timed(check, lambda: check_gameability(factory, seeds, policy, oracle_eps, search_episodes, seed)
                                           if has_oracle else no_oracle))
+        elif check == "soak":
+            report.verdicts.append(_timed(check, lambda: check_soak(spec, soak_minutes, soak_clients, soak_idle_timeout)))
     return report
 
 

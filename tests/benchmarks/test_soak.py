@@ -52,6 +52,6 @@ def test_a_session_closed_because_the_client_itself_went_quiet_is_not_a_server_e
     from benchmarks import soak
 
     with pytest.raises(soak.ClientIdled):
-        soak._frame(_QuietClient(soak.IDLE_TIMEOUT_S + 1), "step", {})
+        soak.frame(_QuietClient(soak.IDLE_TIMEOUT_S + 1), "step", {})
     with pytest.raises(ConnectionError):  # closed as idle although the client spoke within the timeout: an error
-        soak._frame(_QuietClient(0.1), "step", {})
+        soak.frame(_QuietClient(0.1), "step", {})

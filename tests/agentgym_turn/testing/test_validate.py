@@ -66,3 +66,25 @@ def test_the_cli_writes_the_report_and_exits_1_on_a_failed_check(tmp_path, monke
     assert "| gameability | pass |" in (tmp_path / "ok" / "validation.md").read_text()
     code = main(["validate", "support.planted_envs:salted_hash_env", "--tasks", "2", "--checks", "determinism", "--out", str(tmp_path / "bad")])
     assert code == 1 and "FAIL" in capsys.readouterr().out
+
+
+def test_a_served_env_that_never_frees_a_session_fails_the_soak():
+    import sys
+
+    from agentgym_turn.testing.soak import ServedProcess
+
+    leaky = ServedProcess([sys.executable, str(ROOT / "tests" / "support" / "leaky_server.py")])
+    try:
+        report = validate(f"http://127.0.0.1:{leaky.port}", checks=[], soak_minutes=0.2, soak_clients=2, soak_idle_timeout=1.0)
+    finally:
+        leaky.stop()
+    verdict = report.verdict("soak")
+    assert verdict.status == "fail" and "sessions still live after the drain" in verdict.summary, report.to_markdown()
+    assert verdict.evidence["live_sessions_after_drain"] > 0
+
+
+def test_our_served_env_passes_a_short_soak():
+    report = validate("TurnSokoban-v0", checks=[], soak_minutes=0.2, soak_clients=2)
+    verdict = report.verdict("soak")
+    assert verdict.status == "pass" and not verdict.evidence["memory_judged"], report.to_markdown()
+    assert verdict.evidence["sessions"] > 50 and verdict.evidence["live_sessions_after_drain"] == 0
