@@ -60,6 +60,14 @@ class CliError(Exception):
     """A user mistake the CLI reports as one line on stderr (exit status 2), never a traceback."""
 
 
+def token_arg(token: Any, whose: str) -> str | None:
+    """A client's bearer token for ``whose`` server (``None``: none), or a ValueError: it goes into an
+    ``Authorization`` header, so it must be non-empty printable ASCII."""
+    if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
+        raise ValueError(f"token must be a non-empty string of printable ASCII characters ({whose}).")
+    return token
+
+
 S = TypeVar("S")
 
 

@@ -55,7 +55,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from ..core.args import is_number
+from ..core.args import is_number, token_arg
 from ..core.contract import fork_by_replay, state_digest
 from ..core.snapshots import seal, unseal
 from ..core.spaces import TurnText
@@ -203,8 +203,7 @@ def _check_client_settings(*, connect_timeout: Any, message_timeout: Any, capaci
     for name, value in (("capacity_wait_s", capacity_wait_s), ("resume_wait_s", resume_wait_s)):
         if not is_number(value) or not 0 <= value < float("inf"):
             raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}.")
-    if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
-        raise ValueError("token must be a non-empty string of printable ASCII characters (the server's --token).")
+    token_arg(token, "the server's --token")
 
 
 class RemoteTurnEnv(gym.Env[str, str]):

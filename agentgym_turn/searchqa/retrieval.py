@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from ..core.args import is_int
+from ..core.args import is_int, token_arg
 from ..core.contract import InfraError
 from ..extras import require
 from .corpus import Corpus
@@ -398,8 +398,7 @@ class HTTPRetriever:
 
     def __init__(self, url: str, *, timeout: float = 30.0, retries: int = 2, token: str | None = None):
         parts = urlsplit(url)
-        if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
-            raise ValueError("token must be a non-empty string of printable ASCII characters (the retriever's --token).")
+        token_arg(token, "the retriever's --token")
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"retriever_url must be an http(s) URL, got {url!r}.")
         self.url = url

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 from urllib.parse import urlencode, urlsplit
 
 from ..core import InvalidAction, TurnEnv, TurnOutcome, parse_bracket_action, snippet
-from ..core.args import is_int
+from ..core.args import is_int, token_arg
 from ..core.contract import InfraError, fork_by_replay
 from ..core.snapshots import seal, unseal
 from ..extras import CHROMIUM_INSTALL_HINT, find_chromium, require
@@ -124,8 +124,7 @@ def check_browser_settings(*, observation_mode: Any, token: Any) -> None:
     """Raise a ValueError naming the first of ``TurnWebShopBrowserEnv``'s settings that is out of its range."""
     if observation_mode not in OBSERVATION_MODES:
         raise ValueError(f"observation_mode must be one of {OBSERVATION_MODES}, got {observation_mode!r}.")
-    if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
-        raise ValueError("token must be a non-empty string of printable ASCII characters (the site's --token).")
+    token_arg(token, "the site's --token")
 
 
 def _in_process_site(site_kwargs: dict[str, Any]) -> Any:
