@@ -208,6 +208,8 @@ class TurnWebShopBrowserEnv(TurnEnv):
     reset_options = frozenset({"goal_index"})
     external_kwargs = frozenset({"url", "data_path", "chromium_path", "chromedriver_path"})
     source_keywords = tuple(TASK_KEYWORDS)
+    #: ``check_turn_env`` skips its pickling check with this reason (a snapshot replays the episode instead).
+    unpicklable_because = "it drives a live browser; snapshot() and fork() replay the episode instead"
     EXTRA_INFO_KEYS = TurnWebShopEnv.EXTRA_INFO_KEYS
 
     def __init__(

@@ -32,7 +32,7 @@ LEARNING_FIGURES = ("learning.png", "learning_sokoban.png", "learning_sokoban_pr
                     "learning_sokoban_ablation.png", "learning_sokoban_control.png", "learning_sokoban_stress.png",
                     "learning_webshop.png", "learning_webshop_presets_earlier.png",
                     "learning_searchqa.png", "learning_searchqa_control.png", "learning_searchqa_presets_earlier.png",
-                    "learning_sokoban_smollm2.png")
+                    "learning_sokoban_smollm2.png", "learning_searchqa_smollm2.png")
 
 
 def copy_learning_curves() -> list[Path]:

@@ -8,18 +8,20 @@ import pytest
 from benchmarks import common, learning, smollm2_speed, trl_throughput
 from support.paths import ROOT
 
-LEARNING = common.RESULTS / "learning_sokoban_smollm2.json"
+#: The committed SmolLM2 learning results, one per env.
+LEARNING = [common.RESULTS / "learning_sokoban_smollm2.json", common.RESULTS / "learning_searchqa_smollm2.json"]
 
 
 def _page():
     return (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
 
 
-def test_the_smollm2_learning_table_is_the_committed_result_and_its_intervals_recompute():
-    result = json.loads(LEARNING.read_text())
+@pytest.mark.parametrize("path", LEARNING, ids=lambda p: p.stem)
+def test_the_smollm2_learning_table_is_the_committed_result_and_its_intervals_recompute(path):
+    result = json.loads(path.read_text())
     assert learning.markdown(result) in _page()
     assert result["algos"] == ["turn-ppo", "st-ppo"] and "zero_shot" in result["summary"]
-    found = learning.check(LEARNING)
+    found = learning.check(path)
     assert found["shared"] == [] and found["test_tasks"] > 100
 
 
