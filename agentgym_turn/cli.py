@@ -182,6 +182,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     import importlib
 
+    from agentgym_turn.testing.learnability import LearnBudget
     from agentgym_turn.testing.validate import validate
 
     target = args.target if ":" in args.target or "://" in args.target else resolve_env_id(args.target)
@@ -191,7 +192,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         oracle = getattr(importlib.import_module(module), attr)
     report = validate(target, seed=args.seed, tasks=args.tasks, margin=args.margin, search_episodes=args.search_episodes,
                       oracle=oracle, checks=args.checks, fresh_process=not args.no_fresh_process, soak_minutes=args.soak,
-                      soak_clients=args.soak_clients, soak_idle_timeout=args.soak_idle_timeout)
+                      soak_clients=args.soak_clients, soak_idle_timeout=args.soak_idle_timeout,
+                      learn_budget=LearnBudget(iterations=args.learn_iterations, start_level=args.learn_start_level,
+                                               eval_tasks=args.learn_tasks) if args.learn else None)
     js, md = report.write(args.out)
     print(report.to_markdown() + f"\nwrote {js} and {md}")
     return 0 if report.ok else 1
@@ -352,7 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fuzz-actions", type=int, default=64, help="random adversarial responses")
     p.set_defaults(func=_cmd_check)
 
-    from agentgym_turn.testing.validate import CHECKS
+    from agentgym_turn.testing.learnability import LearnBudget
+    from agentgym_turn.testing.validate import CHECKS, OPTIONAL_CHECKS
 
     p = sub.add_parser("validate", help="certify an env: contract, determinism, oracle, floors and a search for reward without "
                                         "success; writes validation.json and validation.md (see docs/validation.md)")
@@ -361,13 +365,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", type=int, default=8, help="tasks the oracle and each trivial policy play")
     p.add_argument("--margin", type=float, default=0.1, help="share of the oracle's return trivial policies must stay below")
     p.add_argument("--search-episodes", type=int, default=200, help="episodes of the search for reward without success")
-    p.add_argument("--checks", nargs="+", default=list(CHECKS), choices=(*CHECKS, "soak"))
+    p.add_argument("--checks", nargs="+", default=list(CHECKS), choices=(*CHECKS, *OPTIONAL_CHECKS))
     p.add_argument("--oracle", metavar="MODULE:FUNCTION", help="oracle(env) -> response, instead of the env's expert_action()")
     p.add_argument("--no-fresh-process", action="store_true", help="check determinism in this process only")
     p.add_argument("--soak", type=float, default=0.0, metavar="MINUTES",
                    help="also churn the env served (an id: started here; a URL: that loopback server) for MINUTES")
     p.add_argument("--soak-clients", type=int, default=4, help="client threads of the soak")
     p.add_argument("--soak-idle-timeout", type=float, default=4.0, help="the served env's idle timeout in seconds")
+    p.add_argument("--learn", action="store_true",
+                   help="also run the learnability hill-climb: the tiny model from a short SFT start, then Turn-PPO "
+                        "(minutes; needs the train extra)")
+    p.add_argument("--learn-iterations", type=int, default=LearnBudget.iterations, help="RL iterations of --learn")
+    p.add_argument("--learn-start-level", type=float, default=LearnBudget.start_level,
+                   help="--learn's SFT stops once sampled play on training tasks reaches this much of the metric")
+    p.add_argument("--learn-tasks", type=int, default=LearnBudget.eval_tasks, help="held-out tasks of --learn")
     p.add_argument("--out", default="validation", help="folder for validation.json and validation.md")
     p.set_defaults(func=_cmd_validate)
 

@@ -9,6 +9,8 @@
 * ``oracle``: the expert (``expert_action()``, or the ``oracle`` given) succeeds on every sampled task.
 * ``floors``: do-nothing (empty responses), random and invalid-only policies score a stated margin
   below the oracle's mean return.
+* ``learnability`` (asked for by name; needs the ``train`` extra): a short hill-climb of the reference trainer's tiny
+  model from an SFT start, passing when its held-out gain's 95% interval lies above 0 (:mod:`.learnability`).
 * ``gameability``: generic exploits (invalid, empty, echoed, maximal and repeated responses; the oracle's
   play with a step skipped or jumping straight to its last response, i.e. not using the env's tools),
   then a guided search (mutations of the best plans found so far, deviating from the oracle's play after
@@ -38,9 +40,11 @@ import numpy as np
 
 from .checker import check_turn_env
 from .fuzz import argument_span, fixed_adversarial_responses, near_miss, random_responses
+from .learnability import LearnBudget, check_learnability
 
-#: The checks, in the order they run; ``soak`` runs only when asked for (``soak_minutes > 0``).
+#: The checks run by default, in order; ``learnability`` (minutes of training) and ``soak`` run only when asked for.
 CHECKS = ("contract", "determinism", "oracle", "floors", "gameability")
+OPTIONAL_CHECKS = ("learnability", "soak")
 #: Memory growth a served env may show, in MB per 1,000 sessions after warm-up (the soak benchmark's bound), judged on
 #: soaks of at least ``MEMORY_SOAK_MINUTES``: over a shorter one the slope is warm-up (our env server grows 37 MB in its
 #: first two minutes, then 7 MB over 174,000 sessions), so it is reported, not judged.
@@ -53,6 +57,7 @@ RFC_IDS: dict[str, tuple[str, ...]] = {
     "oracle": ("semantic.oracle_max",),
     "floors": ("semantic.floor_gap",),
     "gameability": ("statistical.gameability_gap",),
+    "learnability": ("statistical.training_signal",),
     "soak": (),  # RFC 008 names no served-churn check
 }
 #: Numpy's dispatched SIMD features and ATen's kernel level switched off in the fresh process of ``determinism``.
@@ -432,23 +437,27 @@ def check_gameability(factory: Callable[[], gym.Env], seeds: list[int], oracle: 
 def validate(env: Any, *, seed: int = 0, tasks: int = 8, margin: float = 0.1, search_episodes: int = 200,
              oracle: Callable[[gym.Env], str] | None = None, checks: Sequence[str] = CHECKS,
              fresh_process: bool = True, soak_minutes: float = 0.0, soak_clients: int = 4,
-             soak_idle_timeout: float = 4.0) -> ValidationReport:
+             soak_idle_timeout: float = 4.0, learn_budget: LearnBudget | None = None) -> ValidationReport:
     """Certify ``env`` (an env id, ``"module:factory"``, a served env's URL, a zero-argument factory or an env).
 
     ``tasks`` seeds (``seed, seed + 1, ...``) are played by the oracle and by each trivial policy; ``margin`` is
     the share of the oracle's mean return the trivial policies must stay below; ``search_episodes`` bounds the
     gameability search. ``oracle(env) -> response`` replaces ``expert_action()``. ``soak_minutes > 0`` adds the
     ``soak``: ``soak_clients`` threads churn the env served (``agentgym-turn serve env ID``, its idle timeout
-    ``soak_idle_timeout``) or the loopback URL given (whose idle timeout must be ``soak_idle_timeout``). Returns every
-    verdict; a check that needs what another found missing (no oracle) is skipped with the reason."""
+    ``soak_idle_timeout``) or the loopback URL given (whose idle timeout must be ``soak_idle_timeout``).
+    ``learn_budget`` adds ``learnability`` at that size (:class:`~.learnability.LearnBudget`; naming the check alone
+    takes the default). Returns every verdict; a check that needs what another found missing (no oracle) is skipped
+    with the reason."""
     checks = [*checks, "soak"] if soak_minutes > 0 and "soak" not in checks else list(checks)
-    unknown = [c for c in checks if c not in (*CHECKS, "soak")]
+    checks = [*checks, "learnability"] if learn_budget is not None and "learnability" not in checks else checks
+    unknown = [c for c in checks if c not in (*CHECKS, *OPTIONAL_CHECKS)]
     if unknown:
-        raise ValueError(f"unknown checks {unknown}; choose among {list(CHECKS)}.")
+        raise ValueError(f"unknown checks {unknown}; choose among {[*CHECKS, *OPTIONAL_CHECKS]}.")
     factory, name, spec = resolve_target(env)
     report = ValidationReport(name, {"seed": seed, "tasks": tasks, "margin": margin, "search_episodes": search_episodes,
                                      "checks": list(checks), "oracle": "given" if oracle is not None else "expert_action()",
-                                     "soak_minutes": soak_minutes})
+                                     "soak_minutes": soak_minutes,
+                                     "learn_budget": asdict(learn_budget or LearnBudget()) if "learnability" in checks else None})
     seeds = list(range(seed, seed + tasks))
     policy = expert_policy(oracle)
     if list(checks) == ["soak"]:  # a served env alone: nothing to play in this process
@@ -477,6 +486,9 @@ def validate(env: Any, *, seed: int = 0, tasks: int = 8, margin: float = 0.1, se
             report.verdicts.append(_timed(check, lambda: check_floors(factory, seeds, mean, margin) if has_oracle else no_oracle))
         elif check == "gameability":
             report.verdicts.append(_timed(check, lambda: check_gameability(factory, seeds, policy, oracle_eps, search_episodes, seed)
+                                          if has_oracle else no_oracle))
+        elif check == "learnability":
+            report.verdicts.append(_timed(check, lambda: check_learnability(spec, seed=seed, budget=learn_budget or LearnBudget())
                                           if has_oracle else no_oracle))
         elif check == "soak":
             report.verdicts.append(_timed(check, lambda: check_soak(spec, soak_minutes, soak_clients, soak_idle_timeout)))

@@ -10,6 +10,7 @@ import gymnasium as gym
 from agentgym_turn.core import InvalidAction, TagMatch, TurnOutcome, find_tagged
 
 from support.toy_envs import GuessNumberEnv
+from support.trainer_envs import CorridorEnv
 from agentgym_turn.core import TurnEnv
 
 WORDS = ("apple", "grape", "lemon", "melon", "peach", "plums", "berry", "mango")
@@ -138,3 +139,29 @@ def limited(cls: type, turns: int):
 def salted_hash_env() -> gym.Env:
     """``SaltedHashEnv`` under 12 turns: the factory a fresh process makes (``support.planted_envs:salted_hash_env``)."""
     return limited(SaltedHashEnv, 12)()
+
+
+class ExactDoorCorridorEnv(CorridorEnv):
+    """The trainer's toy corridor (each room's sign names the door on), taking only ``L`` or ``R`` as the whole reply,
+    so that a random string is invalid rather than a lucky door: the learnable twin of :class:`HiddenSignCorridorEnv`."""
+
+    def parse_action(self, response: str) -> Any:
+        move = {"L": "left", "R": "right"}.get(response.strip().upper())
+        return move if move is not None else InvalidAction("Reply L or R, alone.")
+
+
+class HiddenSignCorridorEnv(ExactDoorCorridorEnv):
+    """Fault: the signs are never shown (the observation leaves out what the reward follows) while the expert reads
+    them, so it passes every check but ``learnability``: nothing a policy sees tells it which door pays."""
+
+    def _state_text(self) -> str:
+        return "You are out." if self.room >= self.rooms else f"Room {self.room + 1}: the sign is unreadable."
+
+
+def exact_door_corridor() -> gym.Env:
+    """Six rooms (a start short of solving them all), eight turns."""
+    return gym.wrappers.TimeLimit(ExactDoorCorridorEnv(rooms=6), 8)
+
+
+def hidden_sign_corridor() -> gym.Env:
+    return gym.wrappers.TimeLimit(HiddenSignCorridorEnv(rooms=6), 8)

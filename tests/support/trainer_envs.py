@@ -77,6 +77,9 @@ class CorridorEnv(TurnEnv):
         text = "You are out." if done else self._state_text()
         return TurnOutcome(text, 1.0 / self.rooms, done, True, {"room": self.room})
 
+    def _extra_info(self) -> dict[str, Any]:
+        return {"room": self.room}  # in every info, an invalid turn's too (the turn contract's constant key set)
+
     def _state_text(self) -> str:
         if self.room >= self.rooms:
             return "You are out."

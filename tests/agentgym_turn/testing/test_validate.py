@@ -10,6 +10,7 @@ from support.paths import ROOT
 from support.planted_envs import (AnswerWithoutSearchEnv, PartialCreditWordleEnv, WeakExpertEnv, limited,
                                   salted_hash_env)
 from agentgym_turn.cli import main
+from agentgym_turn.testing.learnability import LearnBudget
 from agentgym_turn.testing.validate import CHECKS, validate
 
 #: The registered ids the suite certifies (the browser env and the remote client have their own tests; the benchmark
@@ -88,3 +89,19 @@ def test_our_served_env_passes_a_short_soak():
     verdict = report.verdict("soak")
     assert verdict.status == "pass" and not verdict.evidence["memory_judged"], report.to_markdown()
     assert verdict.evidence["sessions"] > 50 and verdict.evidence["live_sessions_after_drain"] == 0
+
+
+#: A hill-climb the size of a unit test: the corridor's six rooms teach in a few iterations when the signs show (SFT two
+#: steps at a time: four overshoot to a start that solves every held-out corridor).
+SMALL_CLIMB = LearnBudget(sft_episodes=64, sft_chunk=2, sft_max_steps=40, iterations=6, tasks_per_iteration=32, eval_tasks=64,
+                          max_new_tokens=2)
+
+
+def test_an_env_that_hides_what_its_reward_follows_fails_learnability_and_its_twin_passes(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(ROOT / "tests"))
+    shown = validate("support.planted_envs:exact_door_corridor", tasks=4, search_episodes=40, learn_budget=SMALL_CLIMB)
+    assert _statuses(shown) == dict.fromkeys([*CHECKS, "learnability"], "pass"), shown.to_markdown()
+    hidden = validate("support.planted_envs:hidden_sign_corridor", tasks=4, search_episodes=40, learn_budget=SMALL_CLIMB)
+    assert _statuses(hidden) == {**dict.fromkeys(CHECKS, "pass"), "learnability": "fail"}, hidden.to_markdown()
+    gain = hidden.verdict("learnability").evidence["gain"]
+    assert gain["low"] <= 0 and len(hidden.verdict("learnability").evidence["per_task"]) == SMALL_CLIMB.eval_tasks
