@@ -1,4 +1,4 @@
-"""benchmarks/soak.py for one minute: both servers under churn (dropped, silent and half-open sessions, bodies cut
+"""benchmarks/soak.py for 20 seconds: both servers under churn (dropped, silent and half-open sessions, bodies cut
 short) end with no live session after the idle timeout, no client error and no traceback in their logs. The memory
 slope needs the 30-minute run (docs/security.md); here it is only reported."""
 
@@ -12,9 +12,9 @@ from benchmarks.soak import SCENARIOS, main, markdown
 from support.paths import ROOT
 
 
-def test_a_minute_of_churn_leaves_no_session_no_error_and_no_traceback(tmp_path):
+def test_churn_leaves_no_session_no_error_and_no_traceback(tmp_path):
     out = tmp_path / "soak.json"
-    assert main(["--seconds", "60", "--clients", "4", "--out", str(out)]) == 0
+    assert main(["--seconds", "20", "--clients", "4", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert set(result["scenarios"]) == set(SCENARIOS)  # every kind of churn was played
     for name, server in result["servers"].items():
