@@ -42,6 +42,7 @@ demo: $(STAMP)
 
 test: $(STAMP) system-deps
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 docs: $(STAMP)

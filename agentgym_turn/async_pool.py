@@ -233,9 +233,15 @@ class AsyncTurnEnvPool:
         if not env_fns:
             raise ValueError("AsyncTurnEnvPool: env_fns is empty; pass one env factory per env.")
         if isinstance(step_timeout_s, bool) or not isinstance(step_timeout_s, (int, float)) or not step_timeout_s >= 0:
-            raise ValueError(f"AsyncTurnEnvPool: step_timeout_s must be a number of seconds >= 0 (0: no timeout), got {step_timeout_s!r}.")
-        if max_workers is not None and (isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1):
-            raise ValueError(f"AsyncTurnEnvPool: max_workers must be an integer >= 1 (or None: one per env), got {max_workers!r}.")
+            raise ValueError(
+                f"AsyncTurnEnvPool: step_timeout_s must be a number of seconds >= 0 (0: no timeout), got {step_timeout_s!r}."
+            )
+        if max_workers is not None and (
+            isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1
+        ):
+            raise ValueError(
+                f"AsyncTurnEnvPool: max_workers must be an integer >= 1 (or None: one per env), got {max_workers!r}."
+            )
         self.env_fns = list(env_fns)
         self.num_envs = len(self.env_fns)
         self.step_timeout_s = float(step_timeout_s)
@@ -247,10 +253,18 @@ class AsyncTurnEnvPool:
         elif executor in ("thread", "process"):  # with processes, one thread per env waits on its worker's pipe
             self._executor = _Threads(self.num_envs if executor == "process" else max_workers or min(self.num_envs, 32))
         else:
-            raise ValueError(f"AsyncTurnEnvPool: executor must be 'thread', 'process' or a concurrent.futures.Executor, got {executor!r}.")
+            raise ValueError(
+                f"AsyncTurnEnvPool: executor must be 'thread', 'process' or a concurrent.futures.Executor, got {executor!r}."
+            )
         self._wait_all = self._workers_all if executor == "process" else self._threads_all
         # Where an awaited call waits for its worker's reply or its thread's deadline: one thread per env.
-        self._waiters = self._executor if executor == "process" else _Threads(self.num_envs, "turn-env-wait") if step_timeout_s else None
+        self._waiters = (
+            self._executor
+            if executor == "process"
+            else _Threads(self.num_envs, "turn-env-wait")
+            if step_timeout_s
+            else None
+        )
         self._envs: list[Any] = [self._make(i) for i in range(self.num_envs)]
         self._locks: list[asyncio.Lock] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -273,8 +287,13 @@ class AsyncTurnEnvPool:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"AsyncTurnEnvPool.from_id: num_envs must be an integer >= 1, got {num_envs!r}.")
         factory = functools.partial(gym.make, env_id, **env_kwargs)
-        return cls([factory] * num_envs, executor=executor, max_workers=max_workers, step_timeout_s=step_timeout_s,
-                   start_method=start_method)
+        return cls(
+            [factory] * num_envs,
+            executor=executor,
+            max_workers=max_workers,
+            step_timeout_s=step_timeout_s,
+            start_method=start_method,
+        )
 
     @property
     def envs(self) -> list[gym.Env] | None:
@@ -285,8 +304,14 @@ class AsyncTurnEnvPool:
         return _Worker(self.env_fns[i], self._context) if self._context is not None else self.env_fns[i]()
 
     # ------------------------------------------------------------------ calls
-    async def reset(self, i: int, *, seed: int | None = None, options: dict[str, Any] | None = None,
-                    then: Callable[[Any], Any] | None = None) -> Any:
+    async def reset(
+        self,
+        i: int,
+        *,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+        then: Callable[[Any], Any] | None = None,
+    ) -> Any:
         """``reset`` env ``i``: its first message and info.
 
         With ``then``: ``(result, then(result))``, ``then`` run right after the call by the thread
@@ -326,7 +351,9 @@ class AsyncTurnEnvPool:
             raise value
         return value if in_thread or then is None else (value, then(value))
 
-    async def _run(self, i: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], then: Callable[[Any], Any] | None) -> Any:
+    async def _run(
+        self, i: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], then: Callable[[Any], Any] | None
+    ) -> Any:
         timeout = self._check([i], method)
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # locks belong to one event loop: a new asyncio.run gets new ones
@@ -336,7 +363,9 @@ class AsyncTurnEnvPool:
                 call = _Call(functools.partial(_call, self._envs[i], method, args, kwargs), then, threading.Condition())
                 return await loop.run_in_executor(self._executor, call)
             # else a waiter thread runs it as a batch of one (a worker's pipe, or the deadline of a thread's call)
-            outcomes = await loop.run_in_executor(self._waiters, self._wait_all, method, {i: (args, kwargs)}, then, timeout)
+            outcomes = await loop.run_in_executor(
+                self._waiters, self._wait_all, method, {i: (args, kwargs)}, then, timeout
+            )
             return self._finish(i, outcomes[i], then, self._context is None)
 
     # ------------------------------------------------------------------ batches, from synchronous code
@@ -356,16 +385,25 @@ class AsyncTurnEnvPool:
         """
         return self._run_all("step", {i: ((a,), {}) for i, a in actions.items()}, then)
 
-    def _run_all(self, method: str, calls: dict[int, tuple[tuple[Any, ...], dict[str, Any]]], then: Callable[[Any], Any] | None) -> dict[int, Any]:
+    def _run_all(
+        self, method: str, calls: dict[int, tuple[tuple[Any, ...], dict[str, Any]]], then: Callable[[Any], Any] | None
+    ) -> dict[int, Any]:
         timeout = self._check(calls, method)
         outcomes = self._wait_all(method, calls, then, timeout)
-        cut = {i: self._finish(i, _CUT, then, True) for i in calls if outcomes[i] is _CUT}  # replaced before an error is raised
+        cut = {
+            i: self._finish(i, _CUT, then, True) for i in calls if outcomes[i] is _CUT
+        }  # replaced before an error is raised
         return {i: cut[i] if i in cut else self._finish(i, outcomes[i], then, self._context is None) for i in calls}
 
-    def _threads_all(self, method: str, calls: dict[int, Any], then: Callable[[Any], Any] | None, timeout: float | None) -> dict[int, Any]:
+    def _threads_all(
+        self, method: str, calls: dict[int, Any], then: Callable[[Any], Any] | None, timeout: float | None
+    ) -> dict[int, Any]:
         """Each call's ``(ok, value)`` from the pool's threads, or ``_CUT`` when it ran past ``timeout`` after a thread took it."""
         cond = threading.Condition()  # told of this batch's starts and ends only
-        jobs = {i: _Call(functools.partial(_call, self._envs[i], method, args, kwargs), then, cond) for i, (args, kwargs) in calls.items()}
+        jobs = {
+            i: _Call(functools.partial(_call, self._envs[i], method, args, kwargs), then, cond)
+            for i, (args, kwargs) in calls.items()
+        }
         futures = {i: self._executor.submit(job) for i, job in jobs.items()}
         if timeout is None:  # nothing to watch: wait for the results alone
             wait_for_futures(futures.values())
@@ -406,7 +444,11 @@ class AsyncTurnEnvPool:
             deadline = None if timeout is None else time.monotonic() + timeout
             waiting = {workers[i].conn: i for i in calls}
             out = dict.fromkeys(calls, _CUT)
-            while waiting and (ready := wait_for_replies(list(waiting), None if deadline is None else max(0.0, deadline - time.monotonic()))):
+            while waiting and (
+                ready := wait_for_replies(
+                    list(waiting), None if deadline is None else max(0.0, deadline - time.monotonic())
+                )
+            ):
                 for conn in ready:
                     i = waiting.pop(conn)
                     try:
@@ -426,8 +468,13 @@ class AsyncTurnEnvPool:
             what = "the stuck call finishes in the background, then closes its env"
             if isinstance(self._executor, _Threads):
                 self._executor.add()  # keep the pool's threads serving while the stuck one waits
-        log.warning("env %d: a step ran past step_timeout_s=%g; it returns a truncated timeout result and the env is replaced "
-                    "by a new one from its factory (%s).", i, self.step_timeout_s, what)
+        log.warning(
+            "env %d: a step ran past step_timeout_s=%g; it returns a truncated timeout result and the env is replaced "
+            "by a new one from its factory (%s).",
+            i,
+            self.step_timeout_s,
+            what,
+        )
         self._envs[i] = self._make(i)
 
     # ------------------------------------------------------------------ lifetime

@@ -205,9 +205,17 @@ class _Porter:
         "s": (("ness", ""),),
     }
     _STEP4 = {
-        "a": ("al",), "c": ("ance", "ence"), "e": ("er",), "i": ("ic",), "l": ("able", "ible"),
-        "n": ("ant", "ement", "ment", "ent"), "s": ("ism",), "t": ("ate", "iti"), "u": ("ous",),
-        "v": ("ive",), "z": ("ize",),
+        "a": ("al",),
+        "c": ("ance", "ence"),
+        "e": ("er",),
+        "i": ("ic",),
+        "l": ("able", "ible"),
+        "n": ("ant", "ement", "ment", "ent"),
+        "s": ("ism",),
+        "t": ("ate", "iti"),
+        "u": ("ous",),
+        "v": ("ive",),
+        "z": ("ize",),
     }
 
     def _replace(self, table: dict, key: str) -> None:
@@ -466,7 +474,12 @@ def _fast_bm25_class():
             scored_len = lucene_length(doc_len) if self.length_norm == "lucene" else doc_len
             # bm25s's scorer on float32 counts and a float64 average length computes in float64
             tfc = _select_tfc_scorer(self.method)(
-                tf_array=tf.astype(self.dtype), l_d=scored_len[pair_doc], l_avg=avg_doc_len, k1=self.k1, b=self.b, delta=self.delta
+                tf_array=tf.astype(self.dtype),
+                l_d=scored_len[pair_doc],
+                l_avg=avg_doc_len,
+                k1=self.k1,
+                b=self.b,
+                delta=self.delta,
             )
             data = (idf[pair_tok] * tfc).astype(self.dtype)
             indptr = np.zeros(n_vocab + 1, dtype=np.int64)
@@ -524,7 +537,9 @@ class BM25Index:
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum([len(d) for d in ids], out=offsets[1:])
         flat = np.concatenate(ids) if ids else np.zeros(0, np.int32)
-        return cls.from_token_ids(flat, offsets, vocab, k1=k1, b=b, backend=backend, analyzer=analyzer, length_norm=length_norm)
+        return cls.from_token_ids(
+            flat, offsets, vocab, k1=k1, b=b, backend=backend, analyzer=analyzer, length_norm=length_norm
+        )
 
     @classmethod
     def from_token_ids(
@@ -567,14 +582,18 @@ class BM25Index:
         if n == 0:
             return indices, scores
         vocab = self._retriever.vocab_dict
-        query_tokens = [[t for t in toks if t in vocab] for toks in tokenize_many(list(queries), analyzer=self.analyzer)]
+        query_tokens = [
+            [t for t in toks if t in vocab] for toks in tokenize_many(list(queries), analyzer=self.analyzer)
+        ]
         # a query with no indexed term matches nothing (bm25s's numba path rejects an empty one)
         rows = [i for i, toks in enumerate(query_tokens) if toks]
         if not rows:
             return indices, scores
         k_eff = min(k, self.num_docs)
         if self.backend == "numba":  # its compiled top-k, then the same tie order as below
-            docs, vals = self._retriever.retrieve([query_tokens[i] for i in rows], k=k_eff, show_progress=False, n_threads=1)
+            docs, vals = self._retriever.retrieve(
+                [query_tokens[i] for i in rows], k=k_eff, show_progress=False, n_threads=1
+            )
             docs = np.asarray(docs, dtype=np.int64).reshape(len(rows), k_eff)
             vals = np.asarray(vals, dtype=np.float32).reshape(len(rows), k_eff)
             order = np.lexsort((docs, -vals), axis=-1)

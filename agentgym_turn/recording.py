@@ -59,7 +59,15 @@ VERSION = 1
 #: The policies :func:`record_episodes` offers.
 POLICIES = ("expert", "random", "uninformed")
 #: Fields compared per turn by :func:`replay`, in the order checked within a turn.
-_TURN_FIELDS = ("observation_hash", "reward", "reward_components", "state_key", "exit_status", "terminated", "truncated")
+_TURN_FIELDS = (
+    "observation_hash",
+    "reward",
+    "reward_components",
+    "state_key",
+    "exit_status",
+    "terminated",
+    "truncated",
+)
 
 
 class RecordFormatError(ValueError):
@@ -82,6 +90,7 @@ def _list_of(check: Any, what: str, optional: bool = False) -> Any:
             return f"a list of {what}"
         bad = next((i for i, item in enumerate(value) if not check(item)), None)
         return None if bad is None else f"a list of {what} (item {bad} is {_short(value[bad], 60)})"
+
     return test
 
 
@@ -93,15 +102,20 @@ def _of(check: Any, what: str) -> Any:
 _FIELD_CHECKS: dict[str, Any] = {
     "env_id": _of(lambda v: v is None or isinstance(v, str), "a string or null"),
     "env_kwargs": _of(lambda v: v is None or isinstance(v, dict), "an object or null"),
-    "max_episode_steps": _of(lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v > 0), "a positive integer or null"),
+    "max_episode_steps": _of(
+        lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v > 0), "a positive integer or null"
+    ),
     "seed": _of(lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)), "an integer or null"),
     "options": _of(lambda v: v is None or isinstance(v, dict), "an object or null"),
     "actions": _list_of(lambda v: True, "actions"),
     "observation_hashes": _list_of(lambda v: isinstance(v, str), "strings"),
     "observations": _list_of(lambda v: isinstance(v, str), "strings"),
     "rewards": _list_of(_is_number, "finite numbers"),
-    "reward_components": _list_of(lambda v: v is None or (isinstance(v, dict) and all(_is_number(x) for x in v.values())),
-                                  "objects of numbers (or nulls)", optional=True),
+    "reward_components": _list_of(
+        lambda v: v is None or (isinstance(v, dict) and all(_is_number(x) for x in v.values())),
+        "objects of numbers (or nulls)",
+        optional=True,
+    ),
     "state_keys": _list_of(lambda v: True, "state keys", optional=True),
     "exit_statuses": _list_of(lambda v: v is None or isinstance(v, str), "strings (or nulls)", optional=True),
     "terminated": _of(lambda v: isinstance(v, bool), "true or false"),
@@ -120,7 +134,9 @@ def _check_fields(record: dict[str, Any], where: str) -> None:
                 raise RecordFormatError(f"{where}: field {name!r} must be {problem}, got {_short(record[name], 60)}.")
     n = len(record.get("actions", []))
     if "rewards" in record and len(record["rewards"]) != n:
-        raise RecordFormatError(f"{where}: {len(record['rewards'])} rewards for {n} actions; a record has one reward per action.")
+        raise RecordFormatError(
+            f"{where}: {len(record['rewards'])} rewards for {n} actions; a record has one reward per action."
+        )
 
 
 # ---------------------------------------------------------------------------------------------- values
@@ -255,8 +271,12 @@ class RecordEpisode(gym.Wrapper):
             episode["reward_components"].append(jsonable(components) if components is not None else None)
             episode["state_keys"].append(jsonable(info.get("state_key")))
             episode["exit_statuses"].append(jsonable(info.get("exit_status")))
-            episode.update(terminated=bool(terminated), truncated=bool(truncated),
-                           success=jsonable(info.get("success")), score=jsonable(info.get("score")))
+            episode.update(
+                terminated=bool(terminated),
+                truncated=bool(truncated),
+                success=jsonable(info.get("success")),
+                score=jsonable(info.get("score")),
+            )
             if terminated or truncated:
                 self._flush()
         return observation, reward, terminated, truncated, info
@@ -293,8 +313,27 @@ class RecordEpisode(gym.Wrapper):
         self.episodes_written += 1
 
 
-_GARBAGE_PIECES = ("<answer>", "</answer>", "<think>", "</think>", "<search>", "click[", "search[", "]", "||", "\n", "\t",
-                   "Up", "left", "buy now", "\u00e9", "\u2028", "\U0001f600", "\x00", "  ")
+_GARBAGE_PIECES = (
+    "<answer>",
+    "</answer>",
+    "<think>",
+    "</think>",
+    "<search>",
+    "click[",
+    "search[",
+    "]",
+    "||",
+    "\n",
+    "\t",
+    "Up",
+    "left",
+    "buy now",
+    "\u00e9",
+    "\u2028",
+    "\U0001f600",
+    "\x00",
+    "  ",
+)
 
 
 def random_response(rng: np.random.Generator, info: dict[str, Any], expert: str | None = None) -> str:
@@ -376,13 +415,19 @@ def read_records(source: str | os.PathLike | IO[str]) -> Iterator[dict[str, Any]
         try:
             record = json.loads(line)
         except json.JSONDecodeError as e:
-            raise RecordFormatError(f"{name}, line {number}: not JSON ({e.msg}); a record file holds one JSON object per line.") from e
+            raise RecordFormatError(
+                f"{name}, line {number}: not JSON ({e.msg}); a record file holds one JSON object per line."
+            ) from e
         except RecursionError:
-            raise RecordFormatError(f"{name}, line {number}: JSON nested too deeply to read; not an episode record.") from None
+            raise RecordFormatError(
+                f"{name}, line {number}: JSON nested too deeply to read; not an episode record."
+            ) from None
         except ValueError as e:  # an integer past Python's 4,300-digit conversion limit
-            raise RecordFormatError(f"{name}, line {number}: a JSON value cannot be read ({e}); not an episode record.") from None
+            raise RecordFormatError(
+                f"{name}, line {number}: a JSON value cannot be read ({e}); not an episode record."
+            ) from None
         if not isinstance(record, dict) or record.get("format") != FORMAT:
-            raise RecordFormatError(f"{name}, line {number}: not an episode record (no \"format\": {FORMAT!r}).")
+            raise RecordFormatError(f'{name}, line {number}: not an episode record (no "format": {FORMAT!r}).')
         version = record.get("version")
         if not isinstance(version, int) or version > VERSION:
             raise RecordFormatError(
@@ -426,7 +471,9 @@ def external_arguments(env_id: str, kwargs: dict[str, Any]) -> list[str]:
     entry = gym.spec(env_id).entry_point
     creator = load_env_creator(entry) if isinstance(entry, str) else entry
     declared = getattr(creator, "external_kwargs", frozenset())
-    return sorted(k for k, v in kwargs.items() if (k in declared and v is not None) or any(_URL.match(s) for s in _strings(v)))
+    return sorted(
+        k for k, v in kwargs.items() if (k in declared and v is not None) or any(_URL.match(s) for s in _strings(v))
+    )
 
 
 class _Envs:
@@ -449,7 +496,8 @@ class _Envs:
             if named:
                 raise ExternalResourceError(
                     f"a record of {record['env_id']} names files or servers in its env arguments ({', '.join(f'{k}={_short(kwargs[k], 80)}' for k in named)}); "
-                    "replaying it would read or call them. If you trust the file, pass --allow-external (allow_external=True).")
+                    "replaying it would read or call them. If you trust the file, pass --allow-external (allow_external=True)."
+                )
         key = json.dumps([record["env_id"], kwargs], sort_keys=True, default=repr)
         if key not in self._envs:
             self._envs[key] = gym.make(record["env_id"], **kwargs)
@@ -538,19 +586,28 @@ def _first_difference(env: gym.Env, record: dict[str, Any]) -> Difference | None
     info: dict[str, Any] = {}
     for turn, observation, reward, terminated, truncated, info in _play(env, record):
         now = {"observation_hash": observation_hash(observation), "state_key": jsonable(info.get("state_key"))}
-        want = {"observation_hash": hashes[turn] if turn < len(hashes) else None,
-                "state_key": keys[turn] if keys is not None and turn < len(keys) else None}
+        want = {
+            "observation_hash": hashes[turn] if turn < len(hashes) else None,
+            "state_key": keys[turn] if keys is not None and turn < len(keys) else None,
+        }
         if turn > 0:
             i = turn - 1
             last = turn == n
             got_components = info.get("reward_components")
-            now.update(reward=reward, reward_components=jsonable(got_components) if got_components is not None else None,
-                       exit_status=jsonable(info.get("exit_status")), terminated=terminated, truncated=truncated)
-            want.update(reward=record["rewards"][i] if i < len(record.get("rewards", [])) else None,
-                        reward_components=components[i] if components is not None and i < len(components) else None,
-                        exit_status=statuses[i] if statuses is not None and i < len(statuses) else None,
-                        terminated=bool(record.get("terminated")) if last else False,
-                        truncated=bool(record.get("truncated")) if last else False)
+            now.update(
+                reward=reward,
+                reward_components=jsonable(got_components) if got_components is not None else None,
+                exit_status=jsonable(info.get("exit_status")),
+                terminated=terminated,
+                truncated=truncated,
+            )
+            want.update(
+                reward=record["rewards"][i] if i < len(record.get("rewards", [])) else None,
+                reward_components=components[i] if components is not None and i < len(components) else None,
+                exit_status=statuses[i] if statuses is not None and i < len(statuses) else None,
+                terminated=bool(record.get("terminated")) if last else False,
+                truncated=bool(record.get("truncated")) if last else False,
+            )
         for name in _TURN_FIELDS:
             if name not in want:
                 continue
@@ -581,7 +638,11 @@ def replay(path: str | os.PathLike | IO[str], *, allow_external: bool = False) -
                 raise ExternalResourceError(f"episode {index}: {e}") from None
             except Exception as e:  # an env that cannot be made or reset any more is the record's difference
                 difference = Difference(0, "env", record.get("env_id"), f"{type(e).__name__}: {e}")
-            report.episodes.append(EpisodeReplay(index, record.get("env_id"), record.get("seed"), len(record.get("actions", [])), difference))
+            report.episodes.append(
+                EpisodeReplay(
+                    index, record.get("env_id"), record.get("seed"), len(record.get("actions", [])), difference
+                )
+            )
     finally:
         envs.close()
     return report
@@ -621,8 +682,10 @@ class RescoreReport:
         """One line per changed turn, one per unplayable episode, then the counts."""
         lines = [str(c) for c in self.changes]
         lines += [f"episode {e}: stopped at turn {t}: {why}" for e, t, why in self.unplayable]
-        lines.append(f"{len(self.changes)} changed turns of {self.turns} in {self.episodes} episodes"
-                     + (f"; {len(self.unplayable)} episodes could not be played to their end." if self.unplayable else "."))
+        lines.append(
+            f"{len(self.changes)} changed turns of {self.turns} in {self.episodes} episodes"
+            + (f"; {len(self.unplayable)} episodes could not be played to their end." if self.unplayable else ".")
+        )
         return "\n".join(lines)
 
 
@@ -650,7 +713,9 @@ def rescore(path: str | os.PathLike | IO[str], *, allow_external: bool = False) 
                     if not _same(record["rewards"][i], reward) or (want is not None and not _same(want, got)):
                         report.changes.append(RewardChange(index, turn, record["rewards"][i], reward, want, got))
                     if (terminated or truncated) and turn < n:
-                        report.unplayable.append((index, turn, f"the episode ends here today; {n - turn} recorded actions were not played"))
+                        report.unplayable.append(
+                            (index, turn, f"the episode ends here today; {n - turn} recorded actions were not played")
+                        )
                         break
             except ExternalResourceError as e:
                 raise ExternalResourceError(f"episode {index}: {e}") from None

@@ -28,25 +28,45 @@ ENV_SPECS: list[dict[str, Any]] = [
         "id": "TurnSokoban-8x8-v0",
         "entry_point": "agentgym_turn.sokoban.env:TurnSokobanEnv",
         "max_episode_steps": 8,
-        "kwargs": {"dim": (8, 8), "num_boxes": 2, "max_actions_per_turn": 5, "max_actions_per_episode": 30, "max_moves": 30},
+        "kwargs": {
+            "dim": (8, 8),
+            "num_boxes": 2,
+            "max_actions_per_turn": 5,
+            "max_actions_per_episode": 30,
+            "max_moves": 30,
+        },
     },
     # Boxoban-sized: 4 boxes, 10 moves a turn, 100 an episode, 12 turns.
     {
         "id": "TurnSokoban-10x10-v0",
         "entry_point": "agentgym_turn.sokoban.env:TurnSokobanEnv",
         "max_episode_steps": 12,
-        "kwargs": {"dim": (10, 10), "num_boxes": 4, "max_actions_per_turn": 10, "max_actions_per_episode": 100, "max_moves": 100,
-                   "solver_budget": 50_000},
+        "kwargs": {
+            "dim": (10, 10),
+            "num_boxes": 4,
+            "max_actions_per_turn": 10,
+            "max_actions_per_episode": 100,
+            "max_moves": 100,
+            "solver_budget": 50_000,
+        },
     },
     # --- TurnWebShop (agentgym_turn/webshop) ---
     # 15 turns: the papers' cap. A generated 1,000-product catalog unless num_products/data_path say otherwise.
     {"id": "TurnWebShop-v0", "entry_point": "agentgym_turn.webshop.env:TurnWebShopEnv", "max_episode_steps": 15},
     # The assistant of the shopping dialog against the scripted customer (agentgym_turn/multiagent): 15 shop turns + 5 questions.
-    {"id": "TurnWebShopDialog-v0", "entry_point": "agentgym_turn.multiagent.assistant_env:TurnWebShopDialogEnv", "max_episode_steps": 20},
+    {
+        "id": "TurnWebShopDialog-v0",
+        "entry_point": "agentgym_turn.multiagent.assistant_env:TurnWebShopDialogEnv",
+        "max_episode_steps": 20,
+    },
     # --- TurnSearchQA (agentgym_turn/searchqa) ---
     # 5 turns: up to 4 searches (max_searches) and an answer, as Search-R1.
     {"id": "TurnSearchQA-v0", "entry_point": "agentgym_turn.searchqa.env:TurnSearchQAEnv", "max_episode_steps": 5},
-    {"id": "TurnSearchQA-MCQ-v0", "entry_point": "agentgym_turn.searchqa.env:TurnSearchQAMCQEnv", "max_episode_steps": 5},
+    {
+        "id": "TurnSearchQA-MCQ-v0",
+        "entry_point": "agentgym_turn.searchqa.env:TurnSearchQAMCQEnv",
+        "max_episode_steps": 5,
+    },
 ]
 
 
@@ -54,7 +74,11 @@ ENV_SPECS: list[dict[str, Any]] = [
 #: every id in ``env_ids()``) neither start browsers nor need a server. :func:`all_env_ids` lists them.
 EXTRA_ENV_SPECS: list[dict[str, Any]] = [
     # WebShop in headless Chromium through Selenium (agentgym_turn/webshop/browser.py): the extra "browser" + Chromium.
-    {"id": "TurnWebShopBrowser-v0", "entry_point": "agentgym_turn.webshop.browser:TurnWebShopBrowserEnv", "max_episode_steps": 15},
+    {
+        "id": "TurnWebShopBrowser-v0",
+        "entry_point": "agentgym_turn.webshop.browser:TurnWebShopBrowserEnv",
+        "max_episode_steps": 15,
+    },
     # The client of a served env (agentgym_turn/remote), not an env of its own: the turn limit is the served id's.
     {"id": "agentgym_turn/Remote-v0", "entry_point": "agentgym_turn.remote.client:RemoteTurnEnv"},
 ]

@@ -172,13 +172,17 @@ def _http_protocol_base(parser: str = "auto") -> type:
             return HttpToolsProtocol
         except ImportError:
             if parser == "httptools":
-                raise ImportError("http_parser='httptools' needs the httptools package: pip install httptools.") from None
+                raise ImportError(
+                    "http_parser='httptools' needs the httptools package: pip install httptools."
+                ) from None
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     return H11Protocol
 
 
-def _guarded_protocol(header_timeout: float, max_head_bytes: int, parser: str = "auto", send_timeout: float = 30.0) -> type:
+def _guarded_protocol(
+    header_timeout: float, max_head_bytes: int, parser: str = "auto", send_timeout: float = 30.0
+) -> type:
     """uvicorn's HTTP protocol plus two bounds on a request head and one on sending: a connection with no
     request under way is closed after ``header_timeout`` seconds, and a head (request line and headers) over
     ``max_head_bytes`` is refused with 431. The head's bytes are counted here as they arrive: llhttp buffers a
@@ -419,16 +423,21 @@ def _hostname(value: str) -> str:
     value = value.strip().lower()
     if value.startswith("["):
         end = value.find("]")
-        rest = value[end + 1:] if end >= 0 else None
+        rest = value[end + 1 :] if end >= 0 else None
         return value[1:end] if rest is not None and (rest == "" or re.fullmatch(r":\d{1,5}", rest)) else value
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
 def add_allow_host_argument(parser: Any) -> None:
     """``--allow-host NAME`` (repeatable) on a server's CLI: the ``allowed_hosts`` of :class:`AppServer`."""
-    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                        help="a domain name clients and web pages may reach this server by (repeatable; this machine's "
-                             "names and IP addresses always work; '*': any)")
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a domain name clients and web pages may reach this server by (repeatable; this machine's "
+        "names and IP addresses always work; '*': any)",
+    )
 
 
 def _is_ip(name: str) -> bool:
@@ -482,8 +491,16 @@ class HostOriginGuard:
                     await send({"type": "websocket.close", "code": 1008, "reason": refusal[:120]})
                     return
                 body = json.dumps({"detail": refusal}).encode()
-                await send({"type": "http.response.start", "status": 403,
-                            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 403,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
@@ -501,8 +518,10 @@ def check_token(token: Any) -> str | None:
     if token is None:
         return None
     if not isinstance(token, str) or not _TOKEN_RE.fullmatch(token) or len(token) > 4096:
-        raise ValueError("the token must be 1 to 4,096 characters among letters, digits and - . _ ~ + / (then = padding), "
-                         "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'.")
+        raise ValueError(
+            "the token must be 1 to 4,096 characters among letters, digits and - . _ ~ + / (then = padding), "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'."
+        )
     return token
 
 
@@ -521,15 +540,29 @@ def is_loopback(host: str) -> bool:
 
 def add_access_arguments(parser: Any) -> None:
     """``--token`` and ``--rate-limit``/``--rate-burst`` on a server's CLI; :func:`access_options` reads them back."""
-    parser.add_argument("--token", default=None, metavar="TOKEN",
-                        help=f"require 'Authorization: Bearer TOKEN' on every request but GET /health (default: the "
-                             f"{TOKEN_ENV} environment variable, which unlike this option does not show in ps; unset: no "
-                             "token). Set one whenever --host is beyond this machine")
-    parser.add_argument("--rate-limit", type=float, default=RateLimit.rate, metavar="R",
-                        help=f"requests a second each client IP address beyond this machine may send (token bucket; "
-                             f"default {RateLimit.rate:g}; 0: no limit); beyond it: 429 with Retry-After")
-    parser.add_argument("--rate-burst", type=int, default=RateLimit.burst, metavar="B",
-                        help=f"requests a client may send at once before --rate-limit applies (default {RateLimit.burst})")
+    parser.add_argument(
+        "--token",
+        default=None,
+        metavar="TOKEN",
+        help=f"require 'Authorization: Bearer TOKEN' on every request but GET /health (default: the "
+        f"{TOKEN_ENV} environment variable, which unlike this option does not show in ps; unset: no "
+        "token). Set one whenever --host is beyond this machine",
+    )
+    parser.add_argument(
+        "--rate-limit",
+        type=float,
+        default=RateLimit.rate,
+        metavar="R",
+        help=f"requests a second each client IP address beyond this machine may send (token bucket; "
+        f"default {RateLimit.rate:g}; 0: no limit); beyond it: 429 with Retry-After",
+    )
+    parser.add_argument(
+        "--rate-burst",
+        type=int,
+        default=RateLimit.burst,
+        metavar="B",
+        help=f"requests a client may send at once before --rate-limit applies (default {RateLimit.burst})",
+    )
 
 
 def access_options(args: Any) -> dict[str, Any]:
@@ -539,7 +572,9 @@ def access_options(args: Any) -> dict[str, Any]:
 
     token = args.token if args.token is not None else (os.environ.get(TOKEN_ENV) or None)
     if args.rate_limit < 0:
-        raise ValueError(f"--rate-limit must be 0 (no limit) or a positive number of requests a second, got {args.rate_limit:g}.")
+        raise ValueError(
+            f"--rate-limit must be 0 (no limit) or a positive number of requests a second, got {args.rate_limit:g}."
+        )
     limit = RateLimit(rate=args.rate_limit, burst=args.rate_burst) if args.rate_limit > 0 else None
     return {"token": check_token(token), "rate_limit": limit}
 
@@ -608,16 +643,21 @@ class TokenGuard:
         return None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] not in ("http", "websocket") or (scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
-                                                            and scope["path"] == "/health"):
+        if scope["type"] not in ("http", "websocket") or (
+            scope["type"] == "http" and scope["method"] in ("GET", "HEAD") and scope["path"] == "/health"
+        ):
             await self.app(scope, receive, send)
             return
         bearer, cookies = _bearer(scope.get("headers", []))
         if self._matches(bearer) or (self.cookie_login is not None and self._cookie(scope, cookies) is not None):
             await self.app(scope, receive, send)
             return
-        if (self.cookie_login is not None and scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
-                and scope["path"] == self.cookie_login):
+        if (
+            self.cookie_login is not None
+            and scope["type"] == "http"
+            and scope["method"] in ("GET", "HEAD")
+            and scope["path"] == self.cookie_login
+        ):
             from urllib.parse import parse_qs
 
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"), max_num_fields=64)
@@ -627,7 +667,11 @@ class TokenGuard:
 
                 async def send_with_cookie(message: Any) -> None:
                     if message["type"] == "http.response.start":
-                        extra = [(b"set-cookie", cookie), (b"referrer-policy", b"same-origin"), (b"cache-control", b"no-store")]
+                        extra = [
+                            (b"set-cookie", cookie),
+                            (b"referrer-policy", b"same-origin"),
+                            (b"cache-control", b"no-store"),
+                        ]
                         message = {**message, "headers": [*message.get("headers", []), *extra]}
                     await send(message)
 
@@ -636,7 +680,13 @@ class TokenGuard:
         how = "send the header 'Authorization: Bearer <token>'"
         if self.cookie_login is not None:
             how += f" (a browser: open {self.cookie_login}?token=<token> once)"
-        await _refuse(scope, send, 401, f"this server needs its token: {how}", [(b"www-authenticate", b'Bearer realm="agentgym-turn"')])
+        await _refuse(
+            scope,
+            send,
+            401,
+            f"this server needs its token: {how}",
+            [(b"www-authenticate", b'Bearer realm="agentgym-turn"')],
+        )
 
 
 @dataclass(frozen=True)
@@ -720,8 +770,14 @@ class RateLimiter:
                 wait = self.wait(ip)
                 if wait > 0:
                     seconds = str(max(1, math.ceil(wait))).encode()
-                    await _refuse(scope, send, 429, f"too many requests from {_client_key(ip)}: at most {self.limit.rate:g} a "
-                                  f"second (bursts of {self.limit.burst}); retry after {seconds.decode()} s", [(b"retry-after", seconds)])
+                    await _refuse(
+                        scope,
+                        send,
+                        429,
+                        f"too many requests from {_client_key(ip)}: at most {self.limit.rate:g} a "
+                        f"second (bursts of {self.limit.burst}); retry after {seconds.decode()} s",
+                        [(b"retry-after", seconds)],
+                    )
                     return
         await self.app(scope, receive, send)
 
@@ -731,9 +787,13 @@ def _exposure_warning(host: str, token: str | None) -> None:
     if token is None and not is_loopback(host):
         import sys
 
-        print(f"WARNING: serving on {host}, beyond this machine, without a token: anyone who can reach this port can "
-              f"use the server. Set the {TOKEN_ENV} environment variable (or --token; AppServer(token=...)) and give the "
-              "token to the clients, or bind 127.0.0.1.", file=sys.stderr, flush=True)
+        print(
+            f"WARNING: serving on {host}, beyond this machine, without a token: anyone who can reach this port can "
+            f"use the server. Set the {TOKEN_ENV} environment variable (or --token; AppServer(token=...)) and give the "
+            "token to the clients, or bind 127.0.0.1.",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 class AppServer:
@@ -756,9 +816,20 @@ class AppServer:
         rate_limit: Requests per client IP address (:class:`RateLimit`; 429 past it); ``None``: no limit.
     """
 
-    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0, limits: ServerLimits | None = None, verbose: bool = False,
-                 http_parser: str = "auto", allowed_hosts: Sequence[str] = (), token: str | None = None,
-                 cookie_login: str | None = None, rate_limit: RateLimit | None = RateLimit()):
+    def __init__(
+        self,
+        app: Any,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        limits: ServerLimits | None = None,
+        verbose: bool = False,
+        http_parser: str = "auto",
+        allowed_hosts: Sequence[str] = (),
+        token: str | None = None,
+        cookie_login: str | None = None,
+        rate_limit: RateLimit | None = RateLimit(),
+    ):
         import uvicorn
 
         self.token = check_token(token)
@@ -769,7 +840,9 @@ class AppServer:
             app = RateLimiter(app, rate_limit)
 
         self.limits = limits or ServerLimits()
-        protocol = _guarded_protocol(self.limits.header_timeout, self.limits.max_head_bytes, http_parser, self.limits.send_timeout)  # fails before a socket opens
+        protocol = _guarded_protocol(
+            self.limits.header_timeout, self.limits.max_head_bytes, http_parser, self.limits.send_timeout
+        )  # fails before a socket opens
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -777,7 +850,9 @@ class AppServer:
             self._socket.bind((host, port))
         except OSError as err:
             self._socket.close()
-            raise OSError(f"cannot listen on {host}:{port} ({err.strerror}); pick another --port or stop the other server.") from None
+            raise OSError(
+                f"cannot listen on {host}:{port} ({err.strerror}); pick another --port or stop the other server."
+            ) from None
         self._socket.listen(self.limits.backlog)
         self._socket.set_inheritable(True)
         _exposure_warning(host, self.token)
@@ -849,8 +924,10 @@ class AppServer:
         # Set first: outside the main thread this raises before any copy exists.
         previous = signal.signal(signal.SIGTERM, _exit_on_signal)
         context = multiprocessing.get_context("fork")
-        children = [context.Process(target=_serve_copy, args=(self, os.getpid()), name=f"agentgym-server-{i + 1}", daemon=True)
-                    for i in range(processes - 1)]
+        children = [
+            context.Process(target=_serve_copy, args=(self, os.getpid()), name=f"agentgym-server-{i + 1}", daemon=True)
+            for i in range(processes - 1)
+        ]
         try:
             for child in children:
                 child.start()

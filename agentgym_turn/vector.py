@@ -103,7 +103,9 @@ def make_vec(
         vkw["shared_memory"] = False
     if isinstance(env_id, str):
         if num_envs is None or isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"make_vec: num_envs (the second argument) must be an integer >= 1 with one id, got {num_envs!r}.")
+            raise ValueError(
+                f"make_vec: num_envs (the second argument) must be an integer >= 1 with one id, got {num_envs!r}."
+            )
         return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode, vector_kwargs=vkw, **env_kwargs)
     env_fns = _env_fns(env_id, num_envs, env_kwargs, "make_vec")
     vector_class = gym.vector.SyncVectorEnv if mode == "sync" else gym.vector.AsyncVectorEnv
@@ -113,9 +115,13 @@ def make_vec(
 def _env_fns(sources: Any, count: int | None, env_kwargs: dict[str, Any], caller: str) -> list[Callable[[], gym.Env]]:
     """Zero-argument env factories for a list of ids/factories (ids made with ``env_kwargs``)."""
     if isinstance(sources, (str, bytes)) or not isinstance(sources, Sequence) or not sources:
-        raise ValueError(f"{caller}: env_id must be a registered id or a non-empty list of ids/factories, got {sources!r}.")
+        raise ValueError(
+            f"{caller}: env_id must be a registered id or a non-empty list of ids/factories, got {sources!r}."
+        )
     if count is not None and count != len(sources):
-        raise ValueError(f"{caller}: num_envs={count} but the list of env ids/factories has {len(sources)} entries; pass one or make them agree.")
+        raise ValueError(
+            f"{caller}: num_envs={count} but the list of env ids/factories has {len(sources)} entries; pass one or make them agree."
+        )
     fns: list[Callable[[], gym.Env]] = []
     for k, source in enumerate(sources):
         if isinstance(source, str):
@@ -123,7 +129,9 @@ def _env_fns(sources: Any, count: int | None, env_kwargs: dict[str, Any], caller
         elif callable(source):
             fns.append(source)
         else:
-            raise TypeError(f"{caller}: entry {k} of env_id is {source!r}; give a registered id (str) or a zero-argument env factory.")
+            raise TypeError(
+                f"{caller}: entry {k} of env_id is {source!r}; give a registered id (str) or a zero-argument env factory."
+            )
     return fns
 
 
@@ -150,15 +158,47 @@ def make_group_vec(
     Sub-env ``i`` belongs to group ``i // group_size``.
     """
     if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
-        raise ValueError(f"make_group_vec: group_size (the third argument) must be an integer >= 1, got {group_size!r}.")
+        raise ValueError(
+            f"make_group_vec: group_size (the third argument) must be an integer >= 1, got {group_size!r}."
+        )
     if isinstance(env_id, str):
         if num_groups is None or isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1:
-            raise ValueError(f"make_group_vec: num_groups (the second argument) must be an integer >= 1 with one id, got {num_groups!r}.")
+            raise ValueError(
+                f"make_group_vec: num_groups (the second argument) must be an integer >= 1 with one id, got {num_groups!r}."
+            )
         sources: list[Any] = [env_id] * num_groups
     else:
         sources = list(_env_fns(env_id, num_groups, env_kwargs, "make_group_vec"))
     fns = _env_fns(sources, None, env_kwargs, "make_group_vec")
     return GroupedVectorEnv([fn for fn in fns for _ in range(group_size)], group_size, autoreset_mode=autoreset_mode)
+
+
+def _check_grouping(num_envs: int, group_size: Any, autoreset_mode: Any) -> AutoresetMode:
+    """The autoreset mode of a :class:`GroupedVectorEnv` of ``num_envs`` envs in groups of ``group_size``, or a
+    ``ValueError`` that says what to pass."""
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+        raise ValueError(f"GroupedVectorEnv: group_size must be an integer >= 1, got {group_size!r}.")
+    if not num_envs or num_envs % group_size:
+        raise ValueError(
+            f"GroupedVectorEnv: got {num_envs} env factories for group_size={group_size}; "
+            "pass num_groups * group_size of them."
+        )
+    mode = AutoresetMode(autoreset_mode)
+    if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
+        raise ValueError(f"GroupedVectorEnv: autoreset_mode must be NEXT_STEP or SAME_STEP, got {mode}.")
+    return mode
+
+
+def _check_same_spaces(envs: Sequence[gym.Env]) -> gym.Env:
+    """The first of ``envs``, after checking that every env has its spaces (a batch needs one space per slot)."""
+    first = envs[0]
+    for i, env in enumerate(envs[1:], start=1):
+        if env.observation_space != first.observation_space or env.action_space != first.action_space:
+            raise ValueError(
+                f"GroupedVectorEnv: sub-env {i} has spaces {env.observation_space}/{env.action_space}, "
+                f"sub-env 0 has {first.observation_space}/{first.action_space}; give every env the same spaces."
+            )
+    return first
 
 
 class GroupedVectorEnv(gym.vector.VectorEnv):
@@ -200,34 +240,18 @@ class GroupedVectorEnv(gym.vector.VectorEnv):
         *,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
     ):
-        if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
-            raise ValueError(f"GroupedVectorEnv: group_size must be an integer >= 1, got {group_size!r}.")
-        if not env_fns or len(env_fns) % group_size:
-            raise ValueError(
-                f"GroupedVectorEnv: got {len(env_fns)} env factories for group_size={group_size}; "
-                "pass num_groups * group_size of them."
-            )
-        mode = AutoresetMode(autoreset_mode)
-        if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
-            raise ValueError(f"GroupedVectorEnv: autoreset_mode must be NEXT_STEP or SAME_STEP, got {mode}.")
+        mode = _check_grouping(len(env_fns), group_size, autoreset_mode)
         self.envs = [fn() for fn in env_fns]
         self.num_envs = len(self.envs)
         self.group_size = group_size
         self.num_groups = self.num_envs // group_size
         self.autoreset_mode = mode
-        first = self.envs[0]
+        first = _check_same_spaces(self.envs)
         self.single_observation_space = first.observation_space
         self.single_action_space = first.action_space
-        for i, env in enumerate(self.envs[1:], start=1):
-            if env.observation_space != first.observation_space or env.action_space != first.action_space:
-                raise ValueError(
-                    f"GroupedVectorEnv: sub-env {i} has spaces {env.observation_space}/{env.action_space}, "
-                    f"sub-env 0 has {first.observation_space}/{first.action_space}; give every env the same spaces."
-                )
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.metadata = dict(getattr(first, "metadata", {}))
-        self.metadata["autoreset_mode"] = mode
+        self.metadata = {**getattr(first, "metadata", {}), "autoreset_mode": mode}
         self.render_mode = getattr(first, "render_mode", None)
         self.spec = None
         self._clear_groups()
@@ -272,7 +296,9 @@ class GroupedVectorEnv(gym.vector.VectorEnv):
         level in every group), not to later group resets.
         """
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-            raise ValueError(f"GroupedVectorEnv.reset: seed must be an int or None (one base seed for all groups), got {seed!r}.")
+            raise ValueError(
+                f"GroupedVectorEnv.reset: seed must be an int or None (one base seed for all groups), got {seed!r}."
+            )
         self._base_seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % (2**31))
         self._episodes[:] = 0
         infos: dict[str, Any] = {}
@@ -324,7 +350,9 @@ class GroupedVectorEnv(gym.vector.VectorEnv):
         for i in range(self.num_envs):
             if i in finals and self.group_of(i) in restarted:
                 final_obs, final_info = finals[i]
-                infos = self._add_info(infos, {"final_obs": final_obs, "final_info": self._stamp(final_info, i, False)}, i)
+                infos = self._add_info(
+                    infos, {"final_obs": final_obs, "final_info": self._stamp(final_info, i, False)}, i
+                )
             infos = self._add_info(infos, self._stamp(self._infos[i], i, bool(waiting[i])), i)
         return self._batch(), rewards, terminations, truncations, infos
 

@@ -79,7 +79,10 @@ def _section(index: int, record: dict[str, Any]) -> str:
         ("score", _number(record.get("score"))),
         ("return", _number(sum(float(r) for r in rewards))),
         ("turns", _e(len(actions))),
-        ("ended", "terminated" if record.get("terminated") else "truncated" if record.get("truncated") else "not ended"),
+        (
+            "ended",
+            "terminated" if record.get("terminated") else "truncated" if record.get("truncated") else "not ended",
+        ),
     ]
     if record.get("env_kwargs"):
         fields.insert(1, ("kwargs", _e(record["env_kwargs"])))
@@ -92,7 +95,7 @@ def _section(index: int, record: dict[str, Any]) -> str:
         status = statuses[i] if i < len(statuses) else None
         rows.append(
             f'<tr class="turn"><td class="num">{i + 1}</td><td>{_observation_cell(record, i)}</td>'
-            f"<td><pre>{_e(action)}</pre></td><td class=\"num\">{_number(reward)}"
+            f'<td><pre>{_e(action)}</pre></td><td class="num">{_number(reward)}'
             f"{_components(components[i] if i < len(components) else None)}</td><td>{_e(status or '')}</td></tr>"
         )
     rows.append(
@@ -112,7 +115,7 @@ def render_view(records: list[dict[str, Any]], title: str = "Recorded episodes")
     """The HTML page of ``records`` (as :func:`~agentgym_turn.recording.read_records` yields them)."""
     sections = "\n".join(_section(i, r) for i, r in enumerate(records))
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head>\n"
         f"<body><h1>{_e(title)} ({len(records)} episodes)</h1>\n{sections}\n</body></html>\n"
     )
@@ -121,7 +124,9 @@ def render_view(records: list[dict[str, Any]], title: str = "Recorded episodes")
 def write_view(path_jsonl: str | os.PathLike | IO[str], out_html: str | os.PathLike) -> Path:
     """Write the page of every episode in the record file ``path_jsonl`` to ``out_html``; return its path."""
     records = list(read_records(path_jsonl))
-    name = os.fspath(path_jsonl) if isinstance(path_jsonl, (str, os.PathLike)) else getattr(path_jsonl, "name", "episodes")
+    name = (
+        os.fspath(path_jsonl) if isinstance(path_jsonl, (str, os.PathLike)) else getattr(path_jsonl, "name", "episodes")
+    )
     out = Path(out_html)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_view(records, title=f"Recorded episodes: {Path(str(name)).name}"), encoding="utf-8")
@@ -143,9 +148,17 @@ def headless_chromium(window_size: tuple[int, int] = (1200, 900)) -> Iterator[An
     chromium, chromedriver = find_chromium()
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run",
-                "--disable-extensions", "--disable-background-networking", "--hide-scrollbars",
-                f"--window-size={window_size[0]},{window_size[1]}"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-extensions",
+        "--disable-background-networking",
+        "--hide-scrollbars",
+        f"--window-size={window_size[0]},{window_size[1]}",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
     try:

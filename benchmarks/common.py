@@ -43,8 +43,13 @@ def machine(**extra: Any) -> dict[str, Any]:
     Keys: ``python``, ``platform``, ``machine`` (the architecture), ``processor``, ``cpus``, and the version
     of each of :data:`VERSIONS`.
     """
-    record: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform(),
-                              "machine": platform.machine(), "processor": platform.processor(), "cpus": os.cpu_count()}
+    record: dict[str, Any] = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "cpus": os.cpu_count(),
+    }
     record.update({name: installed_version(name) for name in VERSIONS})
     record.update(extra)
     return record

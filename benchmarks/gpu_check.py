@@ -14,7 +14,7 @@ then measures, with float32 master weights and ``--dtype auto`` autocast (bfloat
    update with the clipping-bias correction, chunked log-probs);
 
 and prints one JSON object. ``--dry-run`` uses a tiny config on CPU so the script itself is tested
-in the suite (``tests/reference_trainer/test_gpu_path.py``, ``tests/reference_trainer/test_trainer.py``); peak memory is then
+in the suite (``tests/reference_trainer/test_policy_gpu_path.py``, ``tests/reference_trainer/test_trainer.py``); peak memory is then
 ``null`` (CPU peaks: ``benchmarks/logprob_memory.py``). Run: ``bash benchmarks/gpu_check.sh``
 (or ``python -m benchmarks.gpu_check`` from the repository root).
 """
@@ -37,15 +37,38 @@ try:  # python -m benchmarks.gpu_check, or imported by the tests
 except ModuleNotFoundError:  # python benchmarks/gpu_check.py: this folder comes first on the import path
     import common
 
-QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                  num_key_value_heads=2, vocab_size=151_936, max_position_embeddings=32_768, rope_theta=1e6,
-                  rms_norm_eps=1e-6, tie_word_embeddings=True)
-DRY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-           vocab_size=1024, max_position_embeddings=2048, tie_word_embeddings=True)
+QWEN25_05B = dict(
+    hidden_size=896,
+    intermediate_size=4864,
+    num_hidden_layers=24,
+    num_attention_heads=14,
+    num_key_value_heads=2,
+    vocab_size=151_936,
+    max_position_embeddings=32_768,
+    rope_theta=1e6,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=True,
+)
+DRY = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=1024,
+    max_position_embeddings=2048,
+    tie_word_embeddings=True,
+)
 
 
-def _update_step(policy: Any, ids: torch.Tensor, act: torch.Tensor, turns: torch.Tensor, opt: torch.optim.Optimizer,
-                 scaler: torch.amp.GradScaler | None) -> float:
+def _update_step(
+    policy: Any,
+    ids: torch.Tensor,
+    act: torch.Tensor,
+    turns: torch.Tensor,
+    opt: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler | None,
+) -> float:
     """One forward + backward + AdamW step of a turn-level PPO loss on ``ids [B, L]``; returns the loss."""
     from reference_trainer.losses import policy_loss
 
@@ -81,11 +104,17 @@ def _measure(fn: Callable[[], float], tokens: int, device: str, repeats: int) ->
             sync()
             times.append(time.perf_counter() - t0)
     except torch.OutOfMemoryError:  # a smaller GPU: the record says which paths fit
-        return {"tokens_per_s": None, "out_of_memory": True, "finite": True,
-                "peak_memory_gib": round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if cuda else None}
-    return {"tokens_per_s": round(tokens / min(times[1:]), 1),
+        return {
+            "tokens_per_s": None,
+            "out_of_memory": True,
+            "finite": True,
             "peak_memory_gib": round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if cuda else None,
-            "finite": all(math.isfinite(v) for v in values)}
+        }
+    return {
+        "tokens_per_s": round(tokens / min(times[1:]), 1),
+        "peak_memory_gib": round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if cuda else None,
+        "finite": all(math.isfinite(v) for v in values),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,13 +140,28 @@ def main(argv: list[str] | None = None) -> int:
 
     transformers.utils.logging.disable_progress_bar()
     sizes = DRY if args.dry_run else QWEN25_05B
-    scale = dict(gen_batch=8, gen_tokens=8, train_batch=4, train_len=64, chunk=16, tasks=4, micro=2, max_new=8, repeats=1) \
-        if args.dry_run else \
-        dict(gen_batch=64, gen_tokens=128, train_batch=16, train_len=1024, chunk=1024, tasks=32, micro=8, max_new=48, repeats=2)
+    scale = (
+        dict(gen_batch=8, gen_tokens=8, train_batch=4, train_len=64, chunk=16, tasks=4, micro=2, max_new=8, repeats=1)
+        if args.dry_run
+        else dict(
+            gen_batch=64,
+            gen_tokens=128,
+            train_batch=16,
+            train_len=1024,
+            chunk=1024,
+            tasks=32,
+            micro=8,
+            max_new=48,
+            repeats=2,
+        )
+    )
     cuda = device.startswith("cuda")
     dtype = resolve_dtype("auto", device, bf16_supported=cuda and torch.cuda.is_bf16_supported())
-    result: dict = {"device": torch.cuda.get_device_name(device) if cuda else "cpu", **common.machine(),
-                    "dtype": f"{dtype} autocast (--dtype auto), float32 weights"}
+    result: dict = {
+        "device": torch.cuda.get_device_name(device) if cuda else "cpu",
+        **common.machine(),
+        "dtype": f"{dtype} autocast (--dtype auto), float32 weights",
+    }
     with tempfile.TemporaryDirectory() as tmp:
         tiny = build_tiny("TurnSokoban-v0", Path(tmp) / "tiny", env_kwargs={"prompt_style": "compact"})
         _, tokenizer = load_policy(tiny)
@@ -137,8 +181,13 @@ def main(argv: list[str] | None = None) -> int:
         lengths: list[int] = []
 
         def generate() -> float:
-            out, lps = policy.generate(prompts, max_new_tokens=scale["gen_tokens"], stop_ids=frozenset(),
-                                       pad_id=tokenizer.pad_token_id, generator=gen)
+            out, lps = policy.generate(
+                prompts,
+                max_new_tokens=scale["gen_tokens"],
+                stop_ids=frozenset(),
+                pad_id=tokenizer.pad_token_id,
+                generator=gen,
+            )
             lengths.append(sum(map(len, out)))
             return sum(map(sum, lps))
 
@@ -152,25 +201,45 @@ def main(argv: list[str] | None = None) -> int:
         act[:, L // 2 :] = True
         turns = (torch.arange(L, device=device) // 64).expand(B, L)
         opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
-        paths = {"plain": dict(chunk=0, dtype=DTYPES[dtype]), "chunked": dict(chunk=scale["chunk"], dtype=DTYPES[dtype]),
-                 "float16_scaler": dict(chunk=scale["chunk"], dtype=torch.float16)}  # "checkpointed" comes last (below)
+        paths = {
+            "plain": dict(chunk=0, dtype=DTYPES[dtype]),
+            "chunked": dict(chunk=scale["chunk"], dtype=DTYPES[dtype]),
+            "float16_scaler": dict(chunk=scale["chunk"], dtype=torch.float16),
+        }  # "checkpointed" comes last (below)
         result["update"] = {}
         for name, path in paths.items():
             policy.logprob_chunk_tokens = path["chunk"]
             policy.compute_dtype = None if path["dtype"] == torch.float32 else path["dtype"]
             scaler = torch.amp.GradScaler(device.split(":")[0]) if path["dtype"] == torch.float16 else None
-            result["update"][name] = {"logprob_chunk_tokens": path["chunk"], "dtype": str(path["dtype"]).removeprefix("torch."),
-                                      **_measure(lambda: _update_step(policy, ids, act, turns, opt, scaler), B * L, device,
-                                                 scale["repeats"])}
+            result["update"][name] = {
+                "logprob_chunk_tokens": path["chunk"],
+                "dtype": str(path["dtype"]).removeprefix("torch."),
+                **_measure(lambda: _update_step(policy, ids, act, turns, opt, scaler), B * L, device, scale["repeats"]),
+            }
             opt.zero_grad(set_to_none=True)  # (after an out-of-memory error the gradients are partial)
         result["train_tokens_per_s"] = result["update"]["plain"]["tokens_per_s"]  # (the key earlier runs recorded)
         policy.compute_dtype = None if dtype == "float32" else DTYPES[dtype]
 
         # 3. end to end: ST-PPO on TurnSokoban-v0, chunked log-probs
-        cfg = preset("st-ppo", device=device, dtype="auto", tasks_per_iteration=scale["tasks"], num_envs=scale["tasks"],
-                     max_new_tokens=scale["max_new"], max_context_tokens=2048, env_kwargs={"prompt_style": "compact"},
-                     lr=1e-6, minibatch_size=scale["tasks"] // 2, micro_batch_size=scale["micro"], logprob_chunk_tokens=scale["chunk"],
-                     env="TurnSokoban-v0", iterations=2, eval_episodes=scale["tasks"], out=str(Path(tmp) / "run"), progress=False)
+        cfg = preset(
+            "st-ppo",
+            device=device,
+            dtype="auto",
+            tasks_per_iteration=scale["tasks"],
+            num_envs=scale["tasks"],
+            max_new_tokens=scale["max_new"],
+            max_context_tokens=2048,
+            env_kwargs={"prompt_style": "compact"},
+            lr=1e-6,
+            minibatch_size=scale["tasks"] // 2,
+            micro_batch_size=scale["micro"],
+            logprob_chunk_tokens=scale["chunk"],
+            env="TurnSokoban-v0",
+            iterations=2,
+            eval_episodes=scale["tasks"],
+            out=str(Path(tmp) / "run"),
+            progress=False,
+        )
         trainer = Trainer(cfg, policy=policy, tokenizer=tokenizer)
         its = []
         for _ in range(2):
@@ -186,11 +255,18 @@ def main(argv: list[str] | None = None) -> int:
         # 2 (end). chunked + gradient checkpointing (last: it cannot be switched off again)
         policy.enable_gradient_checkpointing()
         policy.logprob_chunk_tokens = scale["chunk"]
-        result["update"]["checkpointed"] = {"logprob_chunk_tokens": scale["chunk"], "dtype": dtype, "gradient_checkpointing": True,
-                                            **_measure(lambda: _update_step(policy, ids, act, turns, opt, None), B * L, device,
-                                                       scale["repeats"])}
-        result["finite"] = (all(math.isfinite(v) for v in m.values()) and all(torch.isfinite(p).all().item() for p in policy.parameters())
-                            and result["generate"]["finite"] and all(u["finite"] for u in result["update"].values()))
+        result["update"]["checkpointed"] = {
+            "logprob_chunk_tokens": scale["chunk"],
+            "dtype": dtype,
+            "gradient_checkpointing": True,
+            **_measure(lambda: _update_step(policy, ids, act, turns, opt, None), B * L, device, scale["repeats"]),
+        }
+        result["finite"] = (
+            all(math.isfinite(v) for v in m.values())
+            and all(torch.isfinite(p).all().item() for p in policy.parameters())
+            and result["generate"]["finite"]
+            and all(u["finite"] for u in result["update"].values())
+        )
         if cuda:
             result["peak_memory_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
     text = json.dumps(result, indent=1)

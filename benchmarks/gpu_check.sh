@@ -3,7 +3,7 @@
 # bfloat16 (--dtype auto); prints tokens/s and peak memory of generation and of the update
 # (plain, chunked log-probs, float16 + GradScaler, gradient checkpointing), one end-to-end
 # ST-PPO iteration, and writes benchmarks/results/gpu_check.json. `--dry-run` runs a tiny
-# config on CPU (tests/reference_trainer/test_gpu_path.py runs it).
+# config on CPU (tests/reference_trainer/test_policy_gpu_path.py runs it).
 # `--recipe NAME` runs a learning recipe on the GPU instead (e.g. sokoban_smollm2): zero-shot,
 # SFT seed 0, Turn-PPO and ST-PPO with RL seeds 0 and 1, SFT continued, in bfloat16 autocast with
 # the ratio's denominator recomputed (bfloat16 log-probs differ from the sampled ones) and every

@@ -25,7 +25,11 @@ except ModuleNotFoundError:  # python benchmarks/gradient_snr.py: this folder co
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--policy", required=True, help="an SFT policy directory (benchmarks/learning.py writes runs/learning/sft_policy)")
+    ap.add_argument(
+        "--policy",
+        required=True,
+        help="an SFT policy directory (benchmarks/learning.py writes runs/learning/sft_policy)",
+    )
     ap.add_argument("--sizes", type=int, nargs="+", default=[128, 512, 1024])
     ap.add_argument("--repeats", type=int, default=2, help="independent pairs per size")
     ap.add_argument("--out", default=str(common.RESULTS / "gradient_snr.json"))
@@ -48,10 +52,24 @@ def main() -> None:
         episodes = trainer.rollout(seeds, generator=torch.Generator().manual_seed(sample_seed))
         batch = make_batch(episodes, trainer.pad_id)
         prepared = trainer.prepare(batch)
-        out = trainer.policy.evaluate(batch.ids, batch.attention_mask, batch.action_mask, temperature=cfg.rollout.temperature,
-                                      with_values=False, with_entropy=False)  # scored as sampled: ratio 1
-        loss, _ = policy_loss(out.logp, prepared.old_logp, prepared.advantages, batch.action_mask, batch.turn_ids,
-                              ratio_level="turn", clip_eps=0.2, clip_bias_correction="none")
+        out = trainer.policy.evaluate(
+            batch.ids,
+            batch.attention_mask,
+            batch.action_mask,
+            temperature=cfg.rollout.temperature,
+            with_values=False,
+            with_entropy=False,
+        )  # scored as sampled: ratio 1
+        loss, _ = policy_loss(
+            out.logp,
+            prepared.old_logp,
+            prepared.advantages,
+            batch.action_mask,
+            batch.turn_ids,
+            ratio_level="turn",
+            clip_eps=0.2,
+            clip_bias_correction="none",
+        )
         return torch.cat([g.flatten() for g in torch.autograd.grad(loss, params)])
 
     def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -67,17 +85,31 @@ def main() -> None:
             b = gradient(rng.integers(0, cfg.train.eval_seed, n).tolist(), 2 * r + 2)
             values.append(cosine(a, b))
         rows.append({"levels": "random", "episodes": n, "cosines": values, "mean": float(np.mean(values))})
-        print(f"random levels, {n:5d} episodes: cosine {np.mean(values):+.3f} ({', '.join(f'{v:+.3f}' for v in values)})", flush=True)
+        print(
+            f"random levels, {n:5d} episodes: cosine {np.mean(values):+.3f} ({', '.join(f'{v:+.3f}' for v in values)})",
+            flush=True,
+        )
     fixed = [cfg.train.eval_seed + 5, cfg.train.eval_seed + 6, cfg.train.eval_seed + 10, cfg.train.eval_seed + 15]
-    values = [cosine(gradient([fixed[i % 4] for i in range(128)], 2 * r + 1), gradient([fixed[i % 4] for i in range(128)], 2 * r + 2))
-              for r in range(args.repeats)]
+    values = [
+        cosine(
+            gradient([fixed[i % 4] for i in range(128)], 2 * r + 1),
+            gradient([fixed[i % 4] for i in range(128)], 2 * r + 2),
+        )
+        for r in range(args.repeats)
+    ]
     rows.append({"levels": "4 fixed", "episodes": 128, "cosines": values, "mean": float(np.mean(values))})
     print(f"4 fixed levels,   128 episodes: cosine {np.mean(values):+.3f}", flush=True)
     trainer.close()
-    common.write_json(args.out, {
-        "what": "cosine similarity of Turn-PPO policy gradients from two independent batches, SFT start",
-        "policy": args.policy, "rows": rows, "seconds": time.perf_counter() - t0, "machine": common.machine(threads=1),
-    })
+    common.write_json(
+        args.out,
+        {
+            "what": "cosine similarity of Turn-PPO policy gradients from two independent batches, SFT start",
+            "policy": args.policy,
+            "rows": rows,
+            "seconds": time.perf_counter() - t0,
+            "machine": common.machine(threads=1),
+        },
+    )
     print(f"wrote {args.out}")
 
 

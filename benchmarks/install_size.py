@@ -113,7 +113,11 @@ def measure(venv: Path) -> dict[str, Any]:
         name: {"version": d["version"], "mib": round(d["bytes"] / MIB, 1)}
         for name, d in sorted(dists.items(), key=lambda kv: -kv[1]["bytes"])
     }
-    return {"venv_mib": round(disk_bytes(venv) / MIB, 1), "site_packages_mib": round(disk_bytes(site) / MIB, 1), "packages": packages}
+    return {
+        "venv_mib": round(disk_bytes(venv) / MIB, 1),
+        "site_packages_mib": round(disk_bytes(site) / MIB, 1),
+        "packages": packages,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,7 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         empty = measure(venv)  # pip and setuptools as venv installs them
         _run([*pip, "install", "--quiet", str(wheel)])
         base = measure(venv)
-        print(f"base install: {base['venv_mib']} MiB of venv, {base['site_packages_mib']} MiB of site-packages", flush=True)
+        print(
+            f"base install: {base['venv_mib']} MiB of venv, {base['site_packages_mib']} MiB of site-packages",
+            flush=True,
+        )
         checks = json.loads(_run([str(venv / "bin" / "python"), "-c", _PLAYS], cwd=tmp).strip().splitlines()[-1])
         listed = _run([str(venv / "bin" / "agentgym-turn"), "list"], cwd=tmp).splitlines()[1:]
         checks["listed_ids"] = [line.split()[0] for line in listed if line.strip()]
@@ -155,14 +162,19 @@ def main(argv: list[str] | None = None) -> int:
         "base": base,
         "base_checks": checks,
         "extras": extras,
-        "not_measured": {"train": "torch (CPU build pinned by the Makefile), transformers, tokenizers, matplotlib",
-                         "dense": "sentence-transformers (needs torch)", "trl": "trl, transformers (need torch)"},
+        "not_measured": {
+            "train": "torch (CPU build pinned by the Makefile), transformers, tokenizers, matplotlib",
+            "dense": "sentence-transformers (needs torch)",
+            "trl": "trl, transformers (need torch)",
+        },
     }
     common.write_json(args.out, payload, indent=2, ensure_ascii=True)
     print(f"wrote {common.shown(args.out)}")
     failed = [env_id for env_id, r in checks["plays"].items() if not r["success"]]
-    print(f"expert episodes: {len(checks['plays']) - len(failed)}/{len(checks['plays'])} solved; "
-          f"TurnWebShopBrowser-v0: {checks['browser_make_error']}")
+    print(
+        f"expert episodes: {len(checks['plays']) - len(failed)}/{len(checks['plays'])} solved; "
+        f"TurnWebShopBrowser-v0: {checks['browser_make_error']}"
+    )
     return 1 if failed or not checks["browser_make_error"] else 0
 
 

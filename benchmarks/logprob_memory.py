@@ -73,22 +73,46 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for size in args.sizes:
         tokens, vocab = map(int, size.lower().split("x"))
-        row: dict = {"tokens": tokens, "hidden": args.hidden, "vocab": vocab,
-                     "full_logits_mib": round(tokens * vocab * 4 / 2**20, 1)}
+        row: dict = {
+            "tokens": tokens,
+            "hidden": args.hidden,
+            "vocab": vocab,
+            "full_logits_mib": round(tokens * vocab * 4 / 2**20, 1),
+        }
         for name, chunk in (("unchunked", 0), ("chunked", args.chunk)):
-            p = subprocess.run([sys.executable, "-m", "benchmarks.logprob_memory", "--case", str(tokens), str(args.hidden),
-                                str(vocab), str(chunk)], capture_output=True, text=True, cwd=common.ROOT,
-                               env={**os.environ, "MALLOC_MMAP_THRESHOLD_": str(128 * 1024)})
+            p = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.logprob_memory",
+                    "--case",
+                    str(tokens),
+                    str(args.hidden),
+                    str(vocab),
+                    str(chunk),
+                ],
+                capture_output=True,
+                text=True,
+                cwd=common.ROOT,
+                env={**os.environ, "MALLOC_MMAP_THRESHOLD_": str(128 * 1024)},
+            )
             if p.returncode != 0:
                 raise SystemExit(f"case V={vocab} chunk={chunk} failed:\n{p.stderr[-2000:]}")
             row[name] = {"logprob_chunk_tokens": chunk, **json.loads(p.stdout.strip().splitlines()[-1])}
             print(vocab, name, row[name], flush=True)
-        row["reduction"] = round(row["unchunked"]["peak_above_baseline_mib"] / max(row["chunked"]["peak_above_baseline_mib"], 1e-9), 2)
-        row["same_loss"] = abs(row["unchunked"]["loss"] - row["chunked"]["loss"]) <= 1e-5 * max(1.0, abs(row["unchunked"]["loss"]))
+        row["reduction"] = round(
+            row["unchunked"]["peak_above_baseline_mib"] / max(row["chunked"]["peak_above_baseline_mib"], 1e-9), 2
+        )
+        row["same_loss"] = abs(row["unchunked"]["loss"] - row["chunked"]["loss"]) <= 1e-5 * max(
+            1.0, abs(row["unchunked"]["loss"])
+        )
         rows.append(row)
-    result = {"what": "peak RSS above baseline of the log-prob + entropy loss, forward and backward, float32 on CPU, "
-                      "one process per case, MALLOC_MMAP_THRESHOLD_=131072 (benchmarks/logprob_memory.py)",
-              **common.machine(), "cases": rows}
+    result = {
+        "what": "peak RSS above baseline of the log-prob + entropy loss, forward and backward, float32 on CPU, "
+        "one process per case, MALLOC_MMAP_THRESHOLD_=131072 (benchmarks/logprob_memory.py)",
+        **common.machine(),
+        "cases": rows,
+    }
     common.write_json(args.out, result)
     print(json.dumps(result, indent=1))
     return 0

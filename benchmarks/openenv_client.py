@@ -55,7 +55,19 @@ print(json.dumps(episodes))
 def start_server(python: str, env_id: str, max_sessions: int) -> tuple[subprocess.Popen, str]:
     """Start ``agentgym-turn serve env`` and return the process and its base URL."""
     proc = subprocess.Popen(
-        [python, "-m", "agentgym_turn", "serve", "env", env_id, "--port", "0", "--max-sessions", str(max_sessions), "--expert"],
+        [
+            python,
+            "-m",
+            "agentgym_turn",
+            "serve",
+            "env",
+            env_id,
+            "--port",
+            "0",
+            "--max-sessions",
+            str(max_sessions),
+            "--expert",
+        ],
         stderr=subprocess.PIPE,
         text=True,
         cwd=common.ROOT,
@@ -81,7 +93,13 @@ def play_with_openenv(url: str, local: list[dict[str, Any]]) -> tuple[list[dict[
                 else:
                     result = client.step({"message": turn["action"]})
                 obs = result.observation
-                got = {"text": obs.get("text"), "reward": result.reward, "terminated": obs.get("terminated"), "truncated": obs.get("truncated"), "info": obs.get("info")}
+                got = {
+                    "text": obs.get("text"),
+                    "reward": result.reward,
+                    "terminated": obs.get("terminated"),
+                    "truncated": obs.get("truncated"),
+                    "info": obs.get("info"),
+                }
                 want = {key: turn[key] for key in got}
                 if got != want or result.done != (turn["terminated"] or turn["truncated"]):
                     mismatches.append({"seed": episode["seed"], "turn": i, "got": got, "want": want})
@@ -110,7 +128,9 @@ def capacity_refusal(url: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--agentgym-python", required=True, help="the project's Python (its virtual environment's bin/python)")
+    p.add_argument(
+        "--agentgym-python", required=True, help="the project's Python (its virtual environment's bin/python)"
+    )
     p.add_argument("--env-ids", nargs="+", default=["TurnSokoban-v0", "TurnWebShop-v0", "TurnSearchQA-v0"])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--out", default=str(common.RESULTS / "openenv_client.json"))
@@ -130,7 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         local = json.loads(
             subprocess.run(
                 [args.agentgym_python, "-c", _LOCAL, env_id, json.dumps(args.seeds), json.dumps(INVALID)],
-                capture_output=True, text=True, check=True, cwd=common.ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=common.ROOT,
             ).stdout
         )
         proc, url = start_server(args.agentgym_python, env_id, max_sessions=4)
@@ -152,7 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                 "criteria": {c["id"]: c["passed"] for c in validation.get("criteria", [])},
             },
         }
-        print(f"{env_id}: {turns} turns, {len(mismatches)} mismatches; openenv validate passed={validation.get('passed')}", flush=True)
+        print(
+            f"{env_id}: {turns} turns, {len(mismatches)} mismatches; openenv validate passed={validation.get('passed')}",
+            flush=True,
+        )
     proc, url = start_server(args.agentgym_python, args.env_ids[0], max_sessions=1)
     try:
         report["capacity_refusal"] = capacity_refusal(url)

@@ -120,13 +120,20 @@ def measure(env_id: str, inputs: dict[str, str], budget: float, seed: int = 0) -
         print(f"  {env_id:24s} {name:30s} {shown}  {where}" + (f"  x{ratio} vs half" if ratio else ""), flush=True)
     slowest = max(per_input, key=lambda k: float("inf") if per_input[k]["over_budget"] else per_input[k]["seconds"])
     timed = [r["ratio_full_to_half"] for r in per_input.values() if r.get("ratio_full_to_half")]
-    return {"inputs": per_input, "slowest_input": slowest, "slowest": per_input[slowest], "max_ratio_full_to_half": max(timed, default=None)}
+    return {
+        "inputs": per_input,
+        "slowest_input": slowest,
+        "slowest": per_input[slowest],
+        "max_ratio_full_to_half": max(timed, default=None),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", default=[], metavar="ID", help="measure only this id (repeatable)")
-    parser.add_argument("--budget", type=float, default=20.0, help="seconds after which one step is stopped (default 20)")
+    parser.add_argument(
+        "--budget", type=float, default=20.0, help="seconds after which one step is stopped (default 20)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON results")
     args = parser.parse_args(argv)
     ids = args.only or agentgym_turn.env_ids()
@@ -152,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     for env_id, r in results.items():
         s = r["slowest"]
         shown = "over budget" if s["over_budget"] else f"{s['seconds'] * 1000:.1f} ms"
-        print(f"{env_id:24s} slowest: {r['slowest_input']} ({shown}); largest full/half ratio {r['max_ratio_full_to_half']}")
+        print(
+            f"{env_id:24s} slowest: {r['slowest_input']} ({shown}); largest full/half ratio {r['max_ratio_full_to_half']}"
+        )
     return 0
 
 

@@ -67,7 +67,18 @@ def replay(env: Any, episodes: list[tuple[int, list[str]]], latencies: list[floa
 
 def start_server(env_id: str, clients: int) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agentgym_turn", "serve", "env", env_id, "--port", "0", "--max-sessions", str(clients + 1)],
+        [
+            sys.executable,
+            "-m",
+            "agentgym_turn",
+            "serve",
+            "env",
+            env_id,
+            "--port",
+            "0",
+            "--max-sessions",
+            str(clients + 1),
+        ],
         stderr=subprocess.PIPE,
         text=True,
     )

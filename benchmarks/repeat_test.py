@@ -23,7 +23,9 @@ except ImportError:  # run as a script: this folder is first on the path
     import common
 
 #: The test that lived on as a copy after its parent was killed (a SIGTERM handler raising inside a weakref callback).
-DEFAULT_TESTS = ("tests/agentgym_turn/test_serving_processes.py::test_processes__copies_exit_when_the_server_is_killed_outright",)
+DEFAULT_TESTS = (
+    "tests/agentgym_turn/test_serving_processes.py::test_processes__copies_exit_when_the_server_is_killed_outright",
+)
 
 
 def _spin(stop) -> None:
@@ -43,32 +45,57 @@ def run(args: argparse.Namespace) -> dict:
     try:
         for k in range(args.times):
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args.tests],
-                                  cwd=common.ROOT, capture_output=True, text=True, timeout=args.timeout)
-            runs.append({"passed": proc.returncode == 0, "seconds": round(time.perf_counter() - t0, 2),
-                         "load": common.load_average(), "tail": "" if proc.returncode == 0 else proc.stdout[-2000:]})
-            print(f"{k + 1}/{args.times}: {'passed' if proc.returncode == 0 else 'FAILED'} ({runs[-1]['seconds']} s, "
-                  f"load {runs[-1]['load']})", flush=True)
+            proc = subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args.tests],
+                cwd=common.ROOT,
+                capture_output=True,
+                text=True,
+                timeout=args.timeout,
+            )
+            runs.append(
+                {
+                    "passed": proc.returncode == 0,
+                    "seconds": round(time.perf_counter() - t0, 2),
+                    "load": common.load_average(),
+                    "tail": "" if proc.returncode == 0 else proc.stdout[-2000:],
+                }
+            )
+            print(
+                f"{k + 1}/{args.times}: {'passed' if proc.returncode == 0 else 'FAILED'} ({runs[-1]['seconds']} s, "
+                f"load {runs[-1]['load']})",
+                flush=True,
+            )
     finally:
         stop.set()
         for p in spinners:
             p.join(5)
     passed = sum(r["passed"] for r in runs)
-    return {"tests": list(args.tests), "times": args.times, "load_processes": args.load, "passed": passed,
-            "all_passed": passed == args.times, "machine": common.machine(), "runs": runs}
+    return {
+        "tests": list(args.tests),
+        "times": args.times,
+        "load_processes": args.load,
+        "passed": passed,
+        "all_passed": passed == args.times,
+        "machine": common.machine(),
+        "runs": runs,
+    }
 
 
 def markdown(result: dict) -> str:
     seconds = sorted(r["seconds"] for r in result["runs"])
     loads = [r["load"] for r in result["runs"]]
-    return (f"| tests | runs | passed | busy processes beside | load average | seconds per run (median) |\n|---|---|---|---|---|---|\n"
-            f"| {', '.join(t.split('::')[-1] for t in result['tests'])} | {result['times']} | {result['passed']} | "
-            f"{result['load_processes']} | {min(loads):.1f}-{max(loads):.1f} | {seconds[len(seconds) // 2]:.1f} |")
+    return (
+        f"| tests | runs | passed | busy processes beside | load average | seconds per run (median) |\n|---|---|---|---|---|---|\n"
+        f"| {', '.join(t.split('::')[-1] for t in result['tests'])} | {result['times']} | {result['passed']} | "
+        f"{result['load_processes']} | {min(loads):.1f}-{max(loads):.1f} | {seconds[len(seconds) // 2]:.1f} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("tests", nargs="*", default=list(DEFAULT_TESTS), help="pytest node ids (default: the server-copy test)")
+    ap.add_argument(
+        "tests", nargs="*", default=list(DEFAULT_TESTS), help="pytest node ids (default: the server-copy test)"
+    )
     ap.add_argument("--times", type=int, default=20, help="repetitions, each a fresh pytest process (default 20)")
     ap.add_argument("--load", type=int, default=2, help="busy processes beside the runs (default 2: both cores of CI)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds one repetition may take")

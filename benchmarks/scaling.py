@@ -81,8 +81,12 @@ NOTES = [
 ]
 #: How each ``searchqa_http*`` env's retrieval server runs: (seconds it answers late, processes serving it, as
 #: ``agentgym-turn serve retriever --processes``).
-RETRIEVER = {"searchqa_http": (0.0, 1), "searchqa_http_10ms": (0.010, 1), "searchqa_http_10ms_2proc": (0.010, 2),
-             "searchqa_http_30ms": (0.030, 1)}
+RETRIEVER = {
+    "searchqa_http": (0.0, 1),
+    "searchqa_http_10ms": (0.010, 1),
+    "searchqa_http_10ms_2proc": (0.010, 2),
+    "searchqa_http_30ms": (0.030, 1),
+}
 #: Sokoban tasks of the I/O-bound case repeat over this many seeds, generated before timing (its reset is then a cache hit).
 SLEEPY_SEEDS = 64
 #: name -> (env id, make kwargs besides the retriever, stub response, modes, seed cycle (0: every task new))
@@ -153,9 +157,12 @@ class RetrieverProcess:
     """:func:`serve_retriever` in a child process; ``url`` once it listens."""
 
     def __init__(self, delay_s: float, processes: int = 1):
-        self.proc = subprocess.Popen([sys.executable, __file__, "--serve-retriever", str(delay_s), "--serve-processes", str(processes)],
-                                     stdout=subprocess.PIPE,
-                                     text=True, cwd=common.ROOT)
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve-retriever", str(delay_s), "--serve-processes", str(processes)],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=common.ROOT,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line.startswith("serving at "):
@@ -182,8 +189,17 @@ def _seeds(first: int, n: int, cycle: int) -> list[int]:
     return [(first + i) % cycle if cycle else first + i for i in range(n)]
 
 
-def rollout_rate(fmt: Any, env_id: str, n: int, mode: str, text: str, env_kwargs: dict[str, Any], min_turns: int,
-                 cycle: int = 0, first_seed: int = 0) -> dict[str, Any]:
+def rollout_rate(
+    fmt: Any,
+    env_id: str,
+    n: int,
+    mode: str,
+    text: str,
+    env_kwargs: dict[str, Any],
+    min_turns: int,
+    cycle: int = 0,
+    first_seed: int = 0,
+) -> dict[str, Any]:
     """Turns/s of ``n`` envs in ``mode`` playing chunks of ``n`` episodes with the stub policy.
 
     ``rollout_turns_per_s``: through :func:`~reference_trainer.rollout.collect` (tokenising every
@@ -201,8 +217,15 @@ def rollout_rate(fmt: Any, env_id: str, n: int, mode: str, text: str, env_kwargs
 
     def rollout_chunk() -> int:
         nonlocal seed
-        episodes = collect(policy, fmt, envs, _seeds(seed, n, cycle), generator=torch.Generator(), max_new_tokens=32,
-                           max_context_tokens=100_000)
+        episodes = collect(
+            policy,
+            fmt,
+            envs,
+            _seeds(seed, n, cycle),
+            generator=torch.Generator(),
+            max_new_tokens=32,
+            max_context_tokens=100_000,
+        )
         seed += n
         return sum(e.num_turns for e in episodes)
 
@@ -230,8 +253,16 @@ def rollout_rate(fmt: Any, env_id: str, n: int, mode: str, text: str, env_kwargs
         env_turns, env_elapsed = rate(env_chunk)
     finally:
         envs.close()
-    return {"envs": n, "mode": mode, "turns": turns, "seconds": round(elapsed, 3), "rollout_turns_per_s": round(turns / elapsed, 1),
-            "env_turns": env_turns, "env_seconds": round(env_elapsed, 3), "env_turns_per_s": round(env_turns / env_elapsed, 1)}
+    return {
+        "envs": n,
+        "mode": mode,
+        "turns": turns,
+        "seconds": round(elapsed, 3),
+        "rollout_turns_per_s": round(turns / elapsed, 1),
+        "env_turns": env_turns,
+        "env_seconds": round(env_elapsed, 3),
+        "env_turns_per_s": round(env_turns / env_elapsed, 1),
+    }
 
 
 def measure_rollout(counts: tuple[int, ...], min_turns: int, only_envs: list[str] | None) -> dict[str, Any]:
@@ -257,15 +288,22 @@ def measure_rollout(counts: tuple[int, ...], min_turns: int, only_envs: list[str
             runs = [("list", 1)] + [(mode, n) for mode in modes for n in counts]
             rows = []
             for k, (mode, n) in enumerate(runs):
-                rows.append(rollout_rate(fmt, env_id, n, mode, text, kwargs, min_turns, cycle, first_seed=k * 1_000_000))
+                rows.append(
+                    rollout_rate(fmt, env_id, n, mode, text, kwargs, min_turns, cycle, first_seed=k * 1_000_000)
+                )
                 print(name, rows[-1], flush=True)
             for row in rows:
                 base = next(r for r in rows if r["mode"] == row["mode"] and r["envs"] == 1)
                 row["rollout_speedup"] = round(row["rollout_turns_per_s"] / base["rollout_turns_per_s"], 2)
                 row["env_speedup"] = round(row["env_turns_per_s"] / base["env_turns_per_s"], 2)
-            out[name] = {"env_id": env_id if name != "sleep10ms" else f"TurnSokoban-v0 + {STEP_DELAY_S * 1000:.0f} ms sleep per step",
-                         "response": text, "task_seeds": f"cycling over {cycle} (levels cached)" if cycle else "all new",
-                         "rows": rows}
+            out[name] = {
+                "env_id": env_id
+                if name != "sleep10ms"
+                else f"TurnSokoban-v0 + {STEP_DELAY_S * 1000:.0f} ms sleep per step",
+                "response": text,
+                "task_seeds": f"cycling over {cycle} (levels cached)" if cycle else "all new",
+                "rows": rows,
+            }
             if name in servers:
                 servers.pop(name).close()
     finally:
@@ -283,8 +321,10 @@ def summarize(rollout: dict[str, Any]) -> dict[str, Any]:
             at8 = next((r for r in rows if r["envs"] == 8), None)
             best = max(rows, key=lambda r: r["env_speedup"])
             out[f"{name} ({mode})"] = {
-                "env_speedup_at_8": at8 and at8["env_speedup"], "rollout_speedup_at_8": at8 and at8["rollout_speedup"],
-                "best_env_speedup": best["env_speedup"], "best_at_envs": best["envs"],
+                "env_speedup_at_8": at8 and at8["env_speedup"],
+                "rollout_speedup_at_8": at8 and at8["rollout_speedup"],
+                "best_env_speedup": best["env_speedup"],
+                "best_at_envs": best["envs"],
             }
     return out
 
@@ -298,14 +338,19 @@ def plot(result: dict[str, Any], path: Path) -> None:
     rollout = result.get("rollout", {})
     counts = sorted({r["envs"] for e in rollout.values() for r in e["rows"]})
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
-    for ax, key, title in ((axes[0], "env_speedup", "env batch alone"), (axes[1], "rollout_speedup", "rollout (collect, tokenising)")):
+    for ax, key, title in (
+        (axes[0], "env_speedup", "env batch alone"),
+        (axes[1], "rollout_speedup", "rollout (collect, tokenising)"),
+    ):
         for name, entry in rollout.items():
             for mode in sorted({r["mode"] for r in entry["rows"] if r["mode"] != "list"}):
                 rows = sorted((r for r in entry["rows"] if r["mode"] == mode), key=lambda r: r["envs"])
                 ax.plot([r["envs"] for r in rows], [r[key] for r in rows], marker="o", label=f"{name} ({mode})")
         if counts:
             ax.plot(counts, counts, "k:", label="ideal")
-            ax.axhline(result["machine"]["cpus"], color="grey", ls="--", lw=1, label=f"{result['machine']['cpus']} cores")
+            ax.axhline(
+                result["machine"]["cpus"], color="grey", ls="--", lw=1, label=f"{result['machine']['cpus']} cores"
+            )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
         ax.set_xlabel("envs stepped together")
@@ -323,9 +368,13 @@ def plot(result: dict[str, Any], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="env counts 1, 8, 32 only")
-    parser.add_argument("--only", choices=("rollout", "trainer"), help="run one part only (the other keeps its stored result)")
+    parser.add_argument(
+        "--only", choices=("rollout", "trainer"), help="run one part only (the other keeps its stored result)"
+    )
     parser.add_argument("--envs", nargs="*", choices=sorted(ENVS), help="rollout part: these envs only")
-    parser.add_argument("--min-turns", type=int, default=200, help="turns timed per measurement (after a warm-up chunk)")
+    parser.add_argument(
+        "--min-turns", type=int, default=200, help="turns timed per measurement (after a warm-up chunk)"
+    )
     parser.add_argument("--out", type=Path, default=common.RESULTS / "scaling.json")
     parser.add_argument("--serve-retriever", type=float, metavar="DELAY_S", help=argparse.SUPPRESS)
     parser.add_argument("--serve-processes", type=int, default=1, help=argparse.SUPPRESS)
@@ -340,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": common.machine(load_average_at_start=round(load, 2), shared=load > cpus / 2),
         "notes": NOTES,
         "method": "instant stub policy (fixed response, no model); turns/s over chunks of n episodes after one warm-up chunk; "
-                  "*_speedup = turns/s at n envs / turns/s at 1 env in the same mode; env_* = env batch alone, rollout_* = collect()",
+        "*_speedup = turns/s at n envs / turns/s at 1 env in the same mode; env_* = env batch alone, rollout_* = collect()",
     }
     counts = (1, 8, 32) if args.quick else COUNTS
     if args.only != "trainer":
@@ -354,8 +403,10 @@ def main(argv: list[str] | None = None) -> int:
             result["trainer"] = scaling_trainer.measure([1, 2])
         except Exception as exc:  # keep the rollout part; say how to redo this one
             print(f"scaling_trainer.measure failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-            result["trainer"] = {"error": f"{type(exc).__name__}: {exc}",
-                                 "rerun": "python benchmarks/scaling.py --only trainer (or benchmarks/scaling_trainer.py)"}
+            result["trainer"] = {
+                "error": f"{type(exc).__name__}: {exc}",
+                "rerun": "python benchmarks/scaling.py --only trainer (or benchmarks/scaling_trainer.py)",
+            }
     elif "trainer" in previous:
         result["trainer"] = previous["trainer"]
     if "rollout" in result:

@@ -39,8 +39,17 @@ RESULT = common.RESULTS / "scaling_trainer.json"
 def _config(model_dir: str, out: str, tasks: int, iterations: int):
     from reference_trainer.recipes.sokoban import sokoban_tiny
 
-    cfg = sokoban_tiny("turn-ppo", sft_episodes=0, iterations=iterations, out=out, model=model_dir, progress=False,
-                       eval_every=0, eval_episodes=0, threads=1)
+    cfg = sokoban_tiny(
+        "turn-ppo",
+        sft_episodes=0,
+        iterations=iterations,
+        out=out,
+        model=model_dir,
+        progress=False,
+        eval_every=0,
+        eval_episodes=0,
+        threads=1,
+    )
     cfg.rollout.tasks_per_iteration = tasks
     cfg.rollout.num_envs = tasks
     cfg.algo.minibatch_size = tasks // 2  # two optimizer steps an iteration
@@ -48,8 +57,9 @@ def _config(model_dir: str, out: str, tasks: int, iterations: int):
 
 
 def _rank(rank: int, world: int, port: int, model_dir: str, work: str, tasks: int, iterations: int) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
-                      LOCAL_RANK=str(rank))
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank)
+    )
     import torch
 
     from reference_trainer.trainer import Trainer
@@ -61,8 +71,15 @@ def _rank(rank: int, world: int, port: int, model_dir: str, work: str, tasks: in
         for _ in range(iterations + 1):  # the first one warms up
             t0 = time.perf_counter()
             m = trainer.train_iteration()
-            steps.append({"step_s": time.perf_counter() - t0, "rollout_s": m["time/rollout_s"], "update_s": m["time/update_s"],
-                          "episodes": m["rollout/episodes"], "tokens": m["rollout/tokens"]})
+            steps.append(
+                {
+                    "step_s": time.perf_counter() - t0,
+                    "rollout_s": m["time/rollout_s"],
+                    "update_s": m["time/update_s"],
+                    "episodes": m["rollout/episodes"],
+                    "tokens": m["rollout/tokens"],
+                }
+            )
     finally:
         trainer.close()
     if rank == 0:
@@ -76,7 +93,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def measure(world_sizes: Sequence[int] = (1, 2), *, tasks: int = 32, iterations: int = 3, rounds: int = 2) -> dict[str, Any]:
+def measure(
+    world_sizes: Sequence[int] = (1, 2), *, tasks: int = 32, iterations: int = 3, rounds: int = 2
+) -> dict[str, Any]:
     """Median trainer step, rollout and update seconds per world size (CPU, gloo, one thread per rank).
 
     The world sizes take turns (``rounds`` times each, alternating), so a load that comes and goes
@@ -93,15 +112,24 @@ def measure(world_sizes: Sequence[int] = (1, 2), *, tasks: int = 32, iterations:
 
     for w in world_sizes:
         if tasks % (2 * w):
-            raise ValueError(f"tasks={tasks} must be a multiple of 2 * world size {w} (two minibatches split over the ranks).")
+            raise ValueError(
+                f"tasks={tasks} must be a multiple of 2 * world size {w} (two minibatches split over the ranks)."
+            )
     out: dict[str, Any] = {"world_sizes": {}}
     with tempfile.TemporaryDirectory(prefix="scaling_trainer.") as work:
         from reference_trainer.recipes.sokoban import SOKOBAN_ENV_KWARGS, SOKOBAN_ENV
 
         cfg = _config("tiny", work, tasks, iterations)
         m = cfg.model
-        model_dir = str(build_tiny(SOKOBAN_ENV, Path(work) / "model", seed=m.tiny.seed, spec=spec_of(m.tiny),
-                                   env_kwargs=dict(SOKOBAN_ENV_KWARGS)))
+        model_dir = str(
+            build_tiny(
+                SOKOBAN_ENV,
+                Path(work) / "model",
+                seed=m.tiny.seed,
+                spec=spec_of(m.tiny),
+                env_kwargs=dict(SOKOBAN_ENV_KWARGS),
+            )
+        )
         loads: dict[int, list[float]] = {w: [] for w in world_sizes}
         for _ in range(rounds):
             for w in world_sizes:
@@ -112,16 +140,24 @@ def measure(world_sizes: Sequence[int] = (1, 2), *, tasks: int = 32, iterations:
             steps = [s for line in lines for s in json.loads(line)]
             out["world_sizes"][str(w)] = {
                 **{k: statistics.median(s[k] for s in steps) for k in ("step_s", "rollout_s", "update_s")},
-                "load_average_before": loads[w], "iterations": steps,
+                "load_average_before": loads[w],
+                "iterations": steps,
             }
     base = out["world_sizes"].get("1")
     for rec in out["world_sizes"].values():
         if base:
             rec["speedup"] = base["step_s"] / rec["step_s"]
-    out["settings"] = {"env": "TurnSokoban-v0", "recipe": "sokoban_tiny turn-ppo, no SFT", "tasks_per_iteration": tasks,
-                       "minibatch_size": tasks // 2, "timed_iterations": iterations, "rounds": rounds, "backend": "gloo",
-                       "threads_per_rank": 1,
-                       "parallel": "ddp"}
+    out["settings"] = {
+        "env": "TurnSokoban-v0",
+        "recipe": "sokoban_tiny turn-ppo, no SFT",
+        "tasks_per_iteration": tasks,
+        "minibatch_size": tasks // 2,
+        "timed_iterations": iterations,
+        "rounds": rounds,
+        "backend": "gloo",
+        "threads_per_rank": 1,
+        "parallel": "ddp",
+    }
     out["machine"] = common.machine(load_average_after=os.getloadavg()[0])
     return out
 
@@ -132,13 +168,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=32, help="episodes an iteration, over all ranks (default 32)")
     parser.add_argument("--iterations", type=int, default=3, help="timed iterations after one warm-up (default 3)")
     parser.add_argument("--rounds", type=int, default=2, help="times each world size runs, alternating (default 2)")
-    parser.add_argument("--out", type=Path, default=RESULT, help="result JSON (default benchmarks/results/scaling_trainer.json)")
+    parser.add_argument(
+        "--out", type=Path, default=RESULT, help="result JSON (default benchmarks/results/scaling_trainer.json)"
+    )
     args = parser.parse_args(argv)
     result = measure(args.world_sizes, tasks=args.tasks, iterations=args.iterations, rounds=args.rounds)
     common.write_json(args.out, result)
     for w, rec in result["world_sizes"].items():
-        print(f"world size {w}: step {rec['step_s']:.2f} s (rollout {rec['rollout_s']:.2f} s, update {rec['update_s']:.2f} s)"
-              f"  speed-up {rec.get('speedup', float('nan')):.2f}x  load {max(rec['load_average_before']):.1f}")
+        print(
+            f"world size {w}: step {rec['step_s']:.2f} s (rollout {rec['rollout_s']:.2f} s, update {rec['update_s']:.2f} s)"
+            f"  speed-up {rec.get('speedup', float('nan')):.2f}x  load {max(rec['load_average_before']):.1f}"
+        )
     print(args.out)
     return 0
 

@@ -85,9 +85,22 @@ def make_queries(world, rendered, n: int) -> list[str]:
 def start_server(corpus_path: Path, index_dir: Path) -> tuple[subprocess.Popen, str, float]:
     t = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agentgym_turn.cli", "serve", "retriever", "--corpus", str(corpus_path),
-         "--index-dir", str(index_dir), "--port", "0"],
-        stderr=subprocess.PIPE, text=True, cwd=common.ROOT,
+        [
+            sys.executable,
+            "-m",
+            "agentgym_turn.cli",
+            "serve",
+            "retriever",
+            "--corpus",
+            str(corpus_path),
+            "--index-dir",
+            str(index_dir),
+            "--port",
+            "0",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=common.ROOT,
     )
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -123,7 +136,9 @@ def bench_size(target: int, n_queries: int, base_passages: int, workdir: Path, h
 
     in_process = percentiles(time_each(lambda q: retriever.retrieve([q], 3), queries))
     kwargs = {"n_threads": 1} if index.backend == "numba" else {}
-    raw_stats = percentiles(time_each(lambda q: raw.retrieve(tokenize_many([q]), k=3, show_progress=False, **kwargs), queries))
+    raw_stats = percentiles(
+        time_each(lambda q: raw.retrieve(tokenize_many([q]), k=3, show_progress=False, **kwargs), queries)
+    )
     batch = queries[:256]
     t = time.perf_counter()
     retriever.retrieve(batch, 3)
@@ -152,7 +167,8 @@ def bench_size(target: int, n_queries: int, base_passages: int, workdir: Path, h
             for q in queries[:20]:
                 client.retrieve([q], 3)
             same = all(
-                [h.document.id for h in client.retrieve([q], 3)[0]] == [h.document.id for h in retriever.retrieve([q], 3)[0]]
+                [h.document.id for h in client.retrieve([q], 3)[0]]
+                == [h.document.id for h in retriever.retrieve([q], 3)[0]]
                 for q in queries[:50]
             )
             over_http = percentiles(time_each(lambda q: client.retrieve([q], 3), queries))
@@ -199,11 +215,21 @@ def bench_env(episodes: int, workdir: Path, http: bool) -> dict:
     make_s = time.perf_counter() - t
     run(env)  # warm
     elapsed, steps = run(env)
-    out = {"passages": len(generated_source().corpus), "episodes": episodes, "steps": steps, "first_make_s": round(make_s, 2),
-           "steps_per_s_in_process": round(steps / elapsed, 1), "episodes_per_s_in_process": round(episodes / elapsed, 1)}
+    out = {
+        "passages": len(generated_source().corpus),
+        "episodes": episodes,
+        "steps": steps,
+        "first_make_s": round(make_s, 2),
+        "steps_per_s_in_process": round(steps / elapsed, 1),
+        "episodes_per_s_in_process": round(episodes / elapsed, 1),
+    }
     if http:
-        proc = subprocess.Popen([sys.executable, "-m", "agentgym_turn.cli", "serve", "retriever", "--generated", "--port", "0"],
-                                stderr=subprocess.PIPE, text=True, cwd=common.ROOT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentgym_turn.cli", "serve", "retriever", "--generated", "--port", "0"],
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=common.ROOT,
+        )
         try:
             url = None
             assert proc.stderr is not None
@@ -244,8 +270,13 @@ def bench_first_query(scale: float) -> dict:
     """First vs later search time in fresh processes, building the retriever with and without warm-up."""
     out = {}
     for warm in (False, True):
-        proc = subprocess.run([sys.executable, "-c", FIRST_QUERY_CODE, str(scale), "1" if warm else "0"],
-                              capture_output=True, text=True, cwd=common.ROOT, check=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", FIRST_QUERY_CODE, str(scale), "1" if warm else "0"],
+            capture_output=True,
+            text=True,
+            cwd=common.ROOT,
+            check=True,
+        )
         row = json.loads(proc.stdout.strip().splitlines()[-1])
         row["first_over_later"] = round(row["first_query_ms"] / max(row["later_query_p50_ms"], 1e-3), 1)
         out["with_warmup" if warm else "without_warmup"] = row
@@ -271,8 +302,12 @@ def bench_parsers(repeats: int) -> dict:
     from agentgym_turn.searchqa.env import TurnSearchQAEnv, TurnSearchQAMCQEnv
 
     out: dict = {}
-    for name, cls, protocol in (("plain_search_r1", TurnSearchQAEnv, "search_r1"), ("mcq_search_r1", TurnSearchQAMCQEnv, "search_r1"),
-                                ("plain_strict", TurnSearchQAEnv, "strict"), ("mcq_strict", TurnSearchQAMCQEnv, "strict")):
+    for name, cls, protocol in (
+        ("plain_search_r1", TurnSearchQAEnv, "search_r1"),
+        ("mcq_search_r1", TurnSearchQAMCQEnv, "search_r1"),
+        ("plain_strict", TurnSearchQAEnv, "strict"),
+        ("mcq_strict", TurnSearchQAMCQEnv, "strict"),
+    ):
         env = cls(split="test", protocol=protocol)
         row = {}
         for case, response in WORST_CASES.items():
@@ -294,16 +329,27 @@ SECTIONS = ("retrieval", "env", "first_query", "parsers")
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="target corpus sizes (passages)")
+    p.add_argument(
+        "--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="target corpus sizes (passages)"
+    )
     p.add_argument("--queries", type=int, default=1000, help="timed queries per size")
     p.add_argument("--episodes", type=int, default=300, help="env episodes for steps/s")
     p.add_argument("--no-http", action="store_true", help="skip the HTTP measurements")
-    p.add_argument("--first-query-scale", type=float, default=10.0,
-                   help="world scale for the first-query measurement (10: about 60k passages, numba backend)")
+    p.add_argument(
+        "--first-query-scale",
+        type=float,
+        default=10.0,
+        help="world scale for the first-query measurement (10: about 60k passages, numba backend)",
+    )
     p.add_argument("--parser-repeats", type=int, default=3, help="timed steps per worst-case response")
     p.add_argument("--out", default=str(common.RESULTS / "searchqa.json"))
-    p.add_argument("--only", nargs="+", choices=SECTIONS, default=None,
-                   help="run only these sections and update them in an existing --out file (the rest is kept)")
+    p.add_argument(
+        "--only",
+        nargs="+",
+        choices=SECTIONS,
+        default=None,
+        help="run only these sections and update them in an existing --out file (the rest is kept)",
+    )
     args = p.parse_args(argv)
     sections = set(args.only or SECTIONS)
 
@@ -317,7 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="searchqa_bench_") as tmp:
         if "retrieval" in sections:
             base = len(render_corpus(generate_world(WorldConfig())).corpus)
-            results["retrieval"] = [bench_size(size, args.queries, base, Path(tmp), not args.no_http) for size in args.sizes]
+            results["retrieval"] = [
+                bench_size(size, args.queries, base, Path(tmp), not args.no_http) for size in args.sizes
+            ]
         if "env" in sections:
             results["env"] = bench_env(args.episodes, Path(tmp), not args.no_http)
     if "first_query" in sections:

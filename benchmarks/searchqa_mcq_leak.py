@@ -92,9 +92,34 @@ def _shape(option: str) -> str:
 
 #: Words that name a kind of organisation (their presence is visible to anyone reading the options).
 _TYPE_WORDS = {
-    "Press", "Books", "Publishers", "Pictures", "Studios", "Film", "Company", "Records", "Sound", "Music", "Group",
-    "Museum", "Art", "Gallery", "University", "College", "Institute", "Technology", "Observatory", "Astronomical",
-    "Society", "Trading", "Merchants", "Shipyards", "Shipbuilding", "Bank", "Engineering", "Works",
+    "Press",
+    "Books",
+    "Publishers",
+    "Pictures",
+    "Studios",
+    "Film",
+    "Company",
+    "Records",
+    "Sound",
+    "Music",
+    "Group",
+    "Museum",
+    "Art",
+    "Gallery",
+    "University",
+    "College",
+    "Institute",
+    "Technology",
+    "Observatory",
+    "Astronomical",
+    "Society",
+    "Trading",
+    "Merchants",
+    "Shipyards",
+    "Shipbuilding",
+    "Bank",
+    "Engineering",
+    "Works",
 }
 
 
@@ -198,22 +223,56 @@ def odd_one_out(options: Sequence[str], world: WorldOptions) -> int:
 
 
 STRATEGIES: dict[str, Strategy] = {
-    "longest": longest, "shortest": shortest, "within_40": within_40, "median": median, "lowest": lowest,
-    "highest": highest, "most_shared_words": most_shared_words, "closest_characters": closest_characters,
-    "most_frequent": most_frequent, "least_frequent": least_frequent, "densest_number": densest_number,
+    "longest": longest,
+    "shortest": shortest,
+    "within_40": within_40,
+    "median": median,
+    "lowest": lowest,
+    "highest": highest,
+    "most_shared_words": most_shared_words,
+    "closest_characters": closest_characters,
+    "most_frequent": most_frequent,
+    "least_frequent": least_frequent,
+    "densest_number": densest_number,
     "odd_one_out": odd_one_out,
 }
 
 
 # ------------------------------------------------------------------------------------ features
 FEATURES = (
-    "length_z", "length_rank", "is_longest", "is_shortest", "words_minus_mean", "words_rank",
-    "shared_words", "max_shared_words", "trigram_overlap", "max_trigram_overlap",
-    "capitals_minus_mean", "digits_minus_mean", "small_words_minus_mean", "has_middle_word",
-    "same_shape", "same_last_word", "same_first_word",
-    "log_count", "log_count_minus_mean", "count_rank", "word_log_count_minus_mean",
-    "numeric", "number_rank", "number_z", "to_median", "nearest_gap", "is_lowest", "is_highest",
-    "world_percentile", "world_extremeness", "world_log_density_minus_mean", "round_10", "round_5",
+    "length_z",
+    "length_rank",
+    "is_longest",
+    "is_shortest",
+    "words_minus_mean",
+    "words_rank",
+    "shared_words",
+    "max_shared_words",
+    "trigram_overlap",
+    "max_trigram_overlap",
+    "capitals_minus_mean",
+    "digits_minus_mean",
+    "small_words_minus_mean",
+    "has_middle_word",
+    "same_shape",
+    "same_last_word",
+    "same_first_word",
+    "log_count",
+    "log_count_minus_mean",
+    "count_rank",
+    "word_log_count_minus_mean",
+    "numeric",
+    "number_rank",
+    "number_z",
+    "to_median",
+    "nearest_gap",
+    "is_lowest",
+    "is_highest",
+    "world_percentile",
+    "world_extremeness",
+    "world_log_density_minus_mean",
+    "round_10",
+    "round_5",
 )
 
 
@@ -244,15 +303,27 @@ def option_features(options: Sequence[str], world: WorldOptions) -> np.ndarray:
         shared = [len(words[i] & words[j]) for j in others]
         overlap = [len(grams[i] & grams[j]) / max(1, len(grams[i] | grams[j])) for j in others]
         row = [
-            (lengths[i] - lengths.mean()) / (lengths.std() + 1.0), _rank(lengths, i),
-            float(lengths[i] == lengths.max()), float(lengths[i] == lengths.min()),
-            nwords[i] - nwords.mean(), _rank(nwords, i),
-            float(sum(shared)), float(max(shared)), float(sum(overlap)), float(max(overlap)),
-            capitals[i] - capitals.mean(), digits[i] - digits.mean(), small[i] - small.mean(),
+            (lengths[i] - lengths.mean()) / (lengths.std() + 1.0),
+            _rank(lengths, i),
+            float(lengths[i] == lengths.max()),
+            float(lengths[i] == lengths.min()),
+            nwords[i] - nwords.mean(),
+            _rank(nwords, i),
+            float(sum(shared)),
+            float(max(shared)),
+            float(sum(overlap)),
+            float(max(overlap)),
+            capitals[i] - capitals.mean(),
+            digits[i] - digits.mean(),
+            small[i] - small.mean(),
             float(nwords[i] == 3 and small[i] == 0),
-            float(sum(shapes[j] == shapes[i] for j in others)), float(sum(lasts[j] == lasts[i] for j in others)),
+            float(sum(shapes[j] == shapes[i] for j in others)),
+            float(sum(lasts[j] == lasts[i] for j in others)),
             float(sum(firsts[j] == firsts[i] for j in others)),
-            counts[i], counts[i] - counts.mean(), _rank(counts, i), word_counts[i] - word_counts.mean(),
+            counts[i],
+            counts[i] - counts.mean(),
+            _rank(counts, i),
+            word_counts[i] - word_counts.mean(),
         ]
         if nums is not None:
             vals = np.asarray(nums, dtype=float)
@@ -260,9 +331,20 @@ def option_features(options: Sequence[str], world: WorldOptions) -> np.ndarray:
             gaps = np.abs(vals[others] - vals[i])
             pct = world.percentile(vals[i])
             dens = np.log1p([world.density(v) for v in vals])
-            row += [1.0, _rank(vals, i), (vals[i] - vals.mean()) / spread, abs(vals[i] - np.median(vals)) / spread,
-                    gaps.min() / spread, float(vals[i] == vals.min()), float(vals[i] == vals.max()),
-                    pct, abs(pct - 0.5), dens[i] - dens.mean(), float(vals[i] % 10 == 0), float(vals[i] % 5 == 0)]
+            row += [
+                1.0,
+                _rank(vals, i),
+                (vals[i] - vals.mean()) / spread,
+                abs(vals[i] - np.median(vals)) / spread,
+                gaps.min() / spread,
+                float(vals[i] == vals.min()),
+                float(vals[i] == vals.max()),
+                pct,
+                abs(pct - 0.5),
+                dens[i] - dens.mean(),
+                float(vals[i] % 10 == 0),
+                float(vals[i] % 5 == 0),
+            ]
         else:
             row += [0.0] * 12
         rows.append(row)
@@ -331,8 +413,9 @@ class OptionClassifier(_Trained):
 class BoostedTrees(_Trained):
     """Gradient-boosted regression trees on the softmax-over-four loss (Newton leaves, histogram splits)."""
 
-    def __init__(self, rounds: int = 60, depth: int = 3, lr: float = 0.2, bins: int = 32, min_leaf: int = 40,
-                 l2: float = 1.0):
+    def __init__(
+        self, rounds: int = 60, depth: int = 3, lr: float = 0.2, bins: int = 32, min_leaf: int = 40, l2: float = 1.0
+    ):
         self.rounds, self.depth, self.lr, self.bins, self.min_leaf, self.l2 = rounds, depth, lr, bins, min_leaf, l2
 
     def _bin(self, x: np.ndarray) -> np.ndarray:
@@ -363,7 +446,7 @@ class BoostedTrees(_Trained):
         hg = np.bincount(flat, np.repeat(g[idx], nf), nf * nb).reshape(nf, nb).cumsum(1)
         hh = np.bincount(flat, np.repeat(h[idx], nf), nf * nb).reshape(nf, nb).cumsum(1)
         hn = np.bincount(flat, None, nf * nb).reshape(nf, nb).cumsum(1)
-        gain = hg ** 2 / (hh + self.l2) + (G - hg) ** 2 / (H - hh + self.l2) - G ** 2 / (H + self.l2)
+        gain = hg**2 / (hh + self.l2) + (G - hg) ** 2 / (H - hh + self.l2) - G**2 / (H + self.l2)
         gain[(hn < self.min_leaf) | (len(idx) - hn < self.min_leaf)] = -np.inf
         f, t = np.unravel_index(int(np.argmax(gain)), gain.shape)
         if not gain[f, t] > 1e-9:
@@ -397,8 +480,12 @@ TRAINED: dict[str, Callable[[], _Trained]] = {"logistic": OptionClassifier, "boo
 
 
 # ------------------------------------------------------------------------------------ measurement
-def accuracy(strategy: Strategy, questions: Sequence[Question], world: WorldOptions | None = None,
-             design: np.ndarray | None = None) -> float:
+def accuracy(
+    strategy: Strategy,
+    questions: Sequence[Question],
+    world: WorldOptions | None = None,
+    design: np.ndarray | None = None,
+) -> float:
     """Share of ``questions`` a strategy answers right (``world``: the world's options; default: these questions').
 
     A trained strategy scores all questions at once (``design``: their stacked features, if already computed).
@@ -432,8 +519,14 @@ def feature_scan(questions_by_seed: dict[int, list[Question]]) -> dict[str, floa
     return {name: round(float(v), 4) for name, v in sorted(zip(FEATURES, best), key=lambda kv: -kv[1])}
 
 
-def measure(seeds: Sequence[int] = (0, 1, 2), n: int = 1000, scale: float = 1.0, train_seeds: Sequence[int] | None = None,
-            train_questions: int = 8000, scan: bool = False) -> dict:
+def measure(
+    seeds: Sequence[int] = (0, 1, 2),
+    n: int = 1000,
+    scale: float = 1.0,
+    train_seeds: Sequence[int] | None = None,
+    train_questions: int = 8000,
+    scan: bool = False,
+) -> dict:
     """Accuracy of every strategy on the first ``n`` questions of each world seed.
 
     The trained strategies learn from the first ``train_questions`` questions of each of
@@ -475,8 +568,10 @@ def measure(seeds: Sequence[int] = (0, 1, 2), n: int = 1000, scale: float = 1.0,
     out["best"] = max(row[k] for row in out["by_seed"].values() for k in names)
     out["best_strategy"] = max(((row[k], k, seed) for seed, row in out["by_seed"].items() for k in names))[1:]
     if scan:
-        out["feature_scan_all_questions"] = {"questions": sum(len(v) for v in everything.values()),
-                                             "accuracy": feature_scan(everything)}
+        out["feature_scan_all_questions"] = {
+            "questions": sum(len(v) for v in everything.values()),
+            "accuracy": feature_scan(everything),
+        }
     return out
 
 
@@ -486,12 +581,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-seeds", type=int, nargs="+", default=[3, 4, 5])
     p.add_argument("--questions", type=int, default=1000)
     p.add_argument("--train-questions", type=int, default=8000)
-    p.add_argument("--scan", action="store_true", help="also score each feature alone on every question of the test seeds")
+    p.add_argument(
+        "--scan", action="store_true", help="also score each feature alone on every question of the test seeds"
+    )
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    result = {"benchmark": "searchqa_mcq_leak",
-              **measure(args.seeds, args.questions, train_seeds=args.train_seeds, train_questions=args.train_questions,
-                        scan=args.scan)}
+    result = {
+        "benchmark": "searchqa_mcq_leak",
+        **measure(
+            args.seeds,
+            args.questions,
+            train_seeds=args.train_seeds,
+            train_questions=args.train_questions,
+            scan=args.scan,
+        ),
+    }
     if args.out is not None:
         common.write_json(args.out, result)
     print(json.dumps(result, indent=1))

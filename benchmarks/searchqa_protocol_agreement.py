@@ -49,7 +49,9 @@ from agentgym_turn.searchqa.retrieval import Document, Hit
 
 try:  # python -m benchmarks.searchqa_protocol_agreement, or imported by the tests
     from benchmarks import common
-except ModuleNotFoundError:  # python benchmarks/searchqa_protocol_agreement.py: this folder comes first on the import path
+except (
+    ModuleNotFoundError
+):  # python benchmarks/searchqa_protocol_agreement.py: this folder comes first on the import path
     import common
 
 FIXTURE = common.ROOT / "tests" / "data" / "searchqa_protocol_cases.json"
@@ -99,8 +101,18 @@ class FixtureRetriever:
 
 # ---------------------------------------------------------------------------------------- responses
 _THOUGHTS = ["I need to look this up.", "Let me think.", "", "The passage says so.\nOK.", "hmm \u00a0 \u200d"]
-_QUERIES = ["Jeinberk Eramhaisk", "Disceint city", "Paris novel", "", "  spaced  query ", "Skis\u00adjosk", "who sang",
-            "line\nbreak", "<b>bold</b>", "and"]
+_QUERIES = [
+    "Jeinberk Eramhaisk",
+    "Disceint city",
+    "Paris novel",
+    "",
+    "  spaced  query ",
+    "Skis\u00adjosk",
+    "who sang",
+    "line\nbreak",
+    "<b>bold</b>",
+    "and",
+]
 
 
 def _answers(q: dict) -> list[str]:
@@ -145,11 +157,31 @@ def _response(rng: np.random.Generator, kind: str, q: dict) -> str:
 
 #: Every case kind and its weight when drawing a turn.
 KINDS = {
-    "search": 6, "answer": 6, "answer_trailing": 1, "empty_answer": 2, "empty_search": 1, "answer_in_think": 2,
-    "draft_then_answer": 2, "search_in_think": 2, "upper_tags": 2, "mixed_case_search": 1, "spaced_tags": 1,
-    "nested_answer_search": 2, "nested_same": 1, "nested_search": 1, "search_in_answer": 2, "answer_then_search": 2,
-    "two_searches": 1, "unclosed_answer": 2, "unclosed_search": 1, "closing_only": 1, "mismatched": 1, "plain": 2,
-    "fake_information": 1, "unicode": 1, "crlf": 1,
+    "search": 6,
+    "answer": 6,
+    "answer_trailing": 1,
+    "empty_answer": 2,
+    "empty_search": 1,
+    "answer_in_think": 2,
+    "draft_then_answer": 2,
+    "search_in_think": 2,
+    "upper_tags": 2,
+    "mixed_case_search": 1,
+    "spaced_tags": 1,
+    "nested_answer_search": 2,
+    "nested_same": 1,
+    "nested_search": 1,
+    "search_in_answer": 2,
+    "answer_then_search": 2,
+    "two_searches": 1,
+    "unclosed_answer": 2,
+    "unclosed_search": 1,
+    "closing_only": 1,
+    "mismatched": 1,
+    "plain": 2,
+    "fake_information": 1,
+    "unicode": 1,
+    "crlf": 1,
 }
 
 
@@ -166,29 +198,47 @@ def generate_episodes(n: int, seed: int = 0) -> list[dict]:
         # answer or the final turn, so each episode has responses for every turn (the unused are dropped)
         kinds = [names[e % len(names)] if e < 2 * len(names) else names[int(rng.choice(len(names), p=p))]]
         kinds += [names[int(rng.choice(len(names), p=p))] for _ in range(MAX_TURNS)]
-        out.append({"question": QUESTIONS[qi]["id"], "kinds": kinds,
-                    "responses": [_response(rng, k, QUESTIONS[qi]) for k in kinds]})
+        out.append(
+            {
+                "question": QUESTIONS[qi]["id"],
+                "kinds": kinds,
+                "responses": [_response(rng, k, QUESTIONS[qi]) for k in kinds],
+            }
+        )
     return out
 
 
 # ---------------------------------------------------------------------------------------- Search-R1's side
 def load_peer(peer_root: Path) -> tuple[Any, type]:
     """``(qa_em module, manager class)`` from a Search-R1 checkout, without torch or verl."""
-    spec = importlib.util.spec_from_file_location("search_r1_qa_em", peer_root / "verl" / "utils" / "reward_score" / "qa_em.py")
+    spec = importlib.util.spec_from_file_location(
+        "search_r1_qa_em", peer_root / "verl" / "utils" / "reward_score" / "qa_em.py"
+    )
     qa_em = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(qa_em)
     source = (peer_root / "search_r1" / "llm_agent" / "generation.py").read_text()
     tree = ast.parse(source)
-    wanted = {"_postprocess_responses", "execute_predictions", "postprocess_predictions", "batch_search", "_passages2string"}
+    wanted = {
+        "_postprocess_responses",
+        "execute_predictions",
+        "postprocess_predictions",
+        "batch_search",
+        "_passages2string",
+    }
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "LLMGenerationManager")
     methods = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in wanted]
     assert {m.name for m in methods} == wanted, "generation.py changed: a needed method is missing"
-    module = ast.Module(body=[ast.ClassDef(name="PeerMethods", bases=[], keywords=[], body=methods, decorator_list=[])], type_ignores=[])
+    module = ast.Module(
+        body=[ast.ClassDef(name="PeerMethods", bases=[], keywords=[], body=methods, decorator_list=[])], type_ignores=[]
+    )
     import re
     from typing import Any as _Any, Dict, List, Tuple
 
     namespace: dict[str, Any] = {"re": re, "List": List, "Dict": Dict, "Any": _Any, "Tuple": Tuple, "torch": None}
-    exec(compile(ast.fix_missing_locations(module), str(peer_root / "search_r1/llm_agent/generation.py"), "exec"), namespace)
+    exec(
+        compile(ast.fix_missing_locations(module), str(peer_root / "search_r1/llm_agent/generation.py"), "exec"),
+        namespace,
+    )
     return qa_em, namespace["PeerMethods"]
 
 
@@ -214,7 +264,11 @@ def make_peer_manager(methods: type, retriever: FixtureRetriever):
 
         def _batch_search(self, queries):
             self.sent.extend(queries)
-            return {"result": [[{"document": {"contents": c}, "score": 1.0} for c in retriever.hits(q, TOPK)] for q in queries]}
+            return {
+                "result": [
+                    [{"document": {"contents": c}, "score": 1.0} for c in retriever.hits(q, TOPK)] for q in queries
+                ]
+            }
 
     return Manager()
 
@@ -236,9 +290,19 @@ def run_peer(qa_em, manager, prompt: str, golds: list[str], responses: list[str]
         manager.sent.clear()
         obs, dones, valid, is_search = manager.execute_predictions([cut], "<pad>", [True], do_search=not final)
         sequence += cut
-        turns.append({"cut": cut, "action": action, "content": content, "query": manager.sent[0] if manager.sent else None,
-                      "observation": obs[0], "final": final, "done": bool(dones[0]), "valid": bool(valid[0]),
-                      "score": _score(qa_em, sequence, golds)})
+        turns.append(
+            {
+                "cut": cut,
+                "action": action,
+                "content": content,
+                "query": manager.sent[0] if manager.sent else None,
+                "observation": obs[0],
+                "final": final,
+                "done": bool(dones[0]),
+                "valid": bool(valid[0]),
+                "score": _score(qa_em, sequence, golds),
+            }
+        )
         if not final:
             sequence += obs[0]
         if dones[0]:
@@ -265,8 +329,14 @@ def build_fixture(peer_root: Path, n: int) -> dict:
             ep["search_r1"] = run_peer(qa_em, manager, prompt, by_id[ep["question"]]["golden_answers"], ep["responses"])
             ep["responses"] = ep["responses"][: len(ep["search_r1"]["turns"])]
             ep["kinds"] = ep["kinds"][: len(ep["responses"])]
-    return {"max_turns": MAX_TURNS, "topk": TOPK, "passages": PASSAGES, "questions": QUESTIONS, "prompts": prompts,
-            "episodes": episodes}
+    return {
+        "max_turns": MAX_TURNS,
+        "topk": TOPK,
+        "passages": PASSAGES,
+        "questions": QUESTIONS,
+        "prompts": prompts,
+        "episodes": episodes,
+    }
 
 
 # ---------------------------------------------------------------------------------------- our side
@@ -274,13 +344,21 @@ def build_fixture(peer_root: Path, n: int) -> dict:
 RETRIEVER_OF: weakref.WeakKeyDictionary[TurnSearchQAEnv, FixtureRetriever] = weakref.WeakKeyDictionary()
 
 
-def make_env(workdir: Path, protocol: str, questions: list[dict] | None = None, passages: list[str] | None = None) -> TurnSearchQAEnv:
+def make_env(
+    workdir: Path, protocol: str, questions: list[dict] | None = None, passages: list[str] | None = None
+) -> TurnSearchQAEnv:
     """The env over the fixture's questions and :class:`FixtureRetriever` (turn limit is the caller's: MAX_TURNS + 1)."""
     path = workdir / "questions.jsonl"
     path.write_text("".join(json.dumps(q) + "\n" for q in (questions or QUESTIONS)))
     retriever = FixtureRetriever(passages)
-    env = TurnSearchQAEnv(dataset_path=str(path), retriever=retriever, topk=TOPK, max_searches=MAX_TURNS,
-                          protocol=protocol, format_penalty=0.0)
+    env = TurnSearchQAEnv(
+        dataset_path=str(path),
+        retriever=retriever,
+        topk=TOPK,
+        max_searches=MAX_TURNS,
+        protocol=protocol,
+        format_penalty=0.0,
+    )
     RETRIEVER_OF[env] = retriever
     return env
 
@@ -298,8 +376,16 @@ def replay(env: TurnSearchQAEnv, episode: dict) -> dict:
         total += reward
         searched = retriever.queries[before:]
         action = None if not info["action_is_valid"] else ("answer" if terminated else "search")
-        turns.append({"action": action, "query": searched[0] if searched else None, "observation": obs, "done": terminated,
-                      "ended": terminated or truncated, "reward": reward})
+        turns.append(
+            {
+                "action": action,
+                "query": searched[0] if searched else None,
+                "observation": obs,
+                "done": terminated,
+                "ended": terminated or truncated,
+                "reward": reward,
+            }
+        )
         if terminated or truncated:
             break
     return {"prompt": prompt, "turns": turns, "return": total, "score": info.get("score", 0.0)}
@@ -366,11 +452,19 @@ def agreement(fixture: dict, protocol: str, workdir: Path) -> dict:
                 final += 1
                 final_agreeing += not ds
     n = len(fixture["episodes"])
-    return {"protocol": protocol, "episodes": n, "episodes_agreeing": agree, "agreement": round(agree / n, 4),
-            "agreement_ignoring_message_text": round(decisions / n, 4), "responses": responses,
-            "responses_agreeing": responses_agreeing, "final_turn_responses": final,
-            "final_turn_responses_agreeing": final_agreeing, "differences": dict(what),
-            "per_kind_responses": {k: f"{a}/{t}" for k, (a, t) in sorted(per_kind.items())}}
+    return {
+        "protocol": protocol,
+        "episodes": n,
+        "episodes_agreeing": agree,
+        "agreement": round(agree / n, 4),
+        "agreement_ignoring_message_text": round(decisions / n, 4),
+        "responses": responses,
+        "responses_agreeing": responses_agreeing,
+        "final_turn_responses": final,
+        "final_turn_responses_agreeing": final_agreeing,
+        "differences": dict(what),
+        "per_kind_responses": {k: f"{a}/{t}" for k, (a, t) in sorted(per_kind.items())},
+    }
 
 
 def dumps_fixture(fixture: dict) -> str:

@@ -53,8 +53,12 @@ def start_server(env_id: str, core: int | None) -> tuple[subprocess.Popen, str]:
     """``agentgym-turn serve env ID`` in its own process (pinned to ``core``); returns it and its ws URL once it answers."""
     port = _free_port()
     cmd = [sys.executable, "-m", "agentgym_turn", "serve", "env", env_id, "--port", str(port), "--max-sessions", "1024"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            preexec_fn=(lambda: os.sched_setaffinity(0, {core})) if core is not None else None)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=(lambda: os.sched_setaffinity(0, {core})) if core is not None else None,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -68,7 +72,9 @@ def start_server(env_id: str, core: int | None) -> tuple[subprocess.Popen, str]:
     raise RuntimeError(f"the {env_id} server did not answer within 60 s")
 
 
-async def _session(url: str, episodes: list[tuple[int, list[str]]], offset: int, stop_at: float, latencies: list[float]) -> int:
+async def _session(
+    url: str, episodes: list[tuple[int, list[str]]], offset: int, stop_at: float, latencies: list[float]
+) -> int:
     """One session playing the episodes from ``offset`` round until ``stop_at``; step latencies go to ``latencies``."""
     from websockets.asyncio.client import connect
 
@@ -99,7 +105,9 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _level(url: str, episodes: list[tuple[int, list[str]]], sessions: int, seconds: float, server_pid: int) -> dict[str, Any]:
+async def _level(
+    url: str, episodes: list[tuple[int, list[str]]], sessions: int, seconds: float, server_pid: int
+) -> dict[str, Any]:
     latencies: list[float] = []
     t0, server0, client0 = time.monotonic(), _cpu_seconds(server_pid), time.process_time()
     stop_at = t0 + seconds
@@ -108,10 +116,17 @@ async def _level(url: str, episodes: list[tuple[int, list[str]]], sessions: int,
     server_busy, client_busy = (_cpu_seconds(server_pid) - server0) / wall, (time.process_time() - client0) / wall
     latencies.sort()
     q = lambda p: latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1e3 if latencies else float("nan")  # noqa: E731
-    return {"sessions": sessions, "steps": sum(steps), "steps_per_s": sum(steps) / wall, "p50_ms": q(0.50), "p99_ms": q(0.99),
-            "mean_ms": statistics.fmean(latencies) * 1e3 if latencies else float("nan"),
-            # the share of its core each side kept busy: the side near 1.0 is the one that limits the level
-            "server_cpu": server_busy, "client_cpu": client_busy}
+    return {
+        "sessions": sessions,
+        "steps": sum(steps),
+        "steps_per_s": sum(steps) / wall,
+        "p50_ms": q(0.50),
+        "p99_ms": q(0.99),
+        "mean_ms": statistics.fmean(latencies) * 1e3 if latencies else float("nan"),
+        # the share of its core each side kept busy: the side near 1.0 is the one that limits the level
+        "server_cpu": server_busy,
+        "client_cpu": client_busy,
+    }
 
 
 def measure(env_id: str, levels: list[int], seconds: float, slo_ms: float, pin: bool) -> dict[str, Any]:
@@ -131,26 +146,47 @@ def measure(env_id: str, levels: list[int], seconds: float, slo_ms: float, pin: 
         proc.wait(timeout=30)
     within = [r for r in rows if r["p99_ms"] <= slo_ms]
     best = max(within, key=lambda r: r["sessions"]) if within else None
-    return {"levels": rows, "server_core": cores[0] if two else None, "client_core": cores[1] if two else None,
-            "sessions_per_core": best["sessions"] if best else 0, "steps_per_s_there": best["steps_per_s"] if best else 0.0}
+    return {
+        "levels": rows,
+        "server_core": cores[0] if two else None,
+        "client_core": cores[1] if two else None,
+        "sessions_per_core": best["sessions"] if best else 0,
+        "steps_per_s_there": best["steps_per_s"] if best else 0.0,
+    }
 
 
 def markdown(results: dict[str, Any]) -> str:
     """The docs table of a results file."""
-    lines = ["| id | sessions per core (p99 < {slo:.0f} ms) | steps/s there | sessions: p50 / p99 ms (server core busy, client core busy) |".format(
-        slo=results["slo_ms"]), "|---|---:|---:|---|"]
+    lines = [
+        "| id | sessions per core (p99 < {slo:.0f} ms) | steps/s there | sessions: p50 / p99 ms (server core busy, client core busy) |".format(
+            slo=results["slo_ms"]
+        ),
+        "|---|---:|---:|---|",
+    ]
     for env_id, r in results["ids"].items():
-        levels = "; ".join(f"{row['sessions']}: {row['p50_ms']:.1f} / {row['p99_ms']:.1f} ({row['server_cpu']:.0%}, {row['client_cpu']:.0%})"
-                           for row in r["levels"])
+        levels = "; ".join(
+            f"{row['sessions']}: {row['p50_ms']:.1f} / {row['p99_ms']:.1f} ({row['server_cpu']:.0%}, {row['client_cpu']:.0%})"
+            for row in r["levels"]
+        )
         lines.append(f"| {env_id} | {r['sessions_per_core']} | {r['steps_per_s_there']:,.0f} | {levels} |")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, nargs="+", default=[8, 32, 64, 128, 256], help="concurrency levels (default 8 32 64 128 256)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        nargs="+",
+        default=[8, 32, 64, 128, 256],
+        help="concurrency levels (default 8 32 64 128 256)",
+    )
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds of play per level (default 5)")
-    parser.add_argument("--slo-ms", type=float, default=100.0, help="the p99 step latency a level must stay under (default 100)")
+    parser.add_argument(
+        "--slo-ms", type=float, default=100.0, help="the p99 step latency a level must stay under (default 100)"
+    )
     parser.add_argument("--only", nargs="*", default=None, help="measure only these ids")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the server and the clients to separate cores")
     parser.add_argument("--out", default=str(RESULTS), help=f"results file (default {common.shown(RESULTS)})")
@@ -158,15 +194,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if args.markdown:
         return common.print_table(args.out, markdown)
-    results: dict[str, Any] = {"machine": common.machine(load_average=common.load_average()), "slo_ms": args.slo_ms,
-                               "seconds": args.seconds, "ids": {}}
+    results: dict[str, Any] = {
+        "machine": common.machine(load_average=common.load_average()),
+        "slo_ms": args.slo_ms,
+        "seconds": args.seconds,
+        "ids": {},
+    }
     for env_id in args.only or IDS:
         results["ids"][env_id] = measure(env_id, sorted(args.sessions), args.seconds, args.slo_ms, not args.no_pin)
         r = results["ids"][env_id]
-        print(f"{env_id}: {r['sessions_per_core']} sessions per core under {args.slo_ms:.0f} ms p99 "
-              f"({r['steps_per_s_there']:,.0f} steps/s); " + "; ".join(
-                  f"{x['sessions']}: p50 {x['p50_ms']:.1f} p99 {x['p99_ms']:.1f} ms, server {x['server_cpu']:.0%} client {x['client_cpu']:.0%}"
-                  for x in r["levels"]))
+        print(
+            f"{env_id}: {r['sessions_per_core']} sessions per core under {args.slo_ms:.0f} ms p99 "
+            f"({r['steps_per_s_there']:,.0f} steps/s); "
+            + "; ".join(
+                f"{x['sessions']}: p50 {x['p50_ms']:.1f} p99 {x['p99_ms']:.1f} ms, server {x['server_cpu']:.0%} client {x['client_cpu']:.0%}"
+                for x in r["levels"]
+            )
+        )
     path = common.write_json(args.out, results)
     print(f"wrote {common.shown(path)}")
     return results

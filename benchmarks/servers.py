@@ -61,7 +61,9 @@ def _load_retriever(clients: int, seconds: float) -> dict:
             t0 = time.perf_counter()
             try:
                 conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
-                conn.request("POST", "/retrieve", body=body, headers={"Content-Type": "application/json", "Connection": "close"})
+                conn.request(
+                    "POST", "/retrieve", body=body, headers={"Content-Type": "application/json", "Connection": "close"}
+                )
                 resp = conn.getresponse()
                 payload = resp.read()
                 conn.close()
@@ -119,8 +121,19 @@ def _load_site(sessions: int, rounds: int, idle_timeout: float = 30.0) -> dict:
     from agentgym_turn.webshop.env import TurnWebShopEnv
     from agentgym_turn.webshop.text import html_to_text
 
-    cmd = [sys.executable, "-m", "agentgym_turn.webshop.server", "--port", "0", "--goal-split", "all",
-           "--max-sessions", str(2 * sessions), "--idle-timeout", str(idle_timeout)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agentgym_turn.webshop.server",
+        "--port",
+        "0",
+        "--goal-split",
+        "all",
+        "--max-sessions",
+        str(2 * sessions),
+        "--idle-timeout",
+        str(idle_timeout),
+    ]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline()
@@ -163,7 +176,9 @@ def _load_site(sessions: int, rounds: int, idle_timeout: float = 30.0) -> dict:
             instruction = env.goal.instruction_text
             conn = http.client.HTTPConnection(host, port, timeout=60)
             try:
-                status, _, data = call(conn, "POST", "/sessions", json.dumps({"goal_index": goal}), {"Content-Type": "application/json"})
+                status, _, data = call(
+                    conn, "POST", "/sessions", json.dumps({"goal_index": goal}), {"Content-Type": "application/json"}
+                )
                 if status != 201:
                     raise RuntimeError(f"HTTP {status} creating a session")
                 sid = json.loads(data)["session"]
@@ -171,7 +186,13 @@ def _load_site(sessions: int, rounds: int, idle_timeout: float = 30.0) -> dict:
                     action = env.expert_action()
                     if action.startswith("search["):
                         form = urlencode({"search_query": action[7:-1]})
-                        status, _, _ = call(conn, "POST", f"/s/{sid}/search", form, {"Content-Type": "application/x-www-form-urlencoded"})
+                        status, _, _ = call(
+                            conn,
+                            "POST",
+                            f"/s/{sid}/search",
+                            form,
+                            {"Content-Type": "application/x-www-form-urlencoded"},
+                        )
                     else:
                         status, _, _ = call(conn, "POST", f"/s/{sid}/click?name={quote(action[6:-1], safe='')}")
                     if status != 303:
@@ -231,8 +252,10 @@ def _load_site(sessions: int, rounds: int, idle_timeout: float = 30.0) -> dict:
             "scores_differing_from_in_process": len(wrong_scores),
             "idle_timeout_s": idle_timeout,
             "server_rss": rss,
-            "machine": common.machine(load_average_1min_at_end=common.load_average(),
-                                      note="client threads in this process, the site in its own process, on the same machine"),
+            "machine": common.machine(
+                load_average_1min_at_end=common.load_average(),
+                note="client threads in this process, the site in its own process, on the same machine",
+            ),
             "wall_seconds": round(time.monotonic() - started, 2),
         }
     finally:
@@ -248,12 +271,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=200, help="concurrent retriever clients (default 200)")
     parser.add_argument("--seconds", type=float, default=30.0, help="duration of the retriever run (default 30)")
-    parser.add_argument("--site-sessions", type=int, default=200, help="concurrent WebShop sessions per round (default 200)")
-    parser.add_argument("--site-rounds", type=int, default=5, help="rounds of sessions, to see memory once they expire (default 5)")
-    parser.add_argument("--site-idle-timeout", type=float, default=30.0,
-                        help="the site's --idle-timeout (default 30 s: above the slowest gap between one session's requests under load)")
+    parser.add_argument(
+        "--site-sessions", type=int, default=200, help="concurrent WebShop sessions per round (default 200)"
+    )
+    parser.add_argument(
+        "--site-rounds", type=int, default=5, help="rounds of sessions, to see memory once they expire (default 5)"
+    )
+    parser.add_argument(
+        "--site-idle-timeout",
+        type=float,
+        default=30.0,
+        help="the site's --idle-timeout (default 30 s: above the slowest gap between one session's requests under load)",
+    )
     parser.add_argument("--only", choices=("retriever", "site"), help="run one server's load only")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON, updated in place (default benchmarks/results/servers.json)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS,
+        help="results JSON, updated in place (default benchmarks/results/servers.json)",
+    )
     args = parser.parse_args(argv)
     result: dict = {}
     if args.only != "site":

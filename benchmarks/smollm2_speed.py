@@ -30,8 +30,11 @@ except ModuleNotFoundError:  # python benchmarks/smollm2_speed.py
     import common
 
 OUT = common.RESULTS / "smollm2_speed.json"
-UPDATE = {"float32": dict(dtype=None, checkpointing=False), "bfloat16 autocast": dict(dtype="bfloat16", checkpointing=False),
-          "float32 + gradient checkpointing": dict(dtype=None, checkpointing=True)}
+UPDATE = {
+    "float32": dict(dtype=None, checkpointing=False),
+    "bfloat16 autocast": dict(dtype="bfloat16", checkpointing=False),
+    "float32 + gradient checkpointing": dict(dtype=None, checkpointing=True),
+}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -46,14 +49,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     cfg = RECIPES["sokoban_smollm2"].build(out="unused")
     loaded, tokenizer = load_policy(resolve_model(args.model))
-    lm = loaded.lm.eval()  # eval mode: only the checkpointing policy puts its layers in training mode (in backward passes)
+    lm = (
+        loaded.lm.eval()
+    )  # eval mode: only the checkpointing policy puts its layers in training mode (in backward passes)
     fmt = ChatFormat(tokenizer)
-    demos = expert_episodes(cfg.train.env, fmt, sft_seeds(0, cfg.train.eval_seed, args.episodes), cfg.rollout.env_kwargs)
+    demos = expert_episodes(
+        cfg.train.env, fmt, sft_seeds(0, cfg.train.eval_seed, args.episodes), cfg.rollout.env_kwargs
+    )
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     batch = make_batch(demos, pad)
     tokens = int(batch.attention_mask.sum())
-    prompts = [d.conversation.ids[:d.conversation.action_spans[0][0]] for d in demos]
-    policies = {name: Policy(lm, compute_dtype=getattr(torch, s["dtype"]) if s["dtype"] else None) for name, s in UPDATE.items()}
+    prompts = [d.conversation.ids[: d.conversation.action_spans[0][0]] for d in demos]
+    policies = {
+        name: Policy(lm, compute_dtype=getattr(torch, s["dtype"]) if s["dtype"] else None) for name, s in UPDATE.items()
+    }
     for name, s in UPDATE.items():
         if s["checkpointing"]:
             policies[name].enable_gradient_checkpointing()
@@ -68,7 +77,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 policy = policies[name]
                 lm.zero_grad(set_to_none=True)
                 t0 = time.perf_counter()
-                out = policy.evaluate(batch.ids, batch.attention_mask, batch.action_mask, with_values=False, with_entropy=False)
+                out = policy.evaluate(
+                    batch.ids, batch.attention_mask, batch.action_mask, with_values=False, with_entropy=False
+                )
                 loss = -(out.logp * batch.action_mask).sum() / batch.action_mask.sum()
                 loss.backward()
                 rows.setdefault(f"update, {name}, {threads} threads", []).append(tokens / (time.perf_counter() - t0))
@@ -76,37 +87,66 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for name in ("float32", "bfloat16 autocast"):
                 gen = torch.Generator().manual_seed(0)
                 t0 = time.perf_counter()
-                ids, _ = policies[name].generate(prompts, max_new_tokens=args.new_tokens, stop_ids=frozenset(), pad_id=pad,
-                                                 temperature=0.0, generator=gen)
+                ids, _ = policies[name].generate(
+                    prompts,
+                    max_new_tokens=args.new_tokens,
+                    stop_ids=frozenset(),
+                    pad_id=pad,
+                    temperature=0.0,
+                    generator=gen,
+                )
                 rows.setdefault(f"rollout, {name}, {threads} threads", []).append(
-                    sum(len(x) for x in ids) / (time.perf_counter() - t0))
+                    sum(len(x) for x in ids) / (time.perf_counter() - t0)
+                )
                 greedy[name] = [list(x) for x in ids]
         print(f"round {rnd + 1}/{args.rounds} done", flush=True)
     lm.zero_grad(set_to_none=True)
     ref = logps["float32"]
-    agreement = {name: {"max_abs_logp_diff": float((lp - ref).abs().max()), "mean_abs_logp_diff": float((lp - ref).abs().mean()),
-                        "loss": losses[name], "loss_rel_diff": abs(losses[name] - losses["float32"]) / abs(losses["float32"])}
-                 for name, lp in logps.items()}
+    agreement = {
+        name: {
+            "max_abs_logp_diff": float((lp - ref).abs().max()),
+            "mean_abs_logp_diff": float((lp - ref).abs().mean()),
+            "loss": losses[name],
+            "loss_rel_diff": abs(losses[name] - losses["float32"]) / abs(losses["float32"]),
+        }
+        for name, lp in logps.items()
+    }
     same = [a == b for a, b in zip(greedy["float32"], greedy["bfloat16 autocast"])]
     agreement["bfloat16 autocast"]["greedy_responses_equal"] = sum(same) / len(same)
-    return {"machine": common.machine(load_average=common.load_average()), "model": args.model,
-            "settings": {"episodes": len(demos), "tokens": tokens, "action_tokens": int(batch.action_mask.sum()),
-                         "new_tokens": args.new_tokens, "rounds": args.rounds, "threads": args.threads},
-            "tokens_per_s": {k: statistics.median(v) for k, v in rows.items()}, "all": rows, "agreement": agreement}
+    return {
+        "machine": common.machine(load_average=common.load_average()),
+        "model": args.model,
+        "settings": {
+            "episodes": len(demos),
+            "tokens": tokens,
+            "action_tokens": int(batch.action_mask.sum()),
+            "new_tokens": args.new_tokens,
+            "rounds": args.rounds,
+            "threads": args.threads,
+        },
+        "tokens_per_s": {k: statistics.median(v) for k, v in rows.items()},
+        "all": rows,
+        "agreement": agreement,
+    }
 
 
 def markdown(result: dict[str, Any]) -> str:
     lines = ["| setting | tokens/s (median) |", "|---|---|"]
     lines += [f"| {k} | {v:.0f} |" for k, v in result["tokens_per_s"].items()]
     lines += ["", "| against float32 | mean / max abs log-prob diff (nats) | loss, relative diff |", "|---|---|---|"]
-    lines += [f"| {k} | {v['mean_abs_logp_diff']:.2g} / {v['max_abs_logp_diff']:.2g} | {v['loss_rel_diff']:.2g} |"
-              for k, v in result["agreement"].items() if k != "float32"]
+    lines += [
+        f"| {k} | {v['mean_abs_logp_diff']:.2g} / {v['max_abs_logp_diff']:.2g} | {v['loss_rel_diff']:.2g} |"
+        for k, v in result["agreement"].items()
+        if k != "float32"
+    ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="smollm2-135m-instruct", help="a named model, .gguf file or checkpoint directory")
+    ap.add_argument(
+        "--model", default="smollm2-135m-instruct", help="a named model, .gguf file or checkpoint directory"
+    )
     ap.add_argument("--episodes", type=int, default=16)
     ap.add_argument("--new-tokens", type=int, default=16, help="tokens sampled per prompt in the rollout timing")
     ap.add_argument("--rounds", type=int, default=3)

@@ -64,8 +64,15 @@ def measure(env_id: str, states: int = 20, repeat: int = 20, seed: int = 0) -> d
                 forks.extend(base.fork(repeat))
             forks.pop().step(response)
 
-        rows.append({"bytes": len(snap), "snapshot_s": _cpu(base.snapshot, repeat), "restore_s": _cpu(lambda: base.restore(snap), repeat),
-                     "fork1_s": _cpu(lambda: base.fork(1), repeat), "step_s": _cpu(step_a_fork, repeat)})
+        rows.append(
+            {
+                "bytes": len(snap),
+                "snapshot_s": _cpu(base.snapshot, repeat),
+                "restore_s": _cpu(lambda: base.restore(snap), repeat),
+                "fork1_s": _cpu(lambda: base.fork(1), repeat),
+                "step_s": _cpu(step_a_fork, repeat),
+            }
+        )
     env.close()
     out = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
     out["fork1_over_step"] = out["fork1_s"] / out["step_s"] if out["step_s"] > 0 else None
@@ -75,17 +82,26 @@ def measure(env_id: str, states: int = 20, repeat: int = 20, seed: int = 0) -> d
 
 def markdown(results: dict[str, Any]) -> str:
     """The docs table (``docs/turn-contract.md``) of a results file's rows."""
-    lines = ["| id | snapshot size | snapshot | restore | fork(1) | a step, for scale | fork(1) / step |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| id | snapshot size | snapshot | restore | fork(1) | a step, for scale | fork(1) / step |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for env_id, r in results["ids"].items():
-        lines.append(f"| {env_id} | {r['bytes'] / 1024:.1f} KiB | {r['snapshot_s'] * 1e6:.0f} µs | {r['restore_s'] * 1e6:.0f} µs | "
-                     f"{r['fork1_s'] * 1e6:.0f} µs | {r['step_s'] * 1e6:.0f} µs | {r['fork1_over_step']:.2f} |")
+        lines.append(
+            f"| {env_id} | {r['bytes'] / 1024:.1f} KiB | {r['snapshot_s'] * 1e6:.0f} µs | {r['restore_s'] * 1e6:.0f} µs | "
+            f"{r['fork1_s'] * 1e6:.0f} µs | {r['step_s'] * 1e6:.0f} µs | {r['fork1_over_step']:.2f} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--states", type=int, default=20, help="mid-episode states per id (default 20)")
-    parser.add_argument("--repeat", type=int, default=20, help="calls timed per operation and state; the median counts (default 20)")
+    parser.add_argument(
+        "--repeat", type=int, default=20, help="calls timed per operation and state; the median counts (default 20)"
+    )
     parser.add_argument("--only", nargs="*", default=None, help="measure only these ids")
     parser.add_argument("--out", default=str(RESULTS), help=f"results file (default {common.shown(RESULTS)})")
     parser.add_argument("--markdown", action="store_true", help="only print the docs table of the saved results")
@@ -96,8 +112,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for env_id in args.only or agentgym_turn.env_ids():
         row = measure(env_id, args.states, args.repeat)
         results["ids"][env_id] = row
-        print(f"{env_id:24s} {row['bytes']:8.0f} B  snapshot {row['snapshot_s'] * 1e6:7.0f} us  restore {row['restore_s'] * 1e6:7.0f} us  "
-              f"fork(1) {row['fork1_s'] * 1e6:7.0f} us  step {row['step_s'] * 1e6:7.0f} us  fork/step {row['fork1_over_step']:.2f}")
+        print(
+            f"{env_id:24s} {row['bytes']:8.0f} B  snapshot {row['snapshot_s'] * 1e6:7.0f} us  restore {row['restore_s'] * 1e6:7.0f} us  "
+            f"fork(1) {row['fork1_s'] * 1e6:7.0f} us  step {row['step_s'] * 1e6:7.0f} us  fork/step {row['fork1_over_step']:.2f}"
+        )
     path = common.write_json(args.out, results)
     print(f"wrote {common.shown(path)}")
     return results

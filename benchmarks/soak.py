@@ -25,18 +25,49 @@ except ModuleNotFoundError:  # python benchmarks/soak.py
     import common
 
 #: The churn (scenarios, clients, servers) is the package's: ``validate --soak`` runs the same.
-from agentgym_turn.testing.soak import (IDLE_TIMEOUT_S, SCENARIOS, ClientIdled, ServedProcess,  # noqa: E402,F401
-                                        frame, soak as churn)
+from agentgym_turn.testing.soak import (  # noqa: E402,F401
+    IDLE_TIMEOUT_S,
+    SCENARIOS,
+    ClientIdled,
+    ServedProcess,
+    frame,
+    soak as churn,
+)
 
 
 def soak(seconds: float, clients: int, seed: int = 0) -> dict[str, Any]:
     """Run both servers under churn for ``seconds``; the report described in the module docstring."""
     python = [sys.executable, "-m", "agentgym_turn"]
     servers = {
-        "env": ServedProcess(python + ["serve", "env", "TurnSokoban-v0", "--port", "0", "--idle-timeout", str(IDLE_TIMEOUT_S),
-                                       "--max-sessions", "256"]),
-        "site": ServedProcess(python + ["serve", "webshop", "--port", "0", "--idle-timeout", str(IDLE_TIMEOUT_S), "--max-sessions",
-                                        "1000", "--num-products", "1000"]),
+        "env": ServedProcess(
+            python
+            + [
+                "serve",
+                "env",
+                "TurnSokoban-v0",
+                "--port",
+                "0",
+                "--idle-timeout",
+                str(IDLE_TIMEOUT_S),
+                "--max-sessions",
+                "256",
+            ]
+        ),
+        "site": ServedProcess(
+            python
+            + [
+                "serve",
+                "webshop",
+                "--port",
+                "0",
+                "--idle-timeout",
+                str(IDLE_TIMEOUT_S),
+                "--max-sessions",
+                "1000",
+                "--num-products",
+                "1000",
+            ]
+        ),
     }
     try:
         result = churn(servers, seconds, clients, seed)
@@ -48,18 +79,25 @@ def soak(seconds: float, clients: int, seed: int = 0) -> dict[str, Any]:
 
 def markdown(result: dict[str, Any]) -> str:
     """The soak's table for ``docs/security.md``: per server, sessions, memory and what must be zero."""
-    rows = ["| server | sessions | RSS start -> end (peak), MB | slope after warm-up, MB per 1,000 sessions | "
-            "live after drain | client errors | server tracebacks |", "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| server | sessions | RSS start -> end (peak), MB | slope after warm-up, MB per 1,000 sessions | "
+        "live after drain | client errors | server tracebacks |",
+        "|---|---|---|---|---|---|---|",
+    ]
     names = {"env": "env server (TurnSokoban-v0, /ws)", "site": "WebShop site"}
     for name, r in result["servers"].items():
         slope = "n/a" if r["slope_mb_per_1000_sessions"] is None else f"{r['slope_mb_per_1000_sessions']:+.3f}"
-        rows.append(f"| {names.get(name, name)} | {r['sessions']:,} | {r['rss_start_mb']:.1f} -> {r['rss_end_mb']:.1f} "
-                    f"({r['rss_peak_mb']:.1f}) | {slope} | {r['live_sessions_after_drain']} | {r['client_errors']} | "
-                    f"{r['server_tracebacks']} |")
+        rows.append(
+            f"| {names.get(name, name)} | {r['sessions']:,} | {r['rss_start_mb']:.1f} -> {r['rss_end_mb']:.1f} "
+            f"({r['rss_peak_mb']:.1f}) | {slope} | {r['live_sessions_after_drain']} | {r['client_errors']} | "
+            f"{r['server_tracebacks']} |"
+        )
     minutes = result["seconds"] / 60
     plays = ", ".join(f"{k} {v:,}" for k, v in result["scenarios"].items())
-    return (f"{minutes:g} minutes, {result['clients']} client threads, idle timeout {result['idle_timeout_s']:g} s "
-            f"(`benchmarks/results/soak.json`; scenarios played: {plays}).\n\n" + "\n".join(rows) + "\n")
+    return (
+        f"{minutes:g} minutes, {result['clients']} client threads, idle timeout {result['idle_timeout_s']:g} s "
+        f"(`benchmarks/results/soak.json`; scenarios played: {plays}).\n\n" + "\n".join(rows) + "\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,9 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     result = soak(args.seconds, args.clients, args.seed)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     for name, r in result["servers"].items():
-        print(f"{name}: {r['sessions']} sessions, RSS {r['rss_start_mb']} -> {r['rss_end_mb']} MB, slope "
-              f"{r['slope_mb_per_1000_sessions']} MB/1,000 sessions after warm-up, {r['live_sessions_after_drain']} live after "
-              f"drain, {r['client_errors']} client errors, {r['server_tracebacks']} server tracebacks")
+        print(
+            f"{name}: {r['sessions']} sessions, RSS {r['rss_start_mb']} -> {r['rss_end_mb']} MB, slope "
+            f"{r['slope_mb_per_1000_sessions']} MB/1,000 sessions after warm-up, {r['live_sessions_after_drain']} live after "
+            f"drain, {r['client_errors']} client errors, {r['server_tracebacks']} server tracebacks"
+        )
     return 0
 
 

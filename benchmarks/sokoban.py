@@ -207,8 +207,13 @@ class Peer:
 
     def __init__(self, python: Path):
         self._stderr = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([str(python), "-c", PEER_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._stderr, text=True)
+        self.proc = subprocess.Popen(
+            [str(python), "-c", PEER_SCRIPT],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+        )
         self._reply()
 
     def _reply(self) -> dict:
@@ -216,7 +221,9 @@ class Peer:
             if line.startswith("{"):
                 return json.loads(line)
         self._stderr.seek(0)
-        raise RuntimeError(f"gym-sokoban's process ended (exit code {self.proc.wait()}):\n{self._stderr.read()[-4000:]}")
+        raise RuntimeError(
+            f"gym-sokoban's process ended (exit code {self.proc.wait()}):\n{self._stderr.read()[-4000:]}"
+        )
 
     def ask(self, **cmd) -> dict:
         self.proc.stdin.write(json.dumps(cmd) + "\n")
@@ -309,7 +316,6 @@ def check_peer_levels(levels: list, budget: int) -> dict:
     }
 
 
-
 class OursGeneration:
     """``generate_level`` for one registered variant, certified and plan-only, in batches of seeds."""
 
@@ -339,7 +345,10 @@ class OursGeneration:
                 gen = self._generate(rng, self.dim, self.boxes, max_moves=self.cap, solver_budget=solver_budget)
                 dt = time.perf_counter() - t
                 board = self._board_for(gen.level)
-                assert self._replay(board, self._mask_of(gen.level.boxes), gen.level.player, gen.solution)[0] == board.target_mask
+                assert (
+                    self._replay(board, self._mask_of(gen.level.boxes), gen.level.player, gen.solution)[0]
+                    == board.target_mask
+                )
                 self.times[label].append(dt)
                 self.certified[label] += gen.certified
                 self.lengths[label].append(gen.optimal_moves)
@@ -378,13 +387,22 @@ class OursSteps:
                 per_turn = env.unwrapped.max_actions_per_turn
                 rng = np.random.default_rng(0)
                 for label, k in (("1_move", 1), (f"{per_turn}_moves", per_turn)):
-                    responses = ["<answer>" + " || ".join(self.NAMES[m] for m in rng.integers(0, 4, size=k)) + "</answer>"
-                                 for _ in range(512)]
+                    responses = [
+                        "<answer>" + " || ".join(self.NAMES[m] for m in rng.integers(0, 4, size=k)) + "</answer>"
+                        for _ in range(512)
+                    ]
                     if label != "1_move":
                         env = gym.make(env_id, prompt_style=style)
                     env.reset(seed=0)
-                    self.cases[f"{env_id}/{style}/{label}"] = {"env": env, "responses": responses, "i": 0, "seed": 0,
-                                                               "turns": 0, "seconds": 0.0, "moves": 0}
+                    self.cases[f"{env_id}/{style}/{label}"] = {
+                        "env": env,
+                        "responses": responses,
+                        "i": 0,
+                        "seed": 0,
+                        "turns": 0,
+                        "seconds": 0.0,
+                        "moves": 0,
+                    }
 
     def batch(self, n: int) -> dict:
         """``n`` turns of every case; return this batch's rates."""
@@ -411,8 +429,12 @@ class OursSteps:
     def results(self) -> dict:
         out = {}
         for key, case in self.cases.items():
-            out[key] = {"turns": case["turns"], "seconds": case["seconds"],
-                        "turn_steps_per_s": case["turns"] / case["seconds"], "moves_per_s": case["moves"] / case["seconds"]}
+            out[key] = {
+                "turns": case["turns"],
+                "seconds": case["seconds"],
+                "turn_steps_per_s": case["turns"] / case["seconds"],
+                "moves_per_s": case["moves"] / case["seconds"],
+            }
         for case in self.cases.values():
             case["env"].close()
         return out
@@ -438,9 +460,15 @@ def _spread(per_round: list[float], pooled: float) -> dict:
     """Median, min and max of per-round ratios, an interval for their median, and the ratio over
     all samples pooled."""
     low, high, coverage = _median_interval(per_round)
-    return {"median": statistics.median(per_round), "min": min(per_round), "max": max(per_round),
-            "median_interval": [low, high], "median_interval_coverage": coverage,
-            "rounds": len(per_round), "pooled": pooled}
+    return {
+        "median": statistics.median(per_round),
+        "min": min(per_round),
+        "max": max(per_round),
+        "median_interval": [low, high],
+        "median_interval_coverage": coverage,
+        "rounds": len(per_round),
+        "pooled": pooled,
+    }
 
 
 def interleaved_generation(peer: Peer, plan: dict) -> tuple[dict, dict, dict, dict]:
@@ -474,13 +502,21 @@ def interleaved_generation(peer: Peer, plan: dict) -> tuple[dict, dict, dict, di
             calls += raw["generate_room_calls"]
             capped += sum(level is None for level in raw["levels"])
             levels += [level for level in raw["levels"] if level is not None]
-            row = {"peer_n": len(seeds), "peer_median_ms": float(np.median(raw["times_s"]) * 1e3),
-                   "ours_n": len(ours_times), "ours_median_ms": float(np.median(ours_times) * 1e3),
-                   "order": "ours, peer" if ours_first else "peer, ours", "load_average": os.getloadavg()[0]}
+            row = {
+                "peer_n": len(seeds),
+                "peer_median_ms": float(np.median(raw["times_s"]) * 1e3),
+                "ours_n": len(ours_times),
+                "ours_median_ms": float(np.median(ours_times) * 1e3),
+                "order": "ours, peer" if ours_first else "peer, ours",
+                "load_average": os.getloadavg()[0],
+            }
             row["ratio"] = row["peer_median_ms"] / row["ours_median_ms"]
             rounds.append(row)
-            print(f"  {name} round {len(rounds)}: peer {row['peer_median_ms']:.1f} ms (n {len(seeds)}), "
-                  f"ours {row['ours_median_ms']:.2f} ms, {row['ratio']:.1f}x (load {row['load_average']:.1f})", flush=True)
+            print(
+                f"  {name} round {len(rounds)}: peer {row['peer_median_ms']:.1f} ms (n {len(seeds)}), "
+                f"ours {row['ours_median_ms']:.2f} ms, {row['ratio']:.1f}x (load {row['load_average']:.1f})",
+                flush=True,
+            )
         peer_gen[name] = {
             **_stats(times),
             "capped_samples": capped,
@@ -507,8 +543,10 @@ def interleaved_steps(peer: Peer, rounds: int, peer_steps: dict, our_turns: int)
     for r in range(rounds):
         ours_first = r % 2 == 1
         mine = ours.batch(our_turns) if ours_first else None
-        theirs = {name: peer.ask(op="steps", name=name, dim=dim, boxes=boxes, n=n, seed=r)
-                  for name, (dim, boxes, n) in peer_steps.items()}
+        theirs = {
+            name: peer.ask(op="steps", name=name, dim=dim, boxes=boxes, n=n, seed=r)
+            for name, (dim, boxes, n) in peer_steps.items()
+        }
         if not ours_first:
             mine = ours.batch(our_turns)
         for name, labels in theirs.items():
@@ -517,8 +555,12 @@ def interleaved_steps(peer: Peer, rounds: int, peer_steps: dict, our_turns: int)
                 acc["steps"] += v["steps"]
                 acc["seconds"] += v["seconds"]
         ragen = theirs["6x6/1"]["ragen_text_step"]["steps"] / theirs["6x6/1"]["ragen_text_step"]["seconds"]
-        row = {"ragen_text_step_per_s": ragen, "order": "ours, peer" if ours_first else "peer, ours",
-               "load_average": os.getloadavg()[0], "ratios": {}}
+        row = {
+            "ragen_text_step_per_s": ragen,
+            "order": "ours, peer" if ours_first else "peer, ours",
+            "load_average": os.getloadavg()[0],
+            "ratios": {},
+        }
         for style in ("full", "compact"):
             one = mine[f"TurnSokoban-v0/{style}/1_move"]["turn_steps_per_s"]
             five = mine[f"TurnSokoban-v0/{style}/5_moves"]["moves_per_s"]
@@ -527,11 +569,16 @@ def interleaved_steps(peer: Peer, rounds: int, peer_steps: dict, our_turns: int)
             row["ratios"][f"text_turn_steps_vs_ragen/TurnSokoban-v0/{style}/1_move"] = one / ragen
             row["ratios"][f"moves_vs_ragen/TurnSokoban-v0/{style}/5_moves"] = five / ragen
         rows.append(row)
-        print(f"  steps round {r + 1}/{rounds}: RAGEN {ragen:.0f}/s, ours {row['ours_full_1_move_turn_steps_per_s']:.0f}/s, "
-              f"{row['ratios']['text_turn_steps_vs_ragen/TurnSokoban-v0/full/1_move']:.1f}x "
-              f"(load {row['load_average']:.1f})", flush=True)
-    peer_out = {name: {label: {**v, "steps_per_s": v["steps"] / v["seconds"]} for label, v in labels.items()}
-                for name, labels in totals.items()}
+        print(
+            f"  steps round {r + 1}/{rounds}: RAGEN {ragen:.0f}/s, ours {row['ours_full_1_move_turn_steps_per_s']:.0f}/s, "
+            f"{row['ratios']['text_turn_steps_vs_ragen/TurnSokoban-v0/full/1_move']:.1f}x "
+            f"(load {row['load_average']:.1f})",
+            flush=True,
+        )
+    peer_out = {
+        name: {label: {**v, "steps_per_s": v["steps"] / v["seconds"]} for label, v in labels.items()}
+        for name, labels in totals.items()
+    }
     ours_out = ours.results()
     ragen_pooled = peer_out["6x6/1"]["ragen_text_step"]["steps_per_s"]
     ratios = {}
@@ -560,8 +607,13 @@ def measure_solver(n_seeds: int) -> dict:
         rng, _ = seeding.np_random(seed)
         level_seed = int(rng.integers(0, 2**63 - 1))
         t = time.perf_counter()
-        gen = generate_level(np.random.default_rng(level_seed), kwargs["dim"], kwargs["num_boxes"],
-                             max_moves=kwargs["max_moves"], solver_budget=budget)
+        gen = generate_level(
+            np.random.default_rng(level_seed),
+            kwargs["dim"],
+            kwargs["num_boxes"],
+            max_moves=kwargs["max_moves"],
+            solver_budget=budget,
+        )
         times.append(time.perf_counter() - t)
         expansions.append(gen.expansions)
         certified += gen.certified
@@ -596,7 +648,11 @@ def measure_solver(n_seeds: int) -> dict:
             env = TurnSokobanEnv(levels=path, solver_budget=solver_budget, max_actions_per_episode=None)
             made = time.perf_counter() - t
             _, info = env.reset(seed=0)
-            ten[str(solver_budget)] = {"make_s": made, "certified": info["optimal_certified"], "plan_moves": info["solution_moves"]}
+            ten[str(solver_budget)] = {
+                "make_s": made,
+                "certified": info["optimal_certified"],
+                "plan_moves": info["solution_moves"],
+            }
     out["ten_box_level_load"] = ten
     print(f"  10-box level: {ten}", flush=True)
 
@@ -625,8 +681,11 @@ def measure_solver(n_seeds: int) -> dict:
 
 
 #: The generation rows of the docs table: (results key of the peer, our env id, the label).
-_GENERATION_ROWS = (("6x6/1", "TurnSokoban-v0", "6x6, 1 box"), ("8x8/2", "TurnSokoban-8x8-v0", "8x8, 2 boxes"),
-                    ("10x10/4", "TurnSokoban-10x10-v0", "10x10, 4 boxes"))
+_GENERATION_ROWS = (
+    ("6x6/1", "TurnSokoban-v0", "6x6, 1 box"),
+    ("8x8/2", "TurnSokoban-8x8-v0", "8x8, 2 boxes"),
+    ("10x10/4", "TurnSokoban-10x10-v0", "10x10, 4 boxes"),
+)
 
 
 def _num(x: float) -> str:
@@ -641,28 +700,42 @@ def _times(x: float) -> str:
 def _ratio_cell(r: dict, unit: str = "") -> str:
     """``3.3x (3.0-4.2x; 2.8-5.0x, 10 rounds)``: the median of the rounds, its 95% interval and the min-max."""
     low, high = r["median_interval"]
-    return (f"{_times(r['median'])}{unit} ({_times(low)[:-1]}-{_times(high)}; {_times(r['min'])[:-1]}-{_times(r['max'])}, "
-            f"{r['rounds']} rounds)")
+    return (
+        f"{_times(r['median'])}{unit} ({_times(low)[:-1]}-{_times(high)}; {_times(r['min'])[:-1]}-{_times(r['max'])}, "
+        f"{r['rounds']} rounds)"
+    )
 
 
 def markdown(results: dict) -> str:
     """The two tables of docs/benchmarks.md's TurnSokoban section (level generation, then steps) from saved results."""
     peer, ours, ratios = results["peer"], results["ours"], results["ratios"]
-    lines = ["| level | gym-sokoban 0.0.6 | ours, certified | speed-up: median of rounds (95% interval; min-max) | pooled "
-             "| ours, plan only (no optimality proof) |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| level | gym-sokoban 0.0.6 | ours, certified | speed-up: median of rounds (95% interval; min-max) | pooled "
+        "| ours, plan only (no optimality proof) |",
+        "|---|---|---|---|---|---|",
+    ]
     for key, env_id, label in _GENERATION_ROWS:
-        p, c, plan = peer["generation"][key], ours["generation"][f"{env_id}/certified"], ours["generation"][f"{env_id}/plan_only"]
+        p, c, plan = (
+            peer["generation"][key],
+            ours["generation"][f"{env_id}/certified"],
+            ours["generation"][f"{env_id}/plan_only"],
+        )
         r = ratios[f"generation_median_speedup/{env_id}"]
-        lines.append(f"| {label} | {_num(p['median_ms'])} ms ({_num(p['p90_ms'])}), n = {p['n']} | {_num(c['median_ms'])} ms "
-                     f"({_num(c['p90_ms'])}), {c['certified_optimal']} / {c['n']} proven optimal | **{_ratio_cell(r)}** "
-                     f"| {_times(r['pooled'])} | {_num(plan['median_ms'])} ms |")
+        lines.append(
+            f"| {label} | {_num(p['median_ms'])} ms ({_num(p['p90_ms'])}), n = {p['n']} | {_num(c['median_ms'])} ms "
+            f"({_num(c['p90_ms'])}), {c['certified_optimal']} / {c['n']} proven optimal | **{_ratio_cell(r)}** "
+            f"| {_times(r['pooled'])} | {_num(plan['median_ms'])} ms |"
+        )
     steps = peer["steps"]["6x6/1"]
-    lines += ["", "| | turn-steps/s | moves/s | vs RAGEN's text step: median of rounds (95% interval; min-max) | pooled |",
-              "|---|---|---|---|---|",
-              f"| gym-sokoban `SokobanEnv.step`, 6x6 | | {steps['gym_sokoban_step']['steps_per_s']:,.0f} | | |",
-              f"| RAGEN text step (reproduced), 6x6 | | {steps['ragen_text_step']['steps_per_s']:,.0f} | 1x | |",
-              f"| gym-sokoban game logic only (`_push`, `_calc_reward`, `_check_if_done`) | | "
-              f"{steps['game_logic_only']['steps_per_s']:,.0f} | | |"]
+    lines += [
+        "",
+        "| | turn-steps/s | moves/s | vs RAGEN's text step: median of rounds (95% interval; min-max) | pooled |",
+        "|---|---|---|---|---|",
+        f"| gym-sokoban `SokobanEnv.step`, 6x6 | | {steps['gym_sokoban_step']['steps_per_s']:,.0f} | | |",
+        f"| RAGEN text step (reproduced), 6x6 | | {steps['ragen_text_step']['steps_per_s']:,.0f} | 1x | |",
+        f"| gym-sokoban game logic only (`_push`, `_calc_reward`, `_check_if_done`) | | "
+        f"{steps['game_logic_only']['steps_per_s']:,.0f} | | |",
+    ]
     for key, row in ours["steps"].items():
         env_id, style, label = key.split("/")
         if env_id != "TurnSokoban-v0":
@@ -671,8 +744,10 @@ def markdown(results: dict) -> str:
         r = ratios[f"{'text_turn_steps' if one else 'moves'}_vs_ragen/{key}"]
         cell = _ratio_cell(r, "" if one else " moves").replace(f", {r['rounds']} rounds", "")
         what = f"{'full prompt' if one and style == 'full' else style}, {'1 move' if one else label.split('_')[0] + ' moves'} a turn"
-        lines.append(f"| `{env_id}`, {what} | {row['turn_steps_per_s']:,.0f} | {row['moves_per_s']:,.0f} | "
-                     f"{'**' + cell + '**' if one and style == 'full' else cell} | {_times(r['pooled'])} |")
+        lines.append(
+            f"| `{env_id}`, {what} | {row['turn_steps_per_s']:,.0f} | {row['moves_per_s']:,.0f} | "
+            f"{'**' + cell + '**' if one and style == 'full' else cell} | {_times(r['pooled'])} |"
+        )
     for env_id in ("TurnSokoban-8x8-v0", "TurnSokoban-10x10-v0"):
         rows = [(k.split("/")[2], v) for k, v in ours["steps"].items() if k.startswith(f"{env_id}/full/")]
         counts = " / ".join(label.split("_")[0] for label, _ in rows)
@@ -684,14 +759,26 @@ def markdown(results: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer samples and a 60 s budget for gym-sokoban's 10x10 levels")
-    parser.add_argument("--solver-only", action="store_true",
-                        help="only the solver measurements (no peer); updates the 'solver' entry of the results")
-    parser.add_argument("--no-solver", action="store_true",
-                        help="skip the solver measurements; the 'solver' entry of the previous results is kept")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer samples and a 60 s budget for gym-sokoban's 10x10 levels"
+    )
+    parser.add_argument(
+        "--solver-only",
+        action="store_true",
+        help="only the solver measurements (no peer); updates the 'solver' entry of the results",
+    )
+    parser.add_argument(
+        "--no-solver",
+        action="store_true",
+        help="skip the solver measurements; the 'solver' entry of the previous results is kept",
+    )
     parser.add_argument("--rounds", type=int, help="rounds of the step comparison (default 10, 5 with --quick)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default benchmarks/results/sokoban.json)")
-    parser.add_argument("--markdown", action="store_true", help="only print the docs tables of the saved results (--out)")
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help="results JSON (default benchmarks/results/sokoban.json)"
+    )
+    parser.add_argument(
+        "--markdown", action="store_true", help="only print the docs tables of the saved results (--out)"
+    )
     args = parser.parse_args(argv)
     if args.markdown:
         common.print_table(args.out, markdown)
@@ -699,8 +786,12 @@ def main(argv: list[str] | None = None) -> int:
     quick = args.quick
     previous = common.read_json(args.out, {})
     if args.solver_only:
-        previous["solver"] = {"script": "benchmarks/sokoban.py --solver-only", "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-                              "load_average_before": os.getloadavg(), **measure_solver(1000)}
+        previous["solver"] = {
+            "script": "benchmarks/sokoban.py --solver-only",
+            "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "load_average_before": os.getloadavg(),
+            **measure_solver(1000),
+        }
         previous["solver"]["load_average_after"] = os.getloadavg()
         common.write_json(args.out, previous)
         print(f"wrote {common.shown(args.out)}")
@@ -711,12 +802,22 @@ def main(argv: list[str] | None = None) -> int:
         # name: (dim, boxes, peer samples a round, ours a round, peer samples at most, peer time budget s, cap per sample s)
         "6x6/1": [[6, 6], 1, 20 if quick else 30, 20 if quick else 30, 100 if quick else 300, 30, 60],
         "8x8/2": [[8, 8], 2, 10 if quick else 20, 20 if quick else 30, 50 if quick else 200, 30 if quick else 60, 60],
-        "10x10/4": [[10, 10], 4, 1, 10 if quick else 15, 8 if quick else 40, 60 if quick else 360, 60 if quick else 120],
+        "10x10/4": [
+            [10, 10],
+            4,
+            1,
+            10 if quick else 15,
+            8 if quick else 40,
+            60 if quick else 360,
+            60 if quick else 120,
+        ],
     }
     step_rounds = args.rounds or (5 if quick else 10)
     # name: (dim, boxes, peer steps of each label a round); ours: turns of each case a round
-    peer_steps = {"6x6/1": [[6, 6], 1, (1000 if quick else 3000) // step_rounds],
-                  "10x10/4": [[10, 10], 4, (500 if quick else 1500) // step_rounds]}
+    peer_steps = {
+        "6x6/1": [[6, 6], 1, (1000 if quick else 3000) // step_rounds],
+        "10x10/4": [[10, 10], 4, (500 if quick else 1500) // step_rounds],
+    }
     our_turns = (2000 if quick else 10000) // step_rounds
 
     load_before = os.getloadavg()
@@ -735,15 +836,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_solver:
         solver = previous.get("solver", {})
     else:
-        solver = {"script": "benchmarks/sokoban.py" + (" --quick" if quick else ""), **measure_solver(200 if quick else 1000)}
+        solver = {
+            "script": "benchmarks/sokoban.py" + (" --quick" if quick else ""),
+            **measure_solver(200 if quick else 1000),
+        }
     result = {
         "solver": solver,
         "script": "benchmarks/sokoban.py" + (" --quick" if quick else "") + (" --no-solver" if args.no_solver else ""),
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": common.machine(load_average_before=load_before, load_average_after=load_after),
         "method": "peer and ours alternate in rounds (order swapped every other round); each ratio is the median of "
-                  "per-round ratios with min/max over rounds and an order-statistic interval for the median "
-                  "(coverage >= 95% where the number of rounds allows); 'pooled' is the ratio over all samples",
+        "per-round ratios with min/max over rounds and an order-statistic interval for the median "
+        "(coverage >= 95% where the number of rounds allows); 'pooled' is the ratio over all samples",
         "wall_s": wall,
         "peer": {"packages": PEER_PACKAGES, "generation": peer_gen, "steps": peer_steps_out},
         "ours": {"generation": ours_gen, "steps": ours_steps},

@@ -118,13 +118,30 @@ def _answer_body(rng: random.Random) -> str:
 
 
 def _response(rng: random.Random) -> str:
-    think_open, think_close = rng.choice([("<think>", "</think>")] * 6 + [("<THINK>", "</THINK>"), ("<think >", "</think>"), ("", ""), ("<think>", "")])
-    ans_open, ans_close = rng.choice([("<answer>", "</answer>")] * 6 + [("<ANSWER>", "</ANSWER>"), ("<answer>", ""), ("", "</answer>"), ("< answer>", "</answer>")])
-    thought = rng.choice(["", "I push the box right.", "<answer>Up</answer>", "first Down</think>then", "  \n", "Left || Left"])
-    parts = [rng.choice(["", "", "Sure. ", "<think>draft</think> "]), think_open, thought, think_close,
-             rng.choice(SPACES + ["x", "\n\n", " ok "]), ans_open, _answer_body(rng), ans_close]
+    think_open, think_close = rng.choice(
+        [("<think>", "</think>")] * 6 + [("<THINK>", "</THINK>"), ("<think >", "</think>"), ("", ""), ("<think>", "")]
+    )
+    ans_open, ans_close = rng.choice(
+        [("<answer>", "</answer>")] * 6
+        + [("<ANSWER>", "</ANSWER>"), ("<answer>", ""), ("", "</answer>"), ("< answer>", "</answer>")]
+    )
+    thought = rng.choice(
+        ["", "I push the box right.", "<answer>Up</answer>", "first Down</think>then", "  \n", "Left || Left"]
+    )
+    parts = [
+        rng.choice(["", "", "Sure. ", "<think>draft</think> "]),
+        think_open,
+        thought,
+        think_close,
+        rng.choice(SPACES + ["x", "\n\n", " ok "]),
+        ans_open,
+        _answer_body(rng),
+        ans_close,
+    ]
     if rng.random() < 0.2:
-        parts.append(rng.choice(["<answer>Down</answer>", " trailing", "<think>again</think><answer>Left</answer>", "</answer>"]))
+        parts.append(
+            rng.choice(["<answer>Down</answer>", " trailing", "<think>again</think><answer>Left</answer>", "</answer>"])
+        )
     return "".join(parts)
 
 
@@ -186,8 +203,17 @@ def main(argv: list[str] | None = None) -> int:
     SokobanEnvConfig = _sokoban_config(ragen)
     action_lookup = SokobanEnvConfig().action_lookup
 
-    ns: dict = {"re": re, "List": List, "Dict": Dict, "Any": Any, "Optional": Optional, "Tuple": Tuple, "np": np,
-                "asdict": asdict, "REGISTERED_ENV_CONFIGS": {"sokoban": SokobanEnvConfig}}
+    ns: dict = {
+        "re": re,
+        "List": List,
+        "Dict": Dict,
+        "Any": Any,
+        "Optional": Optional,
+        "Tuple": Tuple,
+        "np": np,
+        "asdict": asdict,
+        "REGISTERED_ENV_CONFIGS": {"sokoban": SokobanEnvConfig},
+    }
     parse_response = _compile(ctx_py, "ContextManager", "_parse_response", ns)
     init_prefix = _compile(ctx_py, "ContextManager", "_init_prefix_lookup", ns)
     extract = _compile(es_py, "EnvStateManager", "_extract_map_valid_actions", ns)
@@ -248,13 +274,15 @@ def main(argv: list[str] | None = None) -> int:
         llm_response, actions = parse_response(manager, response)
         valid = extract(None, entry, actions)
         penalized = bool(eval(penalty_code, {}, {"valid_actions": valid, "env_input": {"actions": actions}}))
-        cases.append({
-            "response": response,
-            "llm_response": llm_response,
-            "actions": actions,
-            "valid_actions": [action_lookup[a] for a in valid],
-            "penalized": penalized,
-        })
+        cases.append(
+            {
+                "response": response,
+                "llm_response": llm_response,
+                "actions": actions,
+                "valid_actions": [action_lookup[a] for a in valid],
+                "penalized": penalized,
+            }
+        )
 
     # Prompts: RAGEN's messages for episodes of our env, turn by turn.
     episodes = _episodes(6, random.Random(SEED + 1))
@@ -280,11 +308,16 @@ def main(argv: list[str] | None = None) -> int:
         ep["system_message"] = msgs[0]["content"]
     result = {
         "source": "github.com/RAGEN-AI/RAGEN: ContextManager._parse_response, ContextManager._init_prefix_lookup, "
-                  "ContextManager.get_lm_inputs, EnvStateManager._extract_map_valid_actions, EnvStateManager.step",
+        "ContextManager.get_lm_inputs, EnvStateManager._extract_map_valid_actions, EnvStateManager.step",
         "penalty_condition": penalty_expr,
-        "settings": {"enable_think": proxy["enable_think"], "action_sep": proxy["action_sep"],
-                     "max_actions_per_turn": proxy["max_actions_per_turn"], "format_penalty": base["es_manager"]["format_penalty"],
-                     "max_actions_per_traj": max_per_traj, "max_tokens": simple["max_tokens"]},
+        "settings": {
+            "enable_think": proxy["enable_think"],
+            "action_sep": proxy["action_sep"],
+            "max_actions_per_turn": proxy["max_actions_per_turn"],
+            "format_penalty": base["es_manager"]["format_penalty"],
+            "max_actions_per_traj": max_per_traj,
+            "max_tokens": simple["max_tokens"],
+        },
         "prefix": manager.prefix_lookup[0],
         "cases": cases,
         "episodes": episodes,

@@ -65,7 +65,9 @@ def extract(rev: str, into: Path) -> Path:
 
 def rate(root: Path, env_id: str, steps: int) -> float:
     """Turn-steps per second of ``env_id`` from the package under ``root``, in a fresh interpreter."""
-    out = subprocess.run([sys.executable, "-c", _SIDE, str(root), env_id, str(steps)], check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _SIDE, str(root), env_id, str(steps)], check=True, capture_output=True, text=True
+    )
     answer = json.loads(out.stdout.strip().splitlines()[-1])
     if not Path(answer["package"]).resolve().is_relative_to(root.resolve()):
         raise RuntimeError(f"the side meant to run {root} imported {answer['package']}")
@@ -78,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", default="TurnSokoban-v0", help="env id (default TurnSokoban-v0)")
     parser.add_argument("--rounds", type=int, default=6, help="rounds, each running both sides once (default 6)")
     parser.add_argument("--steps", type=int, default=3000, help="turns each side plays a round (default 3000)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default benchmarks/results/step_ab.json)")
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help="results JSON (default benchmarks/results/step_ab.json)"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="step_ab_") as tmp:
         sides = {"this checkout": common.ROOT, args.rev: extract(args.rev, Path(tmp))}
@@ -88,21 +92,31 @@ def main(argv: list[str] | None = None) -> int:
             got = {name: rate(sides[name], args.env, args.steps) for name in order}
             got["ratio"] = got["this checkout"] / got[args.rev]
             rounds.append(got)
-            print(f"round {r + 1}: this checkout {got['this checkout']:,.0f}/s, {args.rev} {got[args.rev]:,.0f}/s, "
-                  f"ratio {got['ratio']:.2f}", flush=True)
+            print(
+                f"round {r + 1}: this checkout {got['this checkout']:,.0f}/s, {args.rev} {got[args.rev]:,.0f}/s, "
+                f"ratio {got['ratio']:.2f}",
+                flush=True,
+            )
     ratios = [r["ratio"] for r in rounds]
     summary = {
-        "script": "benchmarks/step_ab.py", "env_id": args.env, "rev": args.rev, "steps": args.steps,
+        "script": "benchmarks/step_ab.py",
+        "env_id": args.env,
+        "rev": args.rev,
+        "steps": args.steps,
         "machine": common.machine(),
         "this_checkout_steps_per_s_median": statistics.median(r["this checkout"] for r in rounds),
         "rev_steps_per_s_median": statistics.median(r[args.rev] for r in rounds),
-        "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+        "ratio_median": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
         "rounds": rounds,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(f"{args.env}: this checkout / {args.rev} = {summary['ratio_median']:.2f} "
-          f"(rounds {summary['ratio_min']:.2f}-{summary['ratio_max']:.2f}); wrote {args.out}")
+    print(
+        f"{args.env}: this checkout / {args.rev} = {summary['ratio_median']:.2f} "
+        f"(rounds {summary['ratio_min']:.2f}-{summary['ratio_max']:.2f}); wrote {args.out}"
+    )
     return 0
 
 

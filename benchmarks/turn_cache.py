@@ -67,10 +67,24 @@ class Case:
 
 #: The measured cases: the Sokoban recipe's 3-layer GPT-2 tiny, the WebShop recipe's 2-layer Qwen2 tiny (2,048-token vocabulary).
 CASES: dict[str, Case] = {
-    "sokoban": Case("TurnSokoban-v0", 5, dict(SOKOBAN_ENV_KWARGS), TinySpec(arch="gpt2", num_layers=3), episodes=64,
-                    max_new_tokens=32, max_context_tokens=1024),
-    "webshop": Case("TurnWebShop-v0", 15, dict(WEBSHOP_ENV_KWARGS), TinySpec(arch="qwen2", vocab_size=2048, rope_theta=1e6, max_positions=4096),
-                    episodes=32, max_new_tokens=48, max_context_tokens=4096),
+    "sokoban": Case(
+        "TurnSokoban-v0",
+        5,
+        dict(SOKOBAN_ENV_KWARGS),
+        TinySpec(arch="gpt2", num_layers=3),
+        episodes=64,
+        max_new_tokens=32,
+        max_context_tokens=1024,
+    ),
+    "webshop": Case(
+        "TurnWebShop-v0",
+        15,
+        dict(WEBSHOP_ENV_KWARGS),
+        TinySpec(arch="qwen2", vocab_size=2048, rope_theta=1e6, max_positions=4096),
+        episodes=32,
+        max_new_tokens=48,
+        max_context_tokens=4096,
+    ),
 }
 
 
@@ -79,11 +93,29 @@ def quick(case: Case) -> Case:
     return replace(case, episodes=4, max_new_tokens=8, spec=replace(case.spec, corpus_episodes=8))
 
 
-def _run(policy: Any, fmt: ChatFormat, envs: SerialPool, case: Case, episodes: int, max_new_tokens: int, reuse: bool, seed: int) -> tuple[list, float, float]:
+def _run(
+    policy: Any,
+    fmt: ChatFormat,
+    envs: SerialPool,
+    case: Case,
+    episodes: int,
+    max_new_tokens: int,
+    reuse: bool,
+    seed: int,
+) -> tuple[list, float, float]:
     """One ``collect`` of ``episodes`` episodes: (episodes, wall seconds, CPU seconds)."""
     wall, cpu = time.perf_counter(), time.process_time()
-    eps = collect(policy, fmt, envs, list(range(seed, seed + episodes)), generator=torch.Generator().manual_seed(seed),
-                  max_new_tokens=max_new_tokens, max_context_tokens=case.max_context_tokens, temperature=1.0, reuse_cache=reuse)
+    eps = collect(
+        policy,
+        fmt,
+        envs,
+        list(range(seed, seed + episodes)),
+        generator=torch.Generator().manual_seed(seed),
+        max_new_tokens=max_new_tokens,
+        max_context_tokens=case.max_context_tokens,
+        temperature=1.0,
+        reuse_cache=reuse,
+    )
     return eps, time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -106,7 +138,9 @@ def measure(case: Case, directory: str | Path, *, repeats: int = 5, seed: int = 
     path = build_tiny(case.env_id, Path(directory) / case.env_id, seed=seed, spec=case.spec, env_kwargs=case.env_kwargs)
     policy, tokenizer = load_policy(path)
     fmt = ChatFormat(tokenizer)
-    envs = SerialPool([gym.make(case.env_id, max_episode_steps=case.turns, **case.env_kwargs) for _ in range(case.episodes)])
+    envs = SerialPool(
+        [gym.make(case.env_id, max_episode_steps=case.turns, **case.env_kwargs) for _ in range(case.episodes)]
+    )
     try:
         for reuse in (True, False):  # warm-up, untimed
             _run(policy, fmt, envs, case, min(case.episodes, 2), min(case.max_new_tokens, 4), reuse, seed)
@@ -122,12 +156,16 @@ def measure(case: Case, directory: str | Path, *, repeats: int = 5, seed: int = 
                 else:
                     worst = max(worst, _largest_logp_difference(reference, eps))
                 if log:
-                    print(f"  {case.env_id} repeat {r + 1}/{repeats} {'reuse   ' if reuse else 'no reuse'} {wall:7.2f} s wall {cpu:7.2f} s cpu",
-                          flush=True)
+                    print(
+                        f"  {case.env_id} repeat {r + 1}/{repeats} {'reuse   ' if reuse else 'no reuse'} {wall:7.2f} s wall {cpu:7.2f} s cpu",
+                        flush=True,
+                    )
     finally:
         envs.close()
     if worst > LOGP_TOLERANCE:
-        raise AssertionError(f"{case.env_id}: log-probs differ by {worst:.2e} > {LOGP_TOLERANCE:g} between the two ways")
+        raise AssertionError(
+            f"{case.env_id}: log-probs differ by {worst:.2e} > {LOGP_TOLERANCE:g} between the two ways"
+        )
     assert reference is not None
     cut = [e.seed for e in reference if e.truncation == "context"]
     if cut:
@@ -140,54 +178,85 @@ def measure(case: Case, directory: str | Path, *, repeats: int = 5, seed: int = 
         endings[ending] = endings.get(ending, 0) + 1
     spec = asdict(case.spec)
     return {
-        "env_id": case.env_id, "turn_limit": case.turns, "env_kwargs": case.env_kwargs, "model": case.model(), "tiny_spec": spec,
-        "episodes": case.episodes, "max_new_tokens": case.max_new_tokens, "max_context_tokens": case.max_context_tokens,
-        "temperature": 1.0, "seed": seed, "repeats": repeats, "torch_threads": torch.get_num_threads(), **times,
-        "reuse_median_s": reuse_median, "no_reuse_median_s": no_reuse_median, "ratio": no_reuse_median / reuse_median,
-        "pair_ratio_min": min(pair_ratios), "pair_ratio_max": max(pair_ratios),
+        "env_id": case.env_id,
+        "turn_limit": case.turns,
+        "env_kwargs": case.env_kwargs,
+        "model": case.model(),
+        "tiny_spec": spec,
+        "episodes": case.episodes,
+        "max_new_tokens": case.max_new_tokens,
+        "max_context_tokens": case.max_context_tokens,
+        "temperature": 1.0,
+        "seed": seed,
+        "repeats": repeats,
+        "torch_threads": torch.get_num_threads(),
+        **times,
+        "reuse_median_s": reuse_median,
+        "no_reuse_median_s": no_reuse_median,
+        "ratio": no_reuse_median / reuse_median,
+        "pair_ratio_min": min(pair_ratios),
+        "pair_ratio_max": max(pair_ratios),
         "mean_turns": statistics.mean(e.num_turns for e in reference),
         "mean_tokens": statistics.mean(len(e.conversation.ids) for e in reference),
         "max_tokens": max(len(e.conversation.ids) for e in reference),
         "sampled_tokens": sum(len(e.sampled_logp) for e in reference),
         "conversation_tokens": sum(len(e.conversation.ids) for e in reference),
-        "endings": endings, "same_tokens": True, "max_logp_abs_diff": worst,
+        "endings": endings,
+        "same_tokens": True,
+        "max_logp_abs_diff": worst,
     }
 
 
 def markdown(results: dict[str, Any]) -> str:
     """The docs table (``docs/trainer.md``) of a results file's cases."""
-    lines = ["| rollout | tiny model | episodes | turns / episode | tokens / episode | keys and values kept | recomputed each turn | "
-             "recomputed / kept (pairs) | same tokens | max log-prob difference |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+    lines = [
+        "| rollout | tiny model | episodes | turns / episode | tokens / episode | keys and values kept | recomputed each turn | "
+        "recomputed / kept (pairs) | same tokens | max log-prob difference |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
     for r in results["cases"].values():
-        lines.append(f"| {r['env_id']}, {r['turn_limit']} turns, {r['max_new_tokens']} new tokens | {r['model']} | {r['episodes']} | "
-                     f"{r['mean_turns']:.1f} | {r['mean_tokens']:.0f} | {r['reuse_median_s']:.2f} s | {r['no_reuse_median_s']:.2f} s | "
-                     f"{r['ratio']:.2f}x ({r['pair_ratio_min']:.2f}-{r['pair_ratio_max']:.2f}) | "
-                     f"{'yes' if r['same_tokens'] else 'no'} ({r['sampled_tokens']:,} sampled) | {r['max_logp_abs_diff']:.1e} |")
+        lines.append(
+            f"| {r['env_id']}, {r['turn_limit']} turns, {r['max_new_tokens']} new tokens | {r['model']} | {r['episodes']} | "
+            f"{r['mean_turns']:.1f} | {r['mean_tokens']:.0f} | {r['reuse_median_s']:.2f} s | {r['no_reuse_median_s']:.2f} s | "
+            f"{r['ratio']:.2f}x ({r['pair_ratio_min']:.2f}-{r['pair_ratio_max']:.2f}) | "
+            f"{'yes' if r['same_tokens'] else 'no'} ({r['sampled_tokens']:,} sampled) | {r['max_logp_abs_diff']:.1e} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeats", type=int, default=5, help="alternating pairs of runs per case (default 5)")
     parser.add_argument("--only", nargs="*", choices=sorted(CASES), default=None, help="measure only these cases")
-    parser.add_argument("--quick", action="store_true", help="smoke setting: 4 episodes, 8 new tokens, 1 pair; writes only with --out")
-    parser.add_argument("--out", default=None, help=f"results file (default {common.shown(RESULTS)}; none with --quick)")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke setting: 4 episodes, 8 new tokens, 1 pair; writes only with --out"
+    )
+    parser.add_argument(
+        "--out", default=None, help=f"results file (default {common.shown(RESULTS)}; none with --quick)"
+    )
     parser.add_argument("--markdown", action="store_true", help="only print the docs table of the saved results")
     args = parser.parse_args(argv)
     out = args.out or (None if args.quick else RESULTS)
     if args.markdown:
         return common.print_table(out or RESULTS, markdown)
     torch.set_num_threads(1)
-    results: dict[str, Any] = {"machine": common.machine(load_average=common.load_average(), torch_threads=1), "cases": {}}
+    results: dict[str, Any] = {
+        "machine": common.machine(load_average=common.load_average(), torch_threads=1),
+        "cases": {},
+    }
     with tempfile.TemporaryDirectory(prefix="turn_cache_") as tmp:
         for name in args.only or CASES:
             case = quick(CASES[name]) if args.quick else CASES[name]
             row = measure(case, tmp, repeats=1 if args.quick else args.repeats, log=True)
             results["cases"][name] = row
-            print(f"{row['env_id']:16s} reuse {row['reuse_median_s']:6.2f} s  no reuse {row['no_reuse_median_s']:6.2f} s  "
-                  f"ratio {row['ratio']:.2f} ({row['pair_ratio_min']:.2f}-{row['pair_ratio_max']:.2f})  turns {row['mean_turns']:.1f}  "
-                  f"tokens {row['mean_tokens']:.0f}  max |dlogp| {row['max_logp_abs_diff']:.1e}", flush=True)
+            print(
+                f"{row['env_id']:16s} reuse {row['reuse_median_s']:6.2f} s  no reuse {row['no_reuse_median_s']:6.2f} s  "
+                f"ratio {row['ratio']:.2f} ({row['pair_ratio_min']:.2f}-{row['pair_ratio_max']:.2f})  turns {row['mean_turns']:.1f}  "
+                f"tokens {row['mean_tokens']:.0f}  max |dlogp| {row['max_logp_abs_diff']:.1e}",
+                flush=True,
+            )
     results["machine"]["load_average_after"] = common.load_average()
     if out is not None:
         print(f"wrote {common.shown(common.write_json(out, results))}")

@@ -42,7 +42,9 @@ def run(args: argparse.Namespace) -> dict:
 
     rows = []
     for env_id in tqdm(args.ids or _ids(), desc="validate"):
-        settings = dict(BROWSER) if "Browser" in env_id else {"tasks": args.tasks, "search_episodes": args.search_episodes}
+        settings = (
+            dict(BROWSER) if "Browser" in env_id else {"tasks": args.tasks, "search_episodes": args.search_episodes}
+        )
         t0 = time.perf_counter()
         if env_id == REMOTE_ID:
             from agentgym_turn.remote.server import EnvServer
@@ -56,21 +58,35 @@ def run(args: argparse.Namespace) -> dict:
         else:
             report = validate(env_id, **settings)
             name = env_id
-        rows.append({"env": name, "ok": report.ok, "seconds": round(time.perf_counter() - t0, 1), **settings,
-                     "verdicts": report.to_dict()["verdicts"]})
+        rows.append(
+            {
+                "env": name,
+                "ok": report.ok,
+                "seconds": round(time.perf_counter() - t0, 1),
+                **settings,
+                "verdicts": report.to_dict()["verdicts"],
+            }
+        )
     return {"tasks": args.tasks, "machine": common.machine(), "envs": rows}
 
 
 def markdown(result: dict) -> str:
-    out = ["| env | contract | determinism | oracle | floors | gameability: best failing return / least-paid success "
-           "(episodes searched) | seconds |", "|---|---|---|---|---|---|---|"]
+    out = [
+        "| env | contract | determinism | oracle | floors | gameability: best failing return / least-paid success "
+        "(episodes searched) | seconds |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in result["envs"]:
         v = {x["check"]: x for x in row["verdicts"]}
         g = v["gameability"]["evidence"]
         best = "none failed" if g.get("best_failure_return") is None else f"{g['best_failure_return']:.3g}"
-        gam = f"{v['gameability']['status']}: {best} / {g.get('threshold', float('nan')):.3g} ({g.get('episodes', 0):,})"
-        out.append(f"| {row['env']} | {v['contract']['status']} | {v['determinism']['status']} | {v['oracle']['status']} | "
-                   f"{v['floors']['status']} | {gam} | {row['seconds']:.0f} |")
+        gam = (
+            f"{v['gameability']['status']}: {best} / {g.get('threshold', float('nan')):.3g} ({g.get('episodes', 0):,})"
+        )
+        out.append(
+            f"| {row['env']} | {v['contract']['status']} | {v['determinism']['status']} | {v['oracle']['status']} | "
+            f"{v['floors']['status']} | {gam} | {row['seconds']:.0f} |"
+        )
     return "\n".join(out)
 
 

@@ -120,8 +120,14 @@ def _write_webshop_files(folder: Path, n: int) -> None:
         items.append(item_record(shop.product(i)))
     for g in range(n):
         goal = shop.goal(g)
-        attrs.setdefault(goal.asin, {"attributes": list(shop.product(shop.index_of(goal.asin)).attributes),
-                                     "instruction": goal.instruction_text.split(" with ")[0], "instruction_attributes": list(goal.attributes)})
+        attrs.setdefault(
+            goal.asin,
+            {
+                "attributes": list(shop.product(shop.index_of(goal.asin)).attributes),
+                "instruction": goal.instruction_text.split(" with ")[0],
+                "instruction_attributes": list(goal.attributes),
+            },
+        )
     for i in range(n):
         a = shop.product(i).asin
         attrs.setdefault(a, {"attributes": list(shop.product(i).attributes)})
@@ -276,15 +282,42 @@ def prepare_original(folder: Path, python: str) -> Path:
     resources.mkdir(parents=True, exist_ok=True)
     with open(resources / "documents.jsonl", "w") as f:  # as search_engine/convert_product_file_format.py writes them
         for p in items:
-            opts = {k.lower(): [c["value"].strip().replace("/", " | ").lower() for c in v] for k, v in p["customization_options"].items()}
+            opts = {
+                k.lower(): [c["value"].strip().replace("/", " | ").lower() for c in v]
+                for k, v in p["customization_options"].items()
+            }
             option_text = ", and ".join(f"{k}: {', '.join(v)}" for k, v in opts.items())
             bullets = p["small_description"] if isinstance(p["small_description"], list) else [p["small_description"]]
-            f.write(json.dumps({"id": p["asin"], "contents": " ".join([p["name"], p["full_description"], bullets[0], option_text]).lower()}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": p["asin"],
+                        "contents": " ".join([p["name"], p["full_description"], bullets[0], option_text]).lower(),
+                    }
+                )
+                + "\n"
+            )
     subprocess.run(
-        [python, "-m", "pyserini.index.lucene", "--collection", "JsonCollection", "--input", str(resources),
-         "--index", str(shop_dir / "search_engine" / "indexes_1k"), "--generator", "DefaultLuceneDocumentGenerator",
-         "--threads", "1", "--storePositions", "--storeDocvectors", "--storeRaw"],
-        check=True, capture_output=True,
+        [
+            python,
+            "-m",
+            "pyserini.index.lucene",
+            "--collection",
+            "JsonCollection",
+            "--input",
+            str(resources),
+            "--index",
+            str(shop_dir / "search_engine" / "indexes_1k"),
+            "--generator",
+            "DefaultLuceneDocumentGenerator",
+            "--threads",
+            "1",
+            "--storePositions",
+            "--storeDocvectors",
+            "--storeRaw",
+        ],
+        check=True,
+        capture_output=True,
     )
     return data
 
@@ -310,8 +343,14 @@ def side_by_side(folder: Path, python: str, repeats: int, original_episodes: int
     ours_env = TurnWebShopEnv(data_path=str(data), human_goals=False, goal_split="all")
     for s in range(50):
         _scripted_episode(ours_env, s)
-    driver = subprocess.Popen([python, "-c", _ORIGINAL_DRIVER], cwd=folder, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": str(folder / "WebShop")})  # the original's package, not installed
+    driver = subprocess.Popen(
+        [python, "-c", _ORIGINAL_DRIVER],
+        cwd=folder,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(folder / "WebShop")},
+    )  # the original's package, not installed
     first = json.loads(_json_line(driver))
     pairs = []
     seed = 1000
@@ -319,17 +358,28 @@ def side_by_side(folder: Path, python: str, repeats: int, original_episodes: int
         for r in range(repeats):
             t = time.perf_counter()
             rewards = [_scripted_episode(ours_env, seed + i) for i in range(our_episodes)]
-            ours = {"episodes": our_episodes, "episodes_per_s": round(our_episodes / (time.perf_counter() - t), 1),
-                    "mean_reward": round(sum(rewards) / len(rewards), 3)}
+            ours = {
+                "episodes": our_episodes,
+                "episodes_per_s": round(our_episodes / (time.perf_counter() - t), 1),
+                "mean_reward": round(sum(rewards) / len(rewards), 3),
+            }
             seed += our_episodes
             driver.stdin.write(f"{original_episodes}\n")
             driver.stdin.flush()
             theirs = json.loads(_json_line(driver))
-            pair = {"ours_episodes_per_s": ours["episodes_per_s"], "original_episodes_per_s": theirs["episodes_per_s"],
-                    "speedup": round(ours["episodes_per_s"] / theirs["episodes_per_s"], 1), "load_avg": round(os.getloadavg()[0], 2),
-                    "original": theirs, "ours": ours}
-            print(f"pair {r + 1}/{repeats}: ours {pair['ours_episodes_per_s']} eps/s, original {pair['original_episodes_per_s']} eps/s, "
-                  f"{pair['speedup']}x (load {pair['load_avg']})", flush=True)
+            pair = {
+                "ours_episodes_per_s": ours["episodes_per_s"],
+                "original_episodes_per_s": theirs["episodes_per_s"],
+                "speedup": round(ours["episodes_per_s"] / theirs["episodes_per_s"], 1),
+                "load_avg": round(os.getloadavg()[0], 2),
+                "original": theirs,
+                "ours": ours,
+            }
+            print(
+                f"pair {r + 1}/{repeats}: ours {pair['ours_episodes_per_s']} eps/s, original {pair['original_episodes_per_s']} eps/s, "
+                f"{pair['speedup']}x (load {pair['load_avg']})",
+                flush=True,
+            )
             pairs.append(pair)
     finally:
         driver.stdin.close()
@@ -340,10 +390,15 @@ def side_by_side(folder: Path, python: str, repeats: int, original_episodes: int
         return {"min": min(values), "median": round(statistics.median(values), 2), "max": max(values)}
 
     return {
-        "repeats": repeats, "original_episodes_per_pair": original_episodes, "our_episodes_per_pair": our_episodes,
-        "original_import_s": first["import_s"], "original_rss_mb_after_10_episodes": first["rss_mb_after_10_episodes"],
-        "ours_episodes_per_s": spread("ours_episodes_per_s"), "original_episodes_per_s": spread("original_episodes_per_s"),
-        "speedup": spread("speedup"), "pairs": pairs,
+        "repeats": repeats,
+        "original_episodes_per_pair": original_episodes,
+        "our_episodes_per_pair": our_episodes,
+        "original_import_s": first["import_s"],
+        "original_rss_mb_after_10_episodes": first["rss_mb_after_10_episodes"],
+        "ours_episodes_per_s": spread("ours_episodes_per_s"),
+        "original_episodes_per_s": spread("original_episodes_per_s"),
+        "speedup": spread("speedup"),
+        "pairs": pairs,
     }
 
 
@@ -351,16 +406,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the 1M-product catalog")
     parser.add_argument("--episodes", type=int, default=10_000, help="episodes of the memory run")
-    parser.add_argument("--original-dir", type=Path, help="folder with WebShop's code in WebShop/ (see docs/benchmarks.md)")
+    parser.add_argument(
+        "--original-dir", type=Path, help="folder with WebShop's code in WebShop/ (see docs/benchmarks.md)"
+    )
     parser.add_argument("--original-python", help="Python with the original's dependencies")
     parser.add_argument("--original-episodes", type=int, default=40, help="scripted episodes of the original per pair")
     parser.add_argument("--our-episodes", type=int, default=1_000, help="scripted episodes of ours per pair")
     parser.add_argument("--repeats", type=int, default=12, help="interleaved pairs (ours, then the original)")
     parser.add_argument("--only-original", action="store_true", help="measure the original and our episodes only")
-    parser.add_argument("--only-sizes", action="store_true", help="measure the catalog sizes only (the rest of the results file is kept)")
+    parser.add_argument(
+        "--only-sizes",
+        action="store_true",
+        help="measure the catalog sizes only (the rest of the results file is kept)",
+    )
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)  # internal: one size, in this process
     parser.add_argument("--episodes-only", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default benchmarks/results/webshop.json)")
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help="results JSON (default benchmarks/results/webshop.json)"
+    )
     args = parser.parse_args(argv)
     if args.size:
         print(json.dumps(measure_size(args.size)))
@@ -376,7 +439,13 @@ def main(argv: list[str] | None = None) -> int:
         out["sizes_machine"] = common.machine(load_avg_at_start=os.getloadavg())
         out["sizes"] = []
         for n in sizes:
-            res = subprocess.run([sys.executable, __file__, "--size", str(n)], capture_output=True, text=True, check=True, cwd=common.ROOT)
+            res = subprocess.run(
+                [sys.executable, __file__, "--size", str(n)],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=common.ROOT,
+            )
             out["sizes"].append(json.loads(res.stdout.strip().splitlines()[-1]))
             print(out["sizes"][-1], flush=True)
         out["sizes_machine"]["load_avg_at_end"] = os.getloadavg()
@@ -387,15 +456,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.only_original:
         out["sizes"] = common.read_json(args.out, {}).get("sizes", [])
     for n in sizes:
-        res = subprocess.run([sys.executable, __file__, "--size", str(n)], capture_output=True, text=True, check=True, cwd=common.ROOT)
+        res = subprocess.run(
+            [sys.executable, __file__, "--size", str(n)], capture_output=True, text=True, check=True, cwd=common.ROOT
+        )
         row = json.loads(res.stdout.strip().splitlines()[-1])
         print(row, flush=True)
         out["sizes"].append(row)
-    res = subprocess.run([sys.executable, __file__, "--episodes-only", "--episodes", str(args.episodes)], capture_output=True, text=True, check=True, cwd=common.ROOT)
+    res = subprocess.run(
+        [sys.executable, __file__, "--episodes-only", "--episodes", str(args.episodes)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=common.ROOT,
+    )
     out["episodes"] = json.loads(res.stdout.strip().splitlines()[-1])
     print(out["episodes"], flush=True)
     if args.original_dir and args.original_python:
-        run = side_by_side(args.original_dir.resolve(), args.original_python, args.repeats, args.original_episodes, args.our_episodes)
+        run = side_by_side(
+            args.original_dir.resolve(), args.original_python, args.repeats, args.original_episodes, args.our_episodes
+        )
         run["setup"] = (
             "WebShop's code at its current head (web_agent_site as published: engine.py, goal.py, utils.py, templates, "
             "envs/web_agent_text_env.py), pyserini 0.17.0 on OpenJDK 17, faiss-cpu, thefuzz, Flask 3.1, gym 0.26.2, bs4 4.11.1, "

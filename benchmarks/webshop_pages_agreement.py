@@ -50,22 +50,43 @@ FIXTURES = ROOT / "tests" / "data" / "webshop_pages_original.json"
 #: Products added to the generated ones to exercise the original's quirks.
 EDGE_PRODUCTS = [
     {
-        "asin": "B0EDGE0001", "name": 'Quoted 12" Pan & Lid', "category": "home", "query": "frying pan",
-        "product_category": "Home & Kitchen › Kitchen › Pans", "full_description": "",
-        "small_description": ["  non-stick coating  ", "oven safe"], "pricing": "$19.99",
-        "customization_options": {"Size": [{"value": '12"'}, {"value": '10" / 8"'}], "Color": [{"value": "Crème Brûlée"}, {"value": "Red"}]},
+        "asin": "B0EDGE0001",
+        "name": 'Quoted 12" Pan & Lid',
+        "category": "home",
+        "query": "frying pan",
+        "product_category": "Home & Kitchen › Kitchen › Pans",
+        "full_description": "",
+        "small_description": ["  non-stick coating  ", "oven safe"],
+        "pricing": "$19.99",
+        "customization_options": {
+            "Size": [{"value": '12"'}, {"value": '10" / 8"'}],
+            "Color": [{"value": "Crème Brûlée"}, {"value": "Red"}],
+        },
         "images": [""],
     },
     {
-        "asin": "B0EDGE0002", "name": "Café ☕ mug – 350 ml", "category": "home", "query": "coffee mug",
-        "product_category": "Home & Kitchen › Kitchen › Mugs", "full_description": "A mug for café au lait.",
-        "small_description": ["dishwasher safe"], "pricing": "$5.00 - $9.50",
-        "customization_options": {"Color": [{"value": "Noir"}, {"value": "Blanc"}]}, "images": [""],
+        "asin": "B0EDGE0002",
+        "name": "Café ☕ mug – 350 ml",
+        "category": "home",
+        "query": "coffee mug",
+        "product_category": "Home & Kitchen › Kitchen › Mugs",
+        "full_description": "A mug for café au lait.",
+        "small_description": ["dishwasher safe"],
+        "pricing": "$5.00 - $9.50",
+        "customization_options": {"Color": [{"value": "Noir"}, {"value": "Blanc"}]},
+        "images": [""],
     },
     {
-        "asin": "B0EDGE0003", "name": "Plain frying pan with no options", "category": "home", "query": "frying pan",
-        "product_category": "Home & Kitchen › Kitchen › Pans", "full_description": "A plain frying pan.",
-        "small_description": ["cast iron"], "pricing": "$30.00", "customization_options": None, "images": [""],
+        "asin": "B0EDGE0003",
+        "name": "Plain frying pan with no options",
+        "category": "home",
+        "query": "frying pan",
+        "product_category": "Home & Kitchen › Kitchen › Pans",
+        "full_description": "A plain frying pan.",
+        "small_description": ["cast iron"],
+        "pricing": "$30.00",
+        "customization_options": None,
+        "images": [""],
     },
 ]
 
@@ -85,14 +106,32 @@ def write_catalog(folder: Path, n: int) -> None:
         if goal.asin in attrs:
             continue
         product = shop.product(shop.index_of(goal.asin))
-        attrs[goal.asin] = {"attributes": list(product.attributes), "instruction": goal.instruction_text.split(" with ")[0].split(", and price")[0],
-                            "instruction_attributes": list(goal.attributes)}
-        human[goal.asin] = [{"instruction": goal.instruction_text.split(", and price")[0] + ".", "instruction_attributes": list(goal.attributes),
-                             "instruction_options": list(goal.goal_options.values())}]
+        attrs[goal.asin] = {
+            "attributes": list(product.attributes),
+            "instruction": goal.instruction_text.split(" with ")[0].split(", and price")[0],
+            "instruction_attributes": list(goal.attributes),
+        }
+        human[goal.asin] = [
+            {
+                "instruction": goal.instruction_text.split(", and price")[0] + ".",
+                "instruction_attributes": list(goal.attributes),
+                "instruction_options": list(goal.goal_options.values()),
+            }
+        ]
     for p in EDGE_PRODUCTS:
         items.insert(3, p)
-        attrs[p["asin"]] = {"attributes": ["easy clean"], "instruction": f"i want a {p['query']}", "instruction_attributes": ["easy clean"]}
-        human[p["asin"]] = [{"instruction": f"i want a {p['query']}", "instruction_attributes": ["easy clean"], "instruction_options": []}]
+        attrs[p["asin"]] = {
+            "attributes": ["easy clean"],
+            "instruction": f"i want a {p['query']}",
+            "instruction_attributes": ["easy clean"],
+        }
+        human[p["asin"]] = [
+            {
+                "instruction": f"i want a {p['query']}",
+                "instruction_attributes": ["easy clean"],
+                "instruction_options": [],
+            }
+        ]
     (folder / "items_shuffle.json").write_text(json.dumps(items))
     (folder / "items_ins_v2.json").write_text(json.dumps(attrs))
     (folder / "items_human_ins.json").write_text(json.dumps(human))
@@ -106,7 +145,7 @@ def _stub_modules() -> None:
     torch.Tensor = type("Tensor", (), {})  # type: ignore[attr-defined]  # scipy probes for it
     sys.modules.setdefault("torch", torch)
     spacy = types.ModuleType("spacy")
-    spacy.load = lambda name: (lambda text: [])  # type: ignore[attr-defined]
+    spacy.load = lambda name: lambda text: []  # type: ignore[attr-defined]
     sys.modules.setdefault("spacy", spacy)
     for name in ("pyserini", "pyserini.search", "pyserini.search.lucene"):
         sys.modules.setdefault(name, types.ModuleType(name))
@@ -138,7 +177,12 @@ def make_original(peer_dir: Path, folder: Path, human_goals: bool, show_attrs: b
     engine.HUMAN_ATTR_PATH = str(folder / "items_human_ins.json")
     ranking = _OurRanking(ours.shop, ours.search_engine)
     text_env.init_search_engine = lambda num_products=None: ranking
-    env = text_env.WebAgentTextEnv(observation_mode="text", file_path=str(folder / "items_shuffle.json"), human_goals=human_goals, show_attrs=show_attrs)
+    env = text_env.WebAgentTextEnv(
+        observation_mode="text",
+        file_path=str(folder / "items_shuffle.json"),
+        human_goals=human_goals,
+        show_attrs=show_attrs,
+    )
     return env
 
 
@@ -149,7 +193,9 @@ def _mask_score(text: str) -> str:
     return _SCORE.sub(r"\1<score>", text)
 
 
-def _choose(rng: random.Random, clickables: list[str], goal_text: str, page_kind: str, target: str | None = None) -> str:
+def _choose(
+    rng: random.Random, clickables: list[str], goal_text: str, page_kind: str, target: str | None = None
+) -> str:
     """The shopper's next action: mostly a listed click, sometimes a search or a bad click; with a
     ``target`` ASIN it opens that product when listed and clicks its options before buying."""
     roll = rng.random()
@@ -178,16 +224,30 @@ def _choose(rng: random.Random, clickables: list[str], goal_text: str, page_kind
 def compare(peer_dir: Path, episodes: int, products: int, fixture_episodes: int) -> dict:
     from agentgym_turn.webshop.env import TurnWebShopEnv
 
-    report: dict = {"episodes": 0, "steps": 0, "pages": {}, "mismatches": [], "fixtures": [],
-                    "edge_item_pages": 0, "edge_item_pages_with_quote_or_non_ascii_choice": 0}
+    report: dict = {
+        "episodes": 0,
+        "steps": 0,
+        "pages": {},
+        "mismatches": [],
+        "fixtures": [],
+        "edge_item_pages": 0,
+        "edge_item_pages_with_quote_or_non_ascii_choice": 0,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_catalog(folder, products)
         edge_asins = {p["asin"] for p in EDGE_PRODUCTS}
         for human in (False, True):  # synthetic goals without the Attributes button, human goals with it
             ours = {
-                mode: TurnWebShopEnv(data_path=str(folder), human_goals=human, observation_mode=mode, goal_split="all",
-                                     list_actions=False, show_attributes=human, render_mode="ansi")
+                mode: TurnWebShopEnv(
+                    data_path=str(folder),
+                    human_goals=human,
+                    observation_mode=mode,
+                    goal_split="all",
+                    list_actions=False,
+                    show_attributes=human,
+                    render_mode="ansi",
+                )
                 for mode in ("text", "text_rich")
             }
             original = make_original(peer_dir, folder, human, human, ours["text"])
@@ -218,13 +278,16 @@ def compare(peer_dir: Path, episodes: int, products: int, fixture_episodes: int)
                         "available_actions": infos["text"]["available_actions"],
                     }
                     report["steps"] += 1
-                    page = report["pages"].setdefault(kind, {"seen": 0, "text": 0, "text_rich": 0, "available_actions": 0})
+                    page = report["pages"].setdefault(
+                        kind, {"seen": 0, "text": 0, "text_rich": 0, "available_actions": 0}
+                    )
                     page["seen"] += 1
                     session = original.server.user_sessions[original.session]
                     if kind == "item_page" and session["asin"] in edge_asins:
                         report["edge_item_pages"] += 1
                         report["edge_item_pages_with_quote_or_non_ascii_choice"] += any(
-                            '"' in v or not v.isascii() for v in session["options"].values())
+                            '"' in v or not v.isascii() for v in session["options"].values()
+                        )
                     for key in ("text", "text_rich", "available_actions"):
                         a, b = theirs[key], mine[key]
                         if kind == "done" and key != "available_actions":
@@ -232,7 +295,17 @@ def compare(peer_dir: Path, episodes: int, products: int, fixture_episodes: int)
                         if a == b:
                             page[key] += 1
                         elif len(report["mismatches"]) < 300:
-                            report["mismatches"].append({"goal": g, "human": human, "after": action, "page": kind, "key": key, "original": a, "ours": b})
+                            report["mismatches"].append(
+                                {
+                                    "goal": g,
+                                    "human": human,
+                                    "after": action,
+                                    "page": kind,
+                                    "key": key,
+                                    "original": a,
+                                    "ours": b,
+                                }
+                            )
                     record["steps"].append({"action": action, "page": kind, **theirs})
                     if kind == "done":
                         break
@@ -249,9 +322,13 @@ def compare(peer_dir: Path, episodes: int, products: int, fixture_episodes: int)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("peer_dir", type=Path, help="checkout of princeton-nlp/WebShop")
-    parser.add_argument("--episodes", type=int, default=60, help="lock-step episodes (half synthetic, half human goals)")
+    parser.add_argument(
+        "--episodes", type=int, default=60, help="lock-step episodes (half synthetic, half human goals)"
+    )
     parser.add_argument("--products", type=int, default=300, help="generated products in the catalog")
-    parser.add_argument("--write-fixtures", action="store_true", help=f"record the original's pages in {FIXTURES.relative_to(ROOT)}")
+    parser.add_argument(
+        "--write-fixtures", action="store_true", help=f"record the original's pages in {FIXTURES.relative_to(ROOT)}"
+    )
     parser.add_argument("--fixture-episodes", type=int, default=4, help="episodes per goal kind recorded as fixtures")
     args = parser.parse_args(argv)
     report = compare(args.peer_dir.resolve(), args.episodes, args.products, args.fixture_episodes)
@@ -270,7 +347,21 @@ def main(argv: list[str] | None = None) -> int:
         "first_mismatches": report["mismatches"][:10],
     }
     common.write_json(RESULTS, summary, indent=2, ensure_ascii=False)
-    print(json.dumps({k: summary[k] for k in ("episodes", "pages_compared", "edge_item_pages", "edge_item_pages_with_quote_or_non_ascii_choice", "equal_fraction")}, indent=1))
+    print(
+        json.dumps(
+            {
+                k: summary[k]
+                for k in (
+                    "episodes",
+                    "pages_compared",
+                    "edge_item_pages",
+                    "edge_item_pages_with_quote_or_non_ascii_choice",
+                    "equal_fraction",
+                )
+            },
+            indent=1,
+        )
+    )
     shown = set()
     for m in report["mismatches"]:
         if (m["page"], m["key"]) in shown:

@@ -56,9 +56,26 @@ def _pyserini_index(texts: list[str], ids: list[str], folder: Path) -> Path:
             f.write(json.dumps({"id": i, "contents": t}) + "\n")
     index = folder / "indexes"
     subprocess.run(
-        [sys.executable, "-m", "pyserini.index.lucene", "--collection", "JsonCollection", "--input", str(docs), "--index", str(index),
-         "--generator", "DefaultLuceneDocumentGenerator", "--threads", "1", "--storePositions", "--storeDocvectors", "--storeRaw"],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pyserini.index.lucene",
+            "--collection",
+            "JsonCollection",
+            "--input",
+            str(docs),
+            "--index",
+            str(index),
+            "--generator",
+            "DefaultLuceneDocumentGenerator",
+            "--threads",
+            "1",
+            "--storePositions",
+            "--storeDocvectors",
+            "--storeRaw",
+        ],
+        check=True,
+        capture_output=True,
     )
     return index
 
@@ -66,7 +83,9 @@ def _pyserini_index(texts: list[str], ids: list[str], folder: Path) -> Path:
 def _agreement(theirs: list[list[str]], ours: list[list[str]]) -> dict:
     n = len(theirs)
     top1 = sum(bool(t) == bool(o) and (not t or t[0] == o[0]) for t, o in zip(theirs, ours))
-    overlap = [len(set(t[:10]) & set(o[:10])) / max(1, min(10, len(t))) if t else float(not o) for t, o in zip(theirs, ours)]
+    overlap = [
+        len(set(t[:10]) & set(o[:10])) / max(1, min(10, len(t))) if t else float(not o) for t, o in zip(theirs, ours)
+    ]
     return {
         "top1_same": round(top1 / n, 4),
         "top10_overlap_mean": round(sum(overlap) / n, 4),
@@ -97,7 +116,12 @@ def measure(num_products: int, num_queries: int) -> dict:
             "lucene analyzer, exact lengths": ("lucene", "exact", True),
             "lucene analyzer, lucene lengths (default)": ("lucene", "lucene", True),
         }
-        out = {"num_products": shop.num_products, "queries": len(queries), "pyserini_index_s": round(pyserini_build_s, 2), "configs": {}}
+        out = {
+            "num_products": shop.num_products,
+            "queries": len(queries),
+            "pyserini_index_s": round(pyserini_build_s, 2),
+            "configs": {},
+        }
         for name, (analyzer, norm, tie_rule) in configs.items():
             index = BM25Index.build(texts, analyzer=analyzer, length_norm=norm, backend="numpy")
             ours = []

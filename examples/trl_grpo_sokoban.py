@@ -48,7 +48,13 @@ ENV_ID = "TurnSokoban-v0"
 #: allows at most 2 full turns), on levels whose shortest solution has at least 5 moves, so every
 #: level takes at least 5 turns. Compact messages without the all-wall border (16 grid tokens, not
 #: 36), so a 10-turn game fits in the tiny model's 1,024 positions.
-ENV_KWARGS = {"prompt_style": "compact", "show_border": False, "max_actions_per_turn": 1, "min_moves": 5, "max_episode_steps": 10}
+ENV_KWARGS = {
+    "prompt_style": "compact",
+    "show_border": False,
+    "max_actions_per_turn": 1,
+    "min_moves": 5,
+    "max_episode_steps": 10,
+}
 TURN_LIMIT = ENV_KWARGS["max_episode_steps"]  # TRL's max_tool_calling_iterations: one env turn each
 #: The tool-call markup as tokens of its own (chat models' vocabularies have ``<tool_call>`` and
 #: ``</tool_call>`` tokens too). The tiny BPE, trained on Sokoban text only, would spell the JSON
@@ -69,7 +75,7 @@ TOOL_CHAT_TEMPLATE = (
     "{%- if messages[0].role == 'system' %}{{- messages[0].content }}{%- endif %}"
     "{%- if tools %}{{- '\\nTools:' }}{%- for tool in tools %}"
     "{{- ' ' + tool.function.name + '(' + (tool.function.parameters.properties | list | join(', ')) + ')' }}{%- endfor %}"
-    "{{- '. Call one as <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>' }}{%- endif %}"
+    '{{- \'. Call one as <tool_call>{"name": ..., "arguments": {...}}</tool_call>\' }}{%- endif %}'
     "{{- '<|im_end|>\\n' }}{%- endif %}"
     "{%- for message in messages %}"
     "{%- if message.role == 'assistant' %}{{- '<|im_start|>assistant\\n' + (message.content or '') }}"
@@ -94,7 +100,9 @@ def expert_conversation(seed: int, environment: type) -> list[dict[str, Any]]:
         messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
         observation, _, terminated, truncated, _ = env.step(f"<answer>{moves}</answer>")
         done = terminated or truncated
-        messages.append({"role": "tool", "name": "move", "content": observation + ("\n(The episode is over.)" if done else "")})
+        messages.append(
+            {"role": "tool", "name": "move", "content": observation + ("\n(The episode is over.)" if done else "")}
+        )
     messages.append({"role": "assistant", "content": "Done."})
     return messages
 
@@ -112,11 +120,15 @@ def warm_start(model: Any, tokenizer: Any, environment: type, *, steps: int, see
         for k, message in enumerate(messages):
             if message["role"] != "assistant":
                 continue
-            before = tokenizer.apply_chat_template(messages[:k], tools=tools, add_generation_prompt=True, tokenize=False)
+            before = tokenizer.apply_chat_template(
+                messages[:k], tools=tools, add_generation_prompt=True, tokenize=False
+            )
             upto = tokenizer.apply_chat_template(messages[: k + 1], tools=tools, tokenize=False)
             assert upto.startswith(before)
-            head = tokenizer(before[len(tokenizer.decode(ids)):] if ids else before, add_special_tokens=False)["input_ids"]
-            answer = tokenizer(upto[len(before):], add_special_tokens=False)["input_ids"]
+            head = tokenizer(before[len(tokenizer.decode(ids)) :] if ids else before, add_special_tokens=False)[
+                "input_ids"
+            ]
+            answer = tokenizer(upto[len(before) :], add_special_tokens=False)["input_ids"]
             ids += head + answer
             labels += [-100] * len(head) + answer
         examples.append((ids, labels))
@@ -166,10 +178,12 @@ def main(steps: int = 4, *, warm_start_steps: int = 60, output_dir: str | None =
 
     num_generations, tasks_per_step = 4, 2
     rows = steps * tasks_per_step
-    dataset = Dataset.from_dict({
-        "prompt": [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": ""}]] * rows,
-        "seed": list(range(seed, seed + rows)),  # one level per row; its num_generations rollouts share it
-    })
+    dataset = Dataset.from_dict(
+        {
+            "prompt": [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": ""}]] * rows,
+            "seed": list(range(seed, seed + rows)),  # one level per row; its num_generations rollouts share it
+        }
+    )
     with tempfile.TemporaryDirectory() as scratch:
         config = GRPOConfig(
             output_dir=output_dir or scratch,
@@ -217,6 +231,18 @@ if __name__ == "__main__":
     result = main(args.steps, warm_start_steps=args.warm_start_steps)
     for entry in result["log_history"]:
         if result["reward_key"] in entry:
-            print(json.dumps({"step": entry["step"], "reward": entry["reward"], "tool_calls": entry.get("tools/call_frequency")}))
+            print(
+                json.dumps(
+                    {"step": entry["step"], "reward": entry["reward"], "tool_calls": entry.get("tools/call_frequency")}
+                )
+            )
     turns = result["turns"]
-    print(json.dumps({"rollouts": len(turns), "mean_turns_per_rollout": round(sum(turns) / max(len(turns), 1), 3), "turns_per_rollout": turns}))
+    print(
+        json.dumps(
+            {
+                "rollouts": len(turns),
+                "mean_turns_per_rollout": round(sum(turns) / max(len(turns), 1), 3),
+                "turns_per_rollout": turns,
+            }
+        )
+    )

@@ -15,4 +15,3 @@ token-in/token-out. Start with ``python -m reference_trainer train --help``; the
 
 Importing this package imports nothing heavy; the submodules need the ``train`` extra.
 """
-

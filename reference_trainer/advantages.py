@@ -20,12 +20,33 @@ import torch
 if TYPE_CHECKING:
     from .rollout import RolloutBatch
 
-__all__ = ["ESTIMATORS", "Estimator", "Estimate", "Rewards", "batch_rewards", "bootstrap_values", "truncation_bootstrap_pos", "token_gae",
-           "turn_gae", "grpo", "turns_to_tokens", "outcome_rewards", "episode_weights", "masked_mean", "masked_whiten"]
+__all__ = [
+    "ESTIMATORS",
+    "Estimator",
+    "Estimate",
+    "Rewards",
+    "batch_rewards",
+    "bootstrap_values",
+    "truncation_bootstrap_pos",
+    "token_gae",
+    "turn_gae",
+    "grpo",
+    "turns_to_tokens",
+    "outcome_rewards",
+    "episode_weights",
+    "masked_mean",
+    "masked_whiten",
+]
 
 
-def _masked_gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float,
-                bootstrap: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+def _masked_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    gamma: float,
+    lam: float,
+    bootstrap: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """GAE along the last axis over the positions where ``mask`` is true.
 
     Masked-out positions are skipped: the next value and the running GAE are carried across
@@ -49,8 +70,14 @@ def _masked_gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
 
 
 @torch.no_grad()
-def token_gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0, lam: float = 1.0,
-              bootstrap: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def token_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    gamma: float = 1.0,
+    lam: float = 1.0,
+    bootstrap: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Token-level GAE over the action tokens ``mask [B, L]`` (observation and padding tokens skipped).
 
     ``rewards [B, L]``: a turn's reward on its last action token; ``values [B, L]``: ``values[b, t]`` is
@@ -63,8 +90,14 @@ def token_gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, g
 
 
 @torch.no_grad()
-def turn_gae(rewards: torch.Tensor, values: torch.Tensor, turn_mask: torch.Tensor, gamma: float = 0.99, lam: float = 0.9,
-             bootstrap: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def turn_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    turn_mask: torch.Tensor,
+    gamma: float = 0.99,
+    lam: float = 0.9,
+    bootstrap: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Turn-level GAE (Turn-PPO): one value and one advantage per turn of ``turn_mask [B, K]``.
 
     ``rewards [B, K]``: ``r_h``, the env reward of turn ``h``; ``values [B, K]``: ``V(s_h)``, read at the
@@ -89,7 +122,9 @@ def grpo(scores: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6, scale
     count = torch.zeros(G, dtype=scores.dtype, device=scores.device).index_add_(0, inverse, torch.ones_like(scores))
     total = torch.zeros(G, dtype=scores.dtype, device=scores.device).index_add_(0, inverse, scores)
     mean = total / count
-    hi = torch.full((G,), -math.inf, dtype=scores.dtype, device=scores.device).scatter_reduce(0, inverse, scores, "amax")
+    hi = torch.full((G,), -math.inf, dtype=scores.dtype, device=scores.device).scatter_reduce(
+        0, inverse, scores, "amax"
+    )
     lo = torch.full((G,), math.inf, dtype=scores.dtype, device=scores.device).scatter_reduce(0, inverse, scores, "amin")
     same = (hi == lo)[inverse]  # singletons and all-equal groups: no signal (exactly 0, no rounding noise)
     centred = torch.where(same, torch.zeros_like(scores), scores - mean[inverse])
@@ -108,7 +143,9 @@ def turns_to_tokens(per_turn: torch.Tensor, turn_ids: torch.Tensor, mask: torch.
     return torch.where(mask.bool() & (turn_ids >= 0) & (turn_ids < K), out, torch.zeros_like(out))
 
 
-def outcome_rewards(outcome: torch.Tensor, turn_mask: torch.Tensor, action_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def outcome_rewards(
+    outcome: torch.Tensor, turn_mask: torch.Tensor, action_mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One reward per episode, ``outcome[b]``, on its last turn: ``([B, K] turn rewards, [B, L] token rewards)``.
 
     The token reward sits on the episode's last action token (where token GAE expects a
@@ -188,7 +225,9 @@ class Estimate(NamedTuple):
     value_mask: torch.Tensor
 
 
-def batch_rewards(batch: "RolloutBatch", reward: str = "env", scale: float = 1.0, permutation: torch.Tensor | None = None) -> Rewards:
+def batch_rewards(
+    batch: "RolloutBatch", reward: str = "env", scale: float = 1.0, permutation: torch.Tensor | None = None
+) -> Rewards:
     """The env's per-turn rewards (``reward="env"``), 1/0 success on the last turn (``"success"``), or
     the negative control ``"shuffled"``: episode ``b`` is paid episode ``permutation[b]``'s score on
     its last turn, so the reward no longer depends on what the policy did (``permutation``: ``[B]``).
@@ -203,7 +242,9 @@ def batch_rewards(batch: "RolloutBatch", reward: str = "env", scale: float = 1.0
         turn, token, episode = batch.turn_rewards, batch.token_rewards, batch.scores
     elif reward == "shuffled":
         if permutation is None:
-            raise ValueError("reward='shuffled' needs the permutation of the batch's episodes whose scores each one is paid.")
+            raise ValueError(
+                "reward='shuffled' needs the permutation of the batch's episodes whose scores each one is paid."
+            )
         episode = batch.scores.float()[permutation]
         turn, token = outcome_rewards(episode, batch.turn_mask, batch.action_mask)
     else:
@@ -235,7 +276,9 @@ def token_gae_estimate(batch: "RolloutBatch", values: torch.Tensor, rewards: Rew
     """Token GAE; the critic is trained at the token before each action token (the state it is sampled in)."""
     act = batch.action_mask
     values_tok = torch.nn.functional.pad(values[:, :-1], (1, 0))  # V of the state before token t
-    adv, ret = token_gae(rewards.token, values_tok, act, algo.gamma, algo.lam, bootstrap_values(values, batch.bootstrap_pos))
+    adv, ret = token_gae(
+        rewards.token, values_tok, act, algo.gamma, algo.lam, bootstrap_values(values, batch.bootstrap_pos)
+    )
     value_targets, value_mask = torch.zeros_like(values), torch.zeros_like(act)
     value_targets[:, :-1] = ret[:, 1:]
     value_mask[:, :-1] = act[:, 1:]

@@ -135,12 +135,16 @@ def resolve(path: str | os.PathLike) -> Path:
         for entry in path.parent.iterdir():
             if pattern.fullmatch(entry.name) and entry.is_dir() and (entry / STATE_FILE).is_file():
                 try:
-                    complete.append((int(json.loads((entry / STATE_FILE).read_text())["iteration"]), entry.stat().st_mtime, entry))
+                    complete.append(
+                        (int(json.loads((entry / STATE_FILE).read_text())["iteration"]), entry.stat().st_mtime, entry)
+                    )
                 except (ValueError, KeyError, TypeError):
                     continue
     if not complete:
-        raise FileNotFoundError(f"{path}: no checkpoint there (no {STATE_FILE}). Pass a directory written by a run's "
-                                "checkpoint (e.g. runs/train/checkpoint).")
+        raise FileNotFoundError(
+            f"{path}: no checkpoint there (no {STATE_FILE}). Pass a directory written by a run's "
+            "checkpoint (e.g. runs/train/checkpoint)."
+        )
     return max(complete)[2]
 
 
@@ -165,8 +169,10 @@ def read_meta(path: str | os.PathLike, *, whole: bool = False) -> dict[str, Any]
         if whole and not isinstance(meta.get("numpy_rng"), dict):
             problems.append("numpy_rng is missing")
     if problems:
-        raise ValueError(f"{file}: not a trainer state written by this trainer: {'; '.join(problems)}. Resume from a "
-                         "checkpoint directory a run wrote (e.g. runs/train/checkpoint).")
+        raise ValueError(
+            f"{file}: not a trainer state written by this trainer: {'; '.join(problems)}. Resume from a "
+            "checkpoint directory a run wrote (e.g. runs/train/checkpoint)."
+        )
     return meta
 
 
@@ -232,8 +238,12 @@ def save_trainer(run: TrainerState, path: str | os.PathLike) -> Path:
             state["rank_generators"] = generators
         torch.save(state, directory / TENSORS_FILE)
 
-    meta = {"iteration": run.iteration, "sft_done": run.sft_done, "numpy_rng": run.np_rng.bit_generator.state,
-            "config": run.cfg.to_dict()}
+    meta = {
+        "iteration": run.iteration,
+        "sft_done": run.sft_done,
+        "numpy_rng": run.np_rng.bit_generator.state,
+        "config": run.cfg.to_dict(),
+    }
     if ctx.enabled:
         meta["world_size"] = ctx.world_size
     path = Path(path)
@@ -246,8 +256,10 @@ def save_trainer(run: TrainerState, path: str | os.PathLike) -> Path:
 def _whole_policy(run: TrainerState, model_state: dict[str, Any]) -> Any:
     """An unsharded CPU copy of an FSDP run's policy holding ``model_state`` (names of the wrapped objective)."""
     if run.model_path is None:
-        raise ValueError("an FSDP checkpoint rebuilds the whole model from the directory it was loaded from: build the "
-                         "Trainer from cfg.model.model (not from a policy object) to save under --parallel fsdp.")
+        raise ValueError(
+            "an FSDP checkpoint rebuilds the whole model from the directory it was loaded from: build the "
+            "Trainer from cfg.model.model (not from a policy object) to save under --parallel fsdp."
+        )
     m = run.cfg.model
     critic_path = m.critic_model and models.model_directory(m.critic_model)
     whole, _ = policy.load_policy(run.model_path, device="cpu", dtype=m.dtype, critic=m.critic, critic_path=critic_path)
@@ -260,8 +272,10 @@ def _indexed_optimizer_state(by_name: dict[str, Any]) -> dict[str, Any]:
     layout), so DDP, FSDP and one process load the same file at any world size."""
     order = [name for g in by_name["param_groups"] for name in g["params"]]
     index = {name: i for i, name in enumerate(order)}
-    return {"state": {index[name]: s for name, s in by_name["state"].items()},
-            "param_groups": [{**g, "params": [index[n] for n in g["params"]]} for g in by_name["param_groups"]]}
+    return {
+        "state": {index[name]: s for name, s in by_name["state"].items()},
+        "param_groups": [{**g, "params": [index[n] for n in g["params"]]} for g in by_name["param_groups"]],
+    }
 
 
 def restore_trainer(run: TrainerState, path: str | os.PathLike) -> TrainerState:

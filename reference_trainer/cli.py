@@ -49,7 +49,9 @@ def _json_object(text: str) -> dict:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"name\": 1}}', got {text!r} ({e.msg})") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object such as '{{\"name\": 1}}', got {text!r} ({e.msg})"
+        ) from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"name\": 1}}', got {text!r}")
     return value
@@ -77,14 +79,22 @@ def _add_fields(parser: argparse.ArgumentParser, section: str, cls: type, prefix
         kw: dict[str, Any] = {"dest": f"{section}.{name}", "default": argparse.SUPPRESS}
         hint = hints[f.name]
         if f.name == "env_kwargs":
-            group.add_argument("--env-kwarg", action="append", type=_kv, metavar="NAME=VALUE",
-                               help=f"{help_text} (repeatable; values parsed as JSON when they can be)", **kw)
+            group.add_argument(
+                "--env-kwarg",
+                action="append",
+                type=_kv,
+                metavar="NAME=VALUE",
+                help=f"{help_text} (repeatable; values parsed as JSON when they can be)",
+                **kw,
+            )
             continue
         if f.name == "imports":
             group.add_argument("--import", action="append", metavar="MODULE", help=f"{help_text} (repeatable)", **kw)
             continue
         if hint is bool:
-            group.add_argument(flag, action=argparse.BooleanOptionalAction, help=f"{help_text} (default: {default})", **kw)
+            group.add_argument(
+                flag, action=argparse.BooleanOptionalAction, help=f"{help_text} (default: {default})", **kw
+            )
             continue
         base = next((t for t in typing.get_args(hint) if t is not type(None)), hint)
         cast = {int: int, float: float, str: str, dict: _json_object}.get(base, str)
@@ -104,26 +114,45 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Formulas: docs/algorithms.md. Guide: docs/trainer.md.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    train = sub.add_parser("train", help="SFT warm start (optional), then RL; writes metrics, curve and checkpoints",
-                           description="Train a policy on a registered env. An --algo preset sets the estimator; "
-                                       "explicit options override it.")
+    train = sub.add_parser(
+        "train",
+        help="SFT warm start (optional), then RL; writes metrics, curve and checkpoints",
+        description="Train a policy on a registered env. An --algo preset sets the estimator; "
+        "explicit options override it.",
+    )
     sft = sub.add_parser("sft", help="only the SFT warm start on expert demonstrations; saves a checkpoint")
     ev = sub.add_parser("eval", help="held-out success of a checkpoint")
     for p in (train, sft, ev):
-        p.add_argument("--recipe", default=None, choices=sorted(RECIPES),
-                       help="start from a measured recipe's settings (reference_trainer.recipes: the tiny model's size, "
-                            "env options, batch, learning rates, SFT, evaluation) with the --algo preset; options given "
-                            "explicitly override them (e.g. --model DIR --sft-episodes 0 to start RL from a saved SFT policy)")
+        p.add_argument(
+            "--recipe",
+            default=None,
+            choices=sorted(RECIPES),
+            help="start from a measured recipe's settings (reference_trainer.recipes: the tiny model's size, "
+            "env options, batch, learning rates, SFT, evaluation) with the --algo preset; options given "
+            "explicitly override them (e.g. --model DIR --sft-episodes 0 to start RL from a saved SFT policy)",
+        )
         for section, cls in _SECTIONS:
             _add_fields(p, section, cls)
-    demo = sub.add_parser("demo", help="SFT + Turn-PPO with the tiny model on CPU: TurnSokoban-v0 (a few minutes) or --recipe webshop",
-                          description="A measured recipe of reference_trainer.recipes: SFT warm start, then "
-                                      "Turn-PPO; prints held-out success and score before and after and writes the curve PNG.")
-    demo.add_argument("--recipe", default="sokoban", choices=sorted(RECIPES),
-                      help="which env's recipe (default: sokoban; webshop takes about 15 minutes on one thread)")
+    demo = sub.add_parser(
+        "demo",
+        help="SFT + Turn-PPO with the tiny model on CPU: TurnSokoban-v0 (a few minutes) or --recipe webshop",
+        description="A measured recipe of reference_trainer.recipes: SFT warm start, then "
+        "Turn-PPO; prints held-out success and score before and after and writes the curve PNG.",
+    )
+    demo.add_argument(
+        "--recipe",
+        default="sokoban",
+        choices=sorted(RECIPES),
+        help="which env's recipe (default: sokoban; webshop takes about 15 minutes on one thread)",
+    )
     demo.add_argument("--algo", default="turn-ppo", choices=sorted(PRESETS))
-    demo.add_argument("--iterations", type=int, default=None, metavar="N",
-                      help=f"RL iterations (default: the recipe's budget; sokoban: {SOKOBAN_RL_ITERATIONS}, 3-5 minutes on one quiet thread)")
+    demo.add_argument(
+        "--iterations",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"RL iterations (default: the recipe's budget; sokoban: {SOKOBAN_RL_ITERATIONS}, 3-5 minutes on one quiet thread)",
+    )
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--out", default="runs/demo", help="output directory (default: runs/demo)")
     tiny = sub.add_parser("build-tiny", help="build the tiny model + tokenizer for an env into a directory")
@@ -183,8 +212,10 @@ def demo_config(args: argparse.Namespace) -> Config:
 
 def _summary_line(name: str, m: dict[str, float]) -> str:
     score = f"  score {m['score']:.3f}" if "score" in m else ""
-    return (f"{name:>12s}: success {m['success']:.1%}{score}  return {m['return']:+.3f}  turns {m['turns']:.2f}  "
-            f"({int(m['episodes'])} episodes)")
+    return (
+        f"{name:>12s}: success {m['success']:.1%}{score}  return {m['return']:+.3f}  turns {m['turns']:.2f}  "
+        f"({int(m['episodes'])} episodes)"
+    )
 
 
 def _no_weight_bars() -> None:
@@ -207,8 +238,12 @@ def _gain_line(summary: dict[str, Any]) -> str | None:
 
 
 #: The ``train`` extra's modules each command imports (``plot`` draws only; ``eval``/``sft`` save no curve).
-_NEEDS = {"plot": ("matplotlib",), "eval": ("torch", "transformers", "tokenizers"), "sft": ("torch", "transformers", "tokenizers"),
-          "build-tiny": ("torch", "transformers", "tokenizers")}
+_NEEDS = {
+    "plot": ("matplotlib",),
+    "eval": ("torch", "transformers", "tokenizers"),
+    "sft": ("torch", "transformers", "tokenizers"),
+    "build-tiny": ("torch", "transformers", "tokenizers"),
+}
 _TRAIN_STACK = ("torch", "transformers", "tokenizers", "matplotlib")
 
 
@@ -221,7 +256,7 @@ def _check_train_extra(command: str) -> None:
             raise SystemExit(
                 f"python -m reference_trainer {command} needs the trainer's dependencies (the `train` extra), and "
                 f"{module!r} cannot be imported ({e}). Install PyTorch first, the CPU build the project tests with: "
-                f'pip install torch==2.13.0 (a bare `pip install torch` may pull a multi-GB CUDA build), then: '
+                f"pip install torch==2.13.0 (a bare `pip install torch` may pull a multi-GB CUDA build), then: "
                 f'pip install "agentgym-turn[train]" (from a checkout: pip install -e ".[train]").'
             ) from None
 
@@ -261,7 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModelFileError as e:  # a bad file of the model directory: one line naming it, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 2
-    say = print if trainer.dist.is_main else (lambda *a, **k: None)  # under torchrun every rank runs this; rank 0 prints
+    say = (
+        print if trainer.dist.is_main else (lambda *a, **k: None)
+    )  # under torchrun every rank runs this; rank 0 prints
     try:
         if args.command == "eval":
             say(_summary_line("held-out", trainer.evaluate()))

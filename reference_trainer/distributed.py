@@ -73,7 +73,9 @@ def context_from_env(env: Mapping[str, str] | None = None, parallel: str = "ddp"
     if world <= 1:
         return dataclasses.replace(SINGLE, parallel=parallel)
     if "RANK" not in env:
-        raise ValueError(f"WORLD_SIZE={world} but RANK is not set: launch with torchrun (it sets both), or set RANK too.")
+        raise ValueError(
+            f"WORLD_SIZE={world} but RANK is not set: launch with torchrun (it sets both), or set RANK too."
+        )
     rank = int(env["RANK"])
     if not 0 <= rank < world:
         raise ValueError(f"RANK={rank} is outside 0 .. WORLD_SIZE-1 = {world - 1}.")
@@ -103,8 +105,10 @@ def setup(device: str, parallel: str = "ddp") -> tuple[DistContext, str]:
         dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", init_method="env://")
         _OWN_GROUP[0] = True
     if dist.get_world_size() != ctx.world_size or dist.get_rank() != ctx.rank:
-        raise RuntimeError(f"the process group (rank {dist.get_rank()} of {dist.get_world_size()}) disagrees with "
-                           f"RANK={ctx.rank}, WORLD_SIZE={ctx.world_size}: initialise it from the same variables.")
+        raise RuntimeError(
+            f"the process group (rank {dist.get_rank()} of {dist.get_world_size()}) disagrees with "
+            f"RANK={ctx.rank}, WORLD_SIZE={ctx.world_size}: initialise it from the same variables."
+        )
     return ctx, device
 
 
@@ -245,8 +249,12 @@ def gather_episodes(episodes: list[Any], ctx: DistContext) -> list[Any]:
     """
     if not ctx.enabled:
         return episodes
-    slim = [dataclasses.replace(e, conversation=_Spans(len(e.conversation), list(e.conversation.action_spans)), sampled_logp=[])
-            for e in episodes]
+    slim = [
+        dataclasses.replace(
+            e, conversation=_Spans(len(e.conversation), list(e.conversation.action_spans)), sampled_logp=[]
+        )
+        for e in episodes
+    ]
     return [e for part in gather_objects(slim, ctx) for e in part]
 
 

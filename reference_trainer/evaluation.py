@@ -42,8 +42,14 @@ class Evaluator:
     ``return``: same seeds, same order every time, so two evaluations pair up). Each rank plays its share.
     """
 
-    def __init__(self, cfg: Config, play: Play, dist: distributed.DistContext, make_envs: Callable[[dict[str, Any]], Any],
-                 test_envs: Any = None):
+    def __init__(
+        self,
+        cfg: Config,
+        play: Play,
+        dist: distributed.DistContext,
+        make_envs: Callable[[dict[str, Any]], Any],
+        test_envs: Any = None,
+    ):
         self.cfg, self.play, self.dist, self.make_envs = cfg, play, dist, make_envs
         t = cfg.train
         self.envs: dict[str, Any] = {"test": test_envs if test_envs is not None else make_envs(t.eval_env_kwargs or {})}
@@ -60,8 +66,9 @@ class Evaluator:
         return self.envs[split]
 
     @torch.no_grad()
-    def evaluate(self, policy: Any, lm: torch.nn.Module | None = None, n: int | None = None, *,
-                 split: str = "test") -> tuple[dict[str, float], dict[str, list[float]]]:
+    def evaluate(
+        self, policy: Any, lm: torch.nn.Module | None = None, n: int | None = None, *, split: str = "test"
+    ) -> tuple[dict[str, float], dict[str, list[float]]]:
         """``(metrics, outcomes)`` of ``policy`` (its actor replaced by ``lm`` while playing, when given) on ``n``
         seeds of ``split`` (default ``eval_episodes``, or ``val_episodes`` for validation), greedy unless the
         config's ``eval_temperature`` says otherwise."""
@@ -71,14 +78,22 @@ class Evaluator:
         seeds = list(range(t.eval_seed, t.eval_seed + n))
         over = t.eval_env_kwargs if split == "test" else t.val_env_kwargs
         env_kwargs = {**self.cfg.rollout.env_kwargs, **(over or {})}
-        played, first = _distinct_starts(t.env, env_kwargs, seeds) if t.eval_temperature == 0 else (seeds, list(range(n)))
+        played, first = (
+            _distinct_starts(t.env, env_kwargs, seeds) if t.eval_temperature == 0 else (seeds, list(range(n)))
+        )
         gen = torch.Generator().manual_seed(distributed.rank_seed(t.eval_seed, self.dist.rank))
         with playing(policy, lm):
-            episodes = self.play(distributed.shard(played, self.dist), temperature=t.eval_temperature, generator=gen, envs=envs)
+            episodes = self.play(
+                distributed.shard(played, self.dist), temperature=t.eval_temperature, generator=gen, envs=envs
+            )
         episodes = distributed.gather_episodes(episodes, self.dist)
         episodes = [episodes[k] for k in first]
-        outcomes = {"seeds": [float(s) for s in seeds], "success": [float(e.success) for e in episodes],
-                    "score": [e.score for e in episodes], "return": [e.ret for e in episodes]}
+        outcomes = {
+            "seeds": [float(s) for s in seeds],
+            "success": [float(e.success) for e in episodes],
+            "score": [e.score for e in episodes],
+            "return": [e.ret for e in episodes],
+        }
         return episode_metrics(episodes), outcomes
 
     def close(self, keep: Any = None) -> None:

@@ -20,7 +20,9 @@ from torch.utils.checkpoint import checkpoint
 LogitsFn = Callable[[torch.Tensor], torch.Tensor]
 
 
-def _rows(logits_fn: LogitsFn, hidden: torch.Tensor, target: torch.Tensor, with_entropy: bool) -> tuple[torch.Tensor, ...]:
+def _rows(
+    logits_fn: LogitsFn, hidden: torch.Tensor, target: torch.Tensor, with_entropy: bool
+) -> tuple[torch.Tensor, ...]:
     """``(logp [n], entropy [n])`` (or ``(logp,)``) of ``target [n]`` under ``softmax(logits_fn(hidden [n, H]))``."""
     logprobs = torch.log_softmax(logits_fn(hidden), dim=-1)  # [n, V]
     lp = logprobs.gather(-1, target[:, None]).squeeze(-1)
@@ -32,8 +34,9 @@ def _rows(logits_fn: LogitsFn, hidden: torch.Tensor, target: torch.Tensor, with_
     return lp, ent
 
 
-def selected_logprobs(logits_fn: LogitsFn, hidden: torch.Tensor, target: torch.Tensor, *, chunk_tokens: int = 0,
-                      with_entropy: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+def selected_logprobs(
+    logits_fn: LogitsFn, hidden: torch.Tensor, target: torch.Tensor, *, chunk_tokens: int = 0, with_entropy: bool = True
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-probability and entropy of each chosen token, in float32.
 
     Args:
@@ -68,4 +71,3 @@ def selected_logprobs(logits_fn: LogitsFn, hidden: torch.Tensor, target: torch.T
         if with_entropy:
             ents.append(out[1])
     return torch.cat(lps), (torch.cat(ents) if with_entropy else None)
-

@@ -23,8 +23,23 @@ import torch
 
 from .advantages import Reduce
 
-__all__ = ["LOSSES", "LossInputs", "Metric", "combine_parts", "combine_steps", "RATIO_LEVELS", "CLIP_BIAS_CORRECTIONS", "log_ratios",
-           "clipped_tokens", "clip_bias_surrogate", "clip_bias_scale", "policy_loss", "value_loss", "kl_penalty", "explained_variance"]
+__all__ = [
+    "LOSSES",
+    "LossInputs",
+    "Metric",
+    "combine_parts",
+    "combine_steps",
+    "RATIO_LEVELS",
+    "CLIP_BIAS_CORRECTIONS",
+    "log_ratios",
+    "clipped_tokens",
+    "clip_bias_surrogate",
+    "clip_bias_scale",
+    "policy_loss",
+    "value_loss",
+    "kl_penalty",
+    "explained_variance",
+]
 
 RATIO_LEVELS = ("token", "turn", "sequence")
 CLIP_BIAS_CORRECTIONS = ("none", "max1", "additive")
@@ -38,8 +53,13 @@ def _denominator(action_mask: torch.Tensor, num_tokens: float | int | torch.Tens
     return n.float().clamp(min=1.0)
 
 
-def log_ratios(logp: torch.Tensor, old_logp: torch.Tensor, action_mask: torch.Tensor, turn_ids: torch.Tensor,
-               ratio_level: RatioLevel = "token") -> torch.Tensor:
+def log_ratios(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    action_mask: torch.Tensor,
+    turn_ids: torch.Tensor,
+    ratio_level: RatioLevel = "token",
+) -> torch.Tensor:
     """Per-token log importance ratio at the chosen granularity, ``[B, L]`` (0 off the mask).
 
     * ``"token"``: ``log r_t = logp_t - old_logp_t``;
@@ -69,7 +89,9 @@ def log_ratios(logp: torch.Tensor, old_logp: torch.Tensor, action_mask: torch.Te
     return torch.where(mask, mean[flat].view(B, L), torch.zeros_like(lr))
 
 
-def clipped_tokens(ratio: torch.Tensor, advantages: torch.Tensor, action_mask: torch.Tensor, clip_eps: float) -> torch.Tensor:
+def clipped_tokens(
+    ratio: torch.Tensor, advantages: torch.Tensor, action_mask: torch.Tensor, clip_eps: float
+) -> torch.Tensor:
     """Where PPO's clip is active (the token contributes no gradient): ``[B, L]`` bool.
 
     ``A > 0 and ratio > 1 + eps``, or ``A < 0 and ratio < 1 - eps``.
@@ -79,8 +101,9 @@ def clipped_tokens(ratio: torch.Tensor, advantages: torch.Tensor, action_mask: t
     )
 
 
-def clip_bias_surrogate(logp: torch.Tensor, ratio: torch.Tensor, advantages: torch.Tensor, clipped: torch.Tensor,
-                        num_tokens: torch.Tensor) -> torch.Tensor:
+def clip_bias_surrogate(
+    logp: torch.Tensor, ratio: torch.Tensor, advantages: torch.Tensor, clipped: torch.Tensor, num_tokens: torch.Tensor
+) -> torch.Tensor:
     """``C = (1/N) sum_{t clipped} sg(w_t) A_t logp_t``: its gradient is the policy-gradient
     mass that clipping removed (``w_t`` the token or turn ratio, treated as a constant)."""
     weight = torch.where(clipped, ratio.detach() * advantages, torch.zeros_like(ratio))
@@ -112,10 +135,21 @@ def grad_norm_of(scalar: torch.Tensor, params: Iterable[torch.Tensor]) -> float:
     return float(torch.stack(sq).sum().sqrt()) if sq else 0.0
 
 
-def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, action_mask: torch.Tensor, turn_ids: torch.Tensor, *,
-                ratio_level: RatioLevel = "token", clip_eps: float = 0.2, clip_bias_correction: str = "none", clip_bias_const: float = 1.0,
-                params: Iterable[torch.Tensor] | None = None, clip_bias_norm: float | None = None,
-                num_tokens: float | int | torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    action_mask: torch.Tensor,
+    turn_ids: torch.Tensor,
+    *,
+    ratio_level: RatioLevel = "token",
+    clip_eps: float = 0.2,
+    clip_bias_correction: str = "none",
+    clip_bias_const: float = 1.0,
+    params: Iterable[torch.Tensor] | None = None,
+    clip_bias_norm: float | None = None,
+    num_tokens: float | int | torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
     """The clipped PPO surrogate at token, turn or sequence level, with optional correction.
 
     Per action token ``t`` of turn ``k``: ``l_t = -min(w A_t, clip(w, 1-eps, 1+eps) A_t)`` with
@@ -182,8 +216,14 @@ def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Te
     return loss, metrics
 
 
-def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float | None = 0.5,
-               num_values: float | int | torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+def value_loss(
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    mask: torch.Tensor,
+    clip: float | None = 0.5,
+    num_values: float | int | torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
     """``0.5 * max((V - R)^2, (clip(V, V_old - c, V_old + c) - R)^2)``, mean over ``mask``.
 
     ``clip=None`` drops the clipped term. Any shape; ``mask`` marks where values are trained
@@ -207,8 +247,12 @@ def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Te
     return loss, {"vf_loss": float(loss.detach()), "vf_clipfrac": float(vclip.sum() / n_local)}
 
 
-def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, action_mask: torch.Tensor,
-               num_tokens: float | int | torch.Tensor | None = None) -> torch.Tensor:
+def kl_penalty(
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    action_mask: torch.Tensor,
+    num_tokens: float | int | torch.Tensor | None = None,
+) -> torch.Tensor:
     """Token-mean of the ``k3`` estimator of ``KL(pi || pi_ref)``: ``exp(d) - d - 1``, ``d = ref_logp - logp``."""
     mask = action_mask.bool()
     d = torch.where(mask, ref_logp - logp, torch.zeros_like(logp)).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
@@ -217,7 +261,9 @@ def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, action_mask: torch.Te
 
 
 @torch.no_grad()
-def explained_variance(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, reduce: Reduce | None = None) -> float:
+def explained_variance(
+    pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, reduce: Reduce | None = None
+) -> float:
     """``1 - Var[target - pred] / Var[target]`` over ``mask`` (population variances from float64 sums, over every
     rank's positions with ``reduce``); NaN with fewer than two positions or when ``Var[target] = 0``."""
     m = mask.bool()
@@ -272,8 +318,16 @@ class LossInputs:
 
 LossTerm = Callable[[LossInputs, Any], "tuple[torch.Tensor | None, dict[str, Metric]]"]
 
-_POLICY_REDUCE = {"pg_loss": "sum", "clipfrac": "share", "clipfrac_turn": "share", "approx_kl": "share", "ratio_mean": "share",
-                  "ratio_max": "max", "clip_bias_norm": "minibatch", "clip_bias_scale": "minibatch"}
+_POLICY_REDUCE = {
+    "pg_loss": "sum",
+    "clipfrac": "share",
+    "clipfrac_turn": "share",
+    "approx_kl": "share",
+    "ratio_mean": "share",
+    "ratio_max": "max",
+    "clip_bias_norm": "minibatch",
+    "clip_bias_scale": "minibatch",
+}
 #: Reported by every update, also when no policy step ran (critic warm-up): the ratio is then 1.
 NEUTRAL: dict[str, Metric] = {"ratio_max": Metric(1.0, "max")}
 
@@ -281,10 +335,18 @@ NEUTRAL: dict[str, Metric] = {"ratio_max": Metric(1.0, "max")}
 def policy_term(x: LossInputs, algo: Any) -> tuple[torch.Tensor, dict[str, Metric]]:
     """The clipped surrogate at ``algo.ratio_level`` with ``algo.clip_bias_correction`` (:func:`policy_loss`)."""
     loss, m = policy_loss(
-        x.logp, x.old_logp, x.advantages, x.action_mask, x.turn_ids,
-        ratio_level=algo.ratio_level, clip_eps=algo.clip_eps,
-        clip_bias_correction=algo.clip_bias_correction, clip_bias_const=algo.clip_bias_const,
-        params=x.actor_params, clip_bias_norm=x.clip_bias_norm, num_tokens=x.num_tokens,
+        x.logp,
+        x.old_logp,
+        x.advantages,
+        x.action_mask,
+        x.turn_ids,
+        ratio_level=algo.ratio_level,
+        clip_eps=algo.clip_eps,
+        clip_bias_correction=algo.clip_bias_correction,
+        clip_bias_const=algo.clip_bias_const,
+        params=x.actor_params,
+        clip_bias_norm=x.clip_bias_norm,
+        num_tokens=x.num_tokens,
     )
     return loss, {k: Metric(v, _POLICY_REDUCE[k]) for k, v in m.items()}
 

@@ -18,12 +18,19 @@ import threading
 from pathlib import Path
 from typing import Any
 
+
 class ModelFileError(ValueError):
     """A file of a model directory that cannot be loaded safely; the message names the file and what to do."""
 
 
 #: The JSON files transformers reads from a model directory.
-JSON_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+JSON_FILES = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+)
 #: Seconds a chat template gets to render a two-turn conversation (a real one takes milliseconds).
 TEMPLATE_SECONDS = 10.0
 
@@ -35,7 +42,9 @@ def check_regular_file(file: str | os.PathLike) -> None:
     except OSError as e:
         raise ModelFileError(f"{file}: cannot be read ({e.strerror}).") from None
     if not stat.S_ISREG(mode):
-        raise ModelFileError(f"{file}: not a regular file (a device, a fifo or a folder); a checkpoint's files are plain files.")
+        raise ModelFileError(
+            f"{file}: not a regular file (a device, a fifo or a folder); a checkpoint's files are plain files."
+        )
 
 
 def check_json_files(path: str | os.PathLike) -> None:
@@ -50,7 +59,9 @@ def check_json_files(path: str | os.PathLike) -> None:
         except RecursionError:
             raise ModelFileError(f"{file}: JSON nested too deeply to read; not a file transformers wrote.") from None
         except (ValueError, UnicodeDecodeError) as e:
-            raise ModelFileError(f"{file}: not valid JSON ({str(e)[:120]}); replace it with the model's own file.") from None
+            raise ModelFileError(
+                f"{file}: not valid JSON ({str(e)[:120]}); replace it with the model's own file."
+            ) from None
 
 
 def check_template_renders(tokenizer: Any, source: str | os.PathLike, seconds: float | None = None) -> None:
@@ -62,15 +73,23 @@ def check_template_renders(tokenizer: Any, source: str | os.PathLike, seconds: f
         return
     seconds = TEMPLATE_SECONDS if seconds is None else seconds
     outcome = _render_forked(tokenizer, seconds) if hasattr(os, "fork") else _render_in_thread(tokenizer, seconds)
-    where = Path(source) / ("chat_template.jinja" if (Path(source) / "chat_template.jinja").exists() else "tokenizer_config.json")
+    where = Path(source) / (
+        "chat_template.jinja" if (Path(source) / "chat_template.jinja").exists() else "tokenizer_config.json"
+    )
     if outcome is None:
-        raise ModelFileError(f"{where}: its chat template did not render a three-message conversation within {seconds:g} s; "
-                             "a real template takes milliseconds. Use the model's own template.")
+        raise ModelFileError(
+            f"{where}: its chat template did not render a three-message conversation within {seconds:g} s; "
+            "a real template takes milliseconds. Use the model's own template."
+        )
     if outcome:
         raise ModelFileError(f"{where}: its chat template fails on a three-message conversation ({outcome[:240]}).")
 
 
-_MESSAGES = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Go"}]
+_MESSAGES = [
+    {"role": "user", "content": "Hi"},
+    {"role": "assistant", "content": "Hello"},
+    {"role": "user", "content": "Go"},
+]
 
 
 def _render(tokenizer: Any) -> str:
@@ -111,7 +130,9 @@ def _render_forked(tokenizer: Any, seconds: float) -> str | None:
 
 def _render_in_thread(tokenizer: Any, seconds: float) -> str | None:
     outcome: list[str] = []
-    worker = threading.Thread(target=lambda: outcome.append(_render(tokenizer)), name="chat-template-check", daemon=True)
+    worker = threading.Thread(
+        target=lambda: outcome.append(_render(tokenizer)), name="chat-template-check", daemon=True
+    )
     worker.start()
     worker.join(seconds)
     return None if worker.is_alive() else outcome[0]

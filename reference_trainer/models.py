@@ -22,7 +22,17 @@ from pathlib import Path
 from agentgym_turn.core.files import file_sha256
 from agentgym_turn.extras import require
 
-__all__ = ["NamedModel", "MODELS", "resolve_model", "model_directory", "gguf_file", "load_gguf", "convert_gguf", "models_cache_dir", "check_named_models"]
+__all__ = [
+    "NamedModel",
+    "MODELS",
+    "resolve_model",
+    "model_directory",
+    "gguf_file",
+    "load_gguf",
+    "convert_gguf",
+    "models_cache_dir",
+    "check_named_models",
+]
 
 _SOURCE_FILE = "gguf_source.json"
 
@@ -70,8 +80,12 @@ def gguf_file(name: str) -> Path:
     if path is None or not path.is_file():
         from agentgym_turn.extras import MissingExtraError, install_command
 
-        raise MissingExtraError(f"--model {name} needs the {entry.extra!r} extra: {install_command(entry.extra)}; "
-                                f"{entry.distribution} is not installed.", extra=entry.extra, module=entry.distribution)
+        raise MissingExtraError(
+            f"--model {name} needs the {entry.extra!r} extra: {install_command(entry.extra)}; "
+            f"{entry.distribution} is not installed.",
+            extra=entry.extra,
+            module=entry.distribution,
+        )
     return path
 
 
@@ -104,8 +118,10 @@ def convert_gguf(path: str | os.PathLike, out: str | os.PathLike) -> Path:
     missing, unexpected = plain.load_state_dict(loaded.state_dict(), strict=False)
     tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
     if set(missing) - tied or unexpected:
-        raise ValueError(f"{path}: the GGUF's tensors do not fill a {type(plain).__name__} "
-                         f"(missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}).")
+        raise ValueError(
+            f"{path}: the GGUF's tensors do not fill a {type(plain).__name__} "
+            f"(missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]})."
+        )
     plain.tie_weights()
     plain.eval()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -171,13 +187,21 @@ def check_named_models() -> list[str]:
         except ImportError as e:
             problems.append(str(e))
             continue
-        code = ("import llama_cpp, sys; m = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, verbose=False); "
-                "m.eval(m.tokenize(b'Hi')); print('ok')")
+        code = (
+            "import llama_cpp, sys; m = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, verbose=False); "
+            "m.eval(m.tokenize(b'Hi')); print('ok')"
+        )
         run = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=300)
         if run.returncode != 0 or "ok" not in run.stdout:
-            why = "illegal instruction: llama.cpp was built for another CPU" if run.returncode in (-4, 132) else (run.stderr.strip().splitlines() or ["?"])[-1]
-            problems.append(f"llama-cpp-python cannot run {path.name} ({why}); reinstall it with "
-                            "CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX2=ON\" pip install --force-reinstall --no-cache-dir llama-cpp-python")
+            why = (
+                "illegal instruction: llama.cpp was built for another CPU"
+                if run.returncode in (-4, 132)
+                else (run.stderr.strip().splitlines() or ["?"])[-1]
+            )
+            problems.append(
+                f"llama-cpp-python cannot run {path.name} ({why}); reinstall it with "
+                'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON" pip install --force-reinstall --no-cache-dir llama-cpp-python'
+            )
     return problems
 
 
@@ -186,8 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m reference_trainer.models", description="Models by name, offline.")
-    parser.add_argument("model", nargs="?", help="a name (" + ", ".join(MODELS) + ") or a .gguf file: convert once, print the directory")
-    parser.add_argument("--check", action="store_true", help="check that every named model's file is installed and llama.cpp runs it")
+    parser.add_argument(
+        "model", nargs="?", help="a name (" + ", ".join(MODELS) + ") or a .gguf file: convert once, print the directory"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="check that every named model's file is installed and llama.cpp runs it"
+    )
     args = parser.parse_args(argv)
     if args.check:
         problems = check_named_models()

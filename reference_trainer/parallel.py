@@ -44,8 +44,10 @@ def check_divisible(cfg: Any, world_size: int) -> None:
     for section, name in (("rollout", "tasks_per_iteration"), ("algo", "minibatch_size")):
         value = getattr(getattr(cfg, section), name)
         if value % world_size:
-            raise ValueError(f"--{name.replace('_', '-')} {value} does not split over {world_size} ranks (WORLD_SIZE): "
-                             f"make it a multiple of {world_size} (it counts over all ranks together).")
+            raise ValueError(
+                f"--{name.replace('_', '-')} {value} does not split over {world_size} ranks (WORLD_SIZE): "
+                f"make it a multiple of {world_size} (it counts over all ranks together)."
+            )
 
 
 def check_fsdp(cfg: Any, ctx: DistContext) -> None:
@@ -53,13 +55,19 @@ def check_fsdp(cfg: Any, ctx: DistContext) -> None:
     if not (ctx.enabled and ctx.parallel == "fsdp"):
         return
     a, t = cfg.algo, cfg.train
-    unsupported = {"--kl-coef": a.kl_coef > 0, "--ema-decay": a.ema_decay > 0, "--clip-bias-correction": a.clip_bias_correction != "none",
-                   "--sft-episodes": t.sft_episodes > 0}
+    unsupported = {
+        "--kl-coef": a.kl_coef > 0,
+        "--ema-decay": a.ema_decay > 0,
+        "--clip-bias-correction": a.clip_bias_correction != "none",
+        "--sft-episodes": t.sft_episodes > 0,
+    }
     named = [name for name, on in unsupported.items() if on]
     if named:
-        raise ValueError(f"--parallel fsdp does not support {', '.join(named)} yet (frozen copies and per-parameter "
-                         "gradient passes of a sharded model): use --parallel ddp, or run the SFT warm start first "
-                         "(python -m reference_trainer sft) and pass its policy with --model.")
+        raise ValueError(
+            f"--parallel fsdp does not support {', '.join(named)} yet (frozen copies and per-parameter "
+            "gradient passes of a sharded model): use --parallel ddp, or run the SFT warm start first "
+            "(python -m reference_trainer sft) and pass its policy with --model."
+        )
 
 
 def unreached_parameters(objective: Objective, *, actor: bool, critic: bool) -> list[str]:
@@ -93,9 +101,14 @@ def wrap(objective: Objective, ctx: DistContext, device: str, find_unused_parame
 
         ids = [torch.device(device).index] if device.startswith("cuda") else None
         # newer PyTorch names the switch forward_sync_buffers (broadcast_buffers is deprecated there)
-        no_sync = ({"forward_sync_buffers": False} if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
-                   else {"broadcast_buffers": False})
-        return DistributedDataParallel(objective, device_ids=ids, find_unused_parameters=find_unused_parameters, **no_sync)
+        no_sync = (
+            {"forward_sync_buffers": False}
+            if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
+            else {"broadcast_buffers": False}
+        )
+        return DistributedDataParallel(
+            objective, device_ids=ids, find_unused_parameters=find_unused_parameters, **no_sync
+        )
     from torch.distributed.fsdp import fully_shard
 
     for module in list(objective.modules()):
@@ -118,8 +131,16 @@ class Parallel:
         actor, critic: Whether the first update's losses reach the actor and the critic (:meth:`match`).
     """
 
-    def __init__(self, policy: Any, loss_fn: Callable[..., tuple[torch.Tensor, Any]], ctx: DistContext, device: str, *,
-                 actor: bool = True, critic: bool = True):
+    def __init__(
+        self,
+        policy: Any,
+        loss_fn: Callable[..., tuple[torch.Tensor, Any]],
+        ctx: DistContext,
+        device: str,
+        *,
+        actor: bool = True,
+        critic: bool = True,
+    ):
         from .policy import needs_grad_scaler
 
         self.ctx, self.device = ctx, str(device)
@@ -127,7 +148,9 @@ class Parallel:
         #: The objective wrapped by DDP or FSDP (before the optimizer: FSDP replaces the parameters); None in one process.
         self.module = wrap(self.objective, ctx, self.device, find_unused_parameters=self._finds(actor, critic))
         #: float16 autocast's loss scaler (None otherwise).
-        self.scaler = torch.amp.GradScaler(torch.device(device).type) if needs_grad_scaler(policy.compute_dtype) else None
+        self.scaler = (
+            torch.amp.GradScaler(torch.device(device).type) if needs_grad_scaler(policy.compute_dtype) else None
+        )
 
     def _finds(self, actor: bool, critic: bool) -> bool:
         """Whether DDP must search for unused parameters: a loss reaching only the ``actor``/``critic`` leaves some."""
@@ -170,7 +193,9 @@ class Parallel:
         finally:
             for unit in units:
                 unit.reshard()
-                unit.set_reshard_after_forward(unit is not self.module, recurse=False)  # FSDP's defaults: the root keeps its gather
+                unit.set_reshard_after_forward(
+                    unit is not self.module, recurse=False
+                )  # FSDP's defaults: the root keeps its gather
 
     def forward(self, *args: Any) -> tuple[torch.Tensor, Any]:
         """``loss_fn(*args)``, through the wrapped module when there is one."""
@@ -207,8 +232,14 @@ class Parallel:
             loss = loss * self.ctx.world_size
         loss.backward()
 
-    def step(self, optimizer: torch.optim.Optimizer, scheduler: Any = None, max_grad_norm: float | None = None, *,
-             skip_nonfinite: bool = True) -> float:
+    def step(
+        self,
+        optimizer: torch.optim.Optimizer,
+        scheduler: Any = None,
+        max_grad_norm: float | None = None,
+        *,
+        skip_nonfinite: bool = True,
+    ) -> float:
         """Clip the optimizer's (unscaled) gradient to ``max_grad_norm`` and step; returns its norm (0 without
         any gradient, then no step). A non-finite gradient skips the step (float16: always, and the loss scale
         halves; else unless ``skip_nonfinite`` is off)."""
@@ -232,10 +263,16 @@ class Parallel:
         empty on other ranks); every rank calls it. ``None`` under DDP and in one process."""
         if not self._fsdp:
             return None
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, get_optimizer_state_dict
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_model_state_dict,
+            get_optimizer_state_dict,
+        )
 
         options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-        return get_model_state_dict(self.module, options=options), get_optimizer_state_dict(self.module, optimizer, options=options)
+        return get_model_state_dict(self.module, options=options), get_optimizer_state_dict(
+            self.module, optimizer, options=options
+        )
 
     def load_optimizer_state(self, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
         """Load an optimizer state saved with parameter indices (any world size); FSDP: into the sharded optimizer."""
@@ -246,6 +283,8 @@ class Parallel:
 
         names = {id(q): name for name, q in self.module.named_parameters()}
         order = [names[id(q)] for g in optimizer.param_groups for q in g["params"]]
-        by_name = {"state": {order[int(i)]: s for i, s in state["state"].items()},
-                   "param_groups": [{**g, "params": [order[int(i)] for i in g["params"]]} for g in state["param_groups"]]}
+        by_name = {
+            "state": {order[int(i)]: s for i, s in state["state"].items()},
+            "param_groups": [{**g, "params": [order[int(i)] for i in g["params"]]} for g in state["param_groups"]],
+        }
         set_optimizer_state_dict(self.module, optimizer, by_name, options=StateDictOptions(full_state_dict=True))

@@ -29,7 +29,15 @@ class LocalPlayer:
     episode that would pass it ends with status ``context_overflow`` (the model's failure, scored as played).
     """
 
-    def __init__(self, model: str, *, device: str = "cpu", dtype: str = "float32", seed: int = 0, max_context_tokens: int | None = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        device: str = "cpu",
+        dtype: str = "float32",
+        seed: int = 0,
+        max_context_tokens: int | None = None,
+    ):
         self.spec = str(model)
         self.path = resolve_model(model)
         self.policy, self.tokenizer = load_policy(self.path, device=device, dtype=dtype)
@@ -62,14 +70,19 @@ class LocalPlayer:
         return self._keys[id(chat)]
 
     @torch.no_grad()
-    def respond(self, chats: Sequence[Any], *, temperature: float, top_p: float, max_new_tokens: int, seeds: Sequence[int]) -> list[Reply]:
+    def respond(
+        self, chats: Sequence[Any], *, temperature: float, top_p: float, max_new_tokens: int, seeds: Sequence[int]
+    ) -> list[Reply]:
         replies: list[Reply | None] = [None] * len(chats)
         prompts, rows = [], []
         for i, chat in enumerate(chats):
             ids = list(chat.tokens().ids)
             if len(ids) + max_new_tokens > self.max_context:
-                replies[i] = Reply(status="context_overflow", prompt_tokens=len(ids),
-                                   error=f"{len(ids)} prompt tokens + {max_new_tokens} new exceed the model's {self.max_context}")
+                replies[i] = Reply(
+                    status="context_overflow",
+                    prompt_tokens=len(ids),
+                    error=f"{len(ids)} prompt tokens + {max_new_tokens} new exceed the model's {self.max_context}",
+                )
                 continue
             prompts.append(ids)
             rows.append(i)
@@ -77,9 +90,22 @@ class LocalPlayer:
             fmt = chats[rows[0]].format
             keys = [self._key(chats[i]) for i in rows]
             pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-            out, _ = self.policy.generate(prompts, max_new_tokens=int(max_new_tokens), stop_ids=fmt.stop_ids, pad_id=pad,
-                                          generator=self.generator, temperature=float(temperature), top_p=float(top_p),
-                                          turn_cache=self._cache, keys=keys)
+            out, _ = self.policy.generate(
+                prompts,
+                max_new_tokens=int(max_new_tokens),
+                stop_ids=fmt.stop_ids,
+                pad_id=pad,
+                generator=self.generator,
+                temperature=float(temperature),
+                top_p=float(top_p),
+                turn_cache=self._cache,
+                keys=keys,
+            )
             for i, prompt, ids in zip(rows, prompts, out):
-                replies[i] = Reply(action=list(ids), text=fmt.decode_response(ids), completion_tokens=len(ids), prompt_tokens=len(prompt))
+                replies[i] = Reply(
+                    action=list(ids),
+                    text=fmt.decode_response(ids),
+                    completion_tokens=len(ids),
+                    prompt_tokens=len(prompt),
+                )
         return replies  # type: ignore[return-value]

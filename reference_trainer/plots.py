@@ -36,7 +36,9 @@ def plot_run(metrics: str | Path | Sequence[dict[str, Any]], path: str | Path, t
     train = [r for r in records if r.get("phase") == "train"]
     evals = [r for r in records if r.get("phase") == "eval"]
     if train:
-        ax1.plot([r["iteration"] for r in train], [r["rollout/success"] for r in train], label="training rollouts", alpha=0.6)
+        ax1.plot(
+            [r["iteration"] for r in train], [r["rollout/success"] for r in train], label="training rollouts", alpha=0.6
+        )
     if evals:
         ax1.plot([r["iteration"] for r in evals], [r["eval/success"] for r in evals], "o-", label="held-out eval")
     ax1.set_xlabel("iteration")
@@ -71,7 +73,9 @@ def plot_comparison(curves: dict[str, dict[str, list[float]]], path: str | Path,
     return _save(plt, fig, path, title)
 
 
-def plot_learning(curves: dict[str, dict[str, list[float]]], path: str | Path, title: str = "", metric: str = "held-out success") -> Path:
+def plot_learning(
+    curves: dict[str, dict[str, list[float]]], path: str | Path, title: str = "", metric: str = "held-out success"
+) -> Path:
     """Four panels per env, one line per preset (mean over seeds): the held-out metric at each
     evaluation, and per RL iteration the clip fraction (tokens solid, turns dashed), the approx KL
     and the gradient norm (the diagnostics of the Turn-PPO and ST-PPO papers).
@@ -82,7 +86,7 @@ def plot_learning(curves: dict[str, dict[str, list[float]]], path: str | Path, t
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
     ax1, ax2, ax3, ax4 = axes
     for name, c in curves.items():
-        line, = ax1.plot(c["x"], c["metric"], "o-", label=name, markersize=3)
+        (line,) = ax1.plot(c["x"], c["metric"], "o-", label=name, markersize=3)
         colour = line.get_color()
         ax2.plot(c["it"], c["clipfrac"], color=colour, label=f"{name} tokens")
         ax2.plot(c["it"], c["clipfrac_turn"], color=colour, linestyle="--", label=f"{name} turns")

@@ -29,8 +29,19 @@ from torch import nn
 from .logprobs import selected_logprobs
 from .model_files import ModelFileError, check_json_files, check_regular_file, check_template_renders
 
-__all__ = ["Policy", "PolicyOutput", "TurnCache", "load_policy", "load_tokenizer", "save_policy", "DTYPES", "resolve_dtype", "nucleus_logits",
-           "needs_grad_scaler", "sampling_generator"]
+__all__ = [
+    "Policy",
+    "PolicyOutput",
+    "TurnCache",
+    "load_policy",
+    "load_tokenizer",
+    "save_policy",
+    "DTYPES",
+    "resolve_dtype",
+    "nucleus_logits",
+    "needs_grad_scaler",
+    "sampling_generator",
+]
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _VALUE_HEAD_FILE = "value_head.pt"
@@ -95,7 +106,7 @@ def _kv_cache(config: Any, capacity: int) -> Any:
     here). Its plain layers are replaced by ones that allocate ``capacity`` positions at the first
     update and write later positions in place; attention reads the filled part as a view (the same
     values in the same shape), so outputs equal ``DynamicCache``'s bit for bit
-    (``tests/reference_trainer/test_gpu_path.py``). Other layer kinds (sliding windows) are kept as they are."""
+    (``tests/reference_trainer/test_policy_gpu_path.py``). Other layer kinds (sliding windows) are kept as they are."""
     from transformers import DynamicCache
 
     cache = DynamicCache(config=config) if "config" in inspect.signature(DynamicCache).parameters else DynamicCache()
@@ -136,7 +147,9 @@ class TurnCache:
             return 0
         return len(held)
 
-    def gather(self, sources: list[int], lengths: list[int]) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+    def gather(
+        self, sources: list[int], lengths: list[int]
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
         """Rows ``sources`` (-1: none) with their last ``lengths`` held positions, left-padded to the longest:
         per layer keys and values ``[n, heads, P, head_dim]`` and the ``[n, P]`` mask."""
         assert self.mask is not None
@@ -223,8 +236,15 @@ class Policy(nn.Module):
             (:func:`~reference_trainer.logprobs.selected_logprobs`).
     """
 
-    def __init__(self, lm: nn.Module, critic_trunk: nn.Module | None = None, *, compute_dtype: torch.dtype | None = None,
-                 vocab_limit: int | None = None, logprob_chunk_tokens: int = 0):
+    def __init__(
+        self,
+        lm: nn.Module,
+        critic_trunk: nn.Module | None = None,
+        *,
+        compute_dtype: torch.dtype | None = None,
+        vocab_limit: int | None = None,
+        logprob_chunk_tokens: int = 0,
+    ):
         super().__init__()
         self.lm = lm
         self.critic_trunk = critic_trunk
@@ -315,14 +335,25 @@ class Policy(nn.Module):
         base = self.actor_trunk
         position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
         # no KV cache in a scoring pass (nothing reads it; HF warns when checkpointing layers see one)
-        return base(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False).last_hidden_state
+        return base(
+            input_ids=ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+        ).last_hidden_state
 
     def logits_from_hidden(self, hidden: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
         """``[..., H] -> [..., V]`` float32 logits as sampled (see :meth:`_finish_logits`)."""
         return self._finish_logits(self.lm.get_output_embeddings()(hidden), temperature)
 
-    def evaluate(self, ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor, *, temperature: float = 1.0,
-                 with_values: bool = True, with_entropy: bool = True, with_logp: bool = True) -> PolicyOutput:
+    def evaluate(
+        self,
+        ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        positions: torch.Tensor,
+        *,
+        temperature: float = 1.0,
+        with_values: bool = True,
+        with_entropy: bool = True,
+        with_logp: bool = True,
+    ) -> PolicyOutput:
         """Log-probs (and entropies) of ``ids`` at ``positions``, and values at every position.
 
         Args:
@@ -337,7 +368,9 @@ class Policy(nn.Module):
         with self._autocast(), self._checkpointing():
             return self._evaluate(ids, attention_mask, positions, temperature, with_values, with_entropy, with_logp)
 
-    def _evaluate(self, ids, attention_mask, positions, temperature, with_values, with_entropy, with_logp=True) -> PolicyOutput:
+    def _evaluate(
+        self, ids, attention_mask, positions, temperature, with_values, with_entropy, with_logp=True
+    ) -> PolicyOutput:
         B, L = ids.shape
         need_actor = with_logp or (with_values and self.critic_trunk is None)
         hidden = self._trunk(ids, attention_mask) if need_actor else None
@@ -347,8 +380,13 @@ class Policy(nn.Module):
         if with_logp and sel.any():
             h = hidden[:, :-1][sel]  # [N, H]: the state before each selected token
             target = ids[:, 1:][sel]
-            lp, ent = selected_logprobs(lambda x: self.logits_from_hidden(x, temperature), h, target,
-                                        chunk_tokens=self.logprob_chunk_tokens, with_entropy=with_entropy)
+            lp, ent = selected_logprobs(
+                lambda x: self.logits_from_hidden(x, temperature),
+                h,
+                target,
+                chunk_tokens=self.logprob_chunk_tokens,
+                with_entropy=with_entropy,
+            )
             logp = logp.masked_scatter(torch.nn.functional.pad(sel, (1, 0)), lp)
             if with_entropy:
                 entropy = entropy.masked_scatter(torch.nn.functional.pad(sel, (1, 0)), ent)
@@ -361,14 +399,26 @@ class Policy(nn.Module):
 
     def _critic_hidden(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
-        return self.critic_trunk(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids,
-                                 use_cache=False).last_hidden_state
+        return self.critic_trunk(
+            input_ids=ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+        ).last_hidden_state
 
     # ------------------------------------------------------------------ sampling
     @torch.no_grad()
-    def generate(self, prompts: list[list[int]], *, max_new_tokens: int, stop_ids: frozenset[int], pad_id: int, generator: torch.Generator,
-                 temperature: float = 1.0, use_cache: bool = True, turn_cache: TurnCache | None = None,
-                 keys: list[int] | None = None, top_p: float = 1.0) -> tuple[list[list[int]], list[list[float]]]:
+    def generate(
+        self,
+        prompts: list[list[int]],
+        *,
+        max_new_tokens: int,
+        stop_ids: frozenset[int],
+        pad_id: int,
+        generator: torch.Generator,
+        temperature: float = 1.0,
+        use_cache: bool = True,
+        turn_cache: TurnCache | None = None,
+        keys: list[int] | None = None,
+        top_p: float = 1.0,
+    ) -> tuple[list[list[int]], list[list[float]]]:
         """Sample one response per prompt, token by token, with a KV cache.
 
         Prompts are left-padded into one batch. A row stops at its first id in ``stop_ids``
@@ -421,11 +471,22 @@ class Policy(nn.Module):
         for _ in range(max_new_tokens):
             with self._autocast():
                 if use_cache:
-                    out = self.lm(input_ids=step_ids, attention_mask=mask, position_ids=step_pos, use_cache=True,
-                                  logits_to_keep=1, **{self._cache_kw: cache})
+                    out = self.lm(
+                        input_ids=step_ids,
+                        attention_mask=mask,
+                        position_ids=step_pos,
+                        use_cache=True,
+                        logits_to_keep=1,
+                        **{self._cache_kw: cache},
+                    )
                 else:
-                    out = self.lm(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
-                                  use_cache=False, logits_to_keep=1)
+                    out = self.lm(
+                        input_ids=ids,
+                        attention_mask=mask,
+                        position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+                        use_cache=False,
+                        logits_to_keep=1,
+                    )
             logits = self._finish_logits(out.logits[:, -1], temperature)
             if temperature != 0 and top_p < 1.0:
                 logits = nucleus_logits(logits, top_p)
@@ -449,7 +510,9 @@ class Policy(nn.Module):
         out_ids: list[list[int]] = []
         out_lp: list[list[float]] = []
         for row_ids, row_lp in zip(all_ids, all_lp):
-            end = next((j + 1 for j, t in enumerate(row_ids) if t in stop_ids), len(row_ids))  # the first stop id is kept
+            end = next(
+                (j + 1 for j, t in enumerate(row_ids) if t in stop_ids), len(row_ids)
+            )  # the first stop id is kept
             out_ids.append(row_ids[:end])
             out_lp.append(row_lp[:end])
         if reuse:
@@ -465,8 +528,15 @@ class Policy(nn.Module):
         return layer_class is not None and bool(layers) and all(isinstance(layer, layer_class) for layer in layers)
 
     @staticmethod
-    def _keep_turn(turn_cache: TurnCache, cache: Any, keys: list[int], prompts: list[list[int]], responses: list[list[int]],
-                   start_mask: torch.Tensor, steps: int) -> None:
+    def _keep_turn(
+        turn_cache: TurnCache,
+        cache: Any,
+        keys: list[int],
+        prompts: list[list[int]],
+        responses: list[list[int]],
+        start_mask: torch.Tensor,
+        steps: int,
+    ) -> None:
         """Leave this call's keys and values in ``turn_cache``: each row holds its prompt and the sampled tokens that
         ran through the model (all but the last step's; none after the row's stop id)."""
         fed = max(steps - 1, 0)
@@ -483,8 +553,14 @@ class Policy(nn.Module):
 
 
 # ---------------------------------------------------------------------- loading and saving
-def load_policy(path: str | os.PathLike, *, device: str = "cpu", dtype: str = "float32", critic: str = "shared",
-                critic_path: str | os.PathLike | None = None) -> tuple[Policy, Any]:
+def load_policy(
+    path: str | os.PathLike,
+    *,
+    device: str = "cpu",
+    dtype: str = "float32",
+    critic: str = "shared",
+    critic_path: str | os.PathLike | None = None,
+) -> tuple[Policy, Any]:
     """Load a policy and its tokenizer from a local checkpoint directory (no downloads).
 
     ``path`` is any directory ``AutoModelForCausalLM.from_pretrained`` reads (with a tokenizer
@@ -501,7 +577,9 @@ def load_policy(path: str | os.PathLike, *, device: str = "cpu", dtype: str = "f
             f"{path} is not a model directory (no config.json). Pass --model tiny, or a local "
             "directory written by save_pretrained (this trainer never downloads models)."
         )
-    dtype = resolve_dtype(dtype, device, bf16_supported=torch.device(device).type == "cuda" and torch.cuda.is_bf16_supported())
+    dtype = resolve_dtype(
+        dtype, device, bf16_supported=torch.device(device).type == "cuda" and torch.cuda.is_bf16_supported()
+    )
     check_json_files(path)
     meta = json.loads((path / _POLICY_META).read_text()) if (path / _POLICY_META).exists() else {}
     lm = _from_pretrained(AutoModelForCausalLM, path)
@@ -536,8 +614,10 @@ def safe_torch_load(file: str | os.PathLike) -> Any:
             f"of unknown origin.{' (' + what + ')' if what else ''}"
         ) from None
     except (EOFError, RuntimeError, OSError, ValueError) as e:
-        raise ModelFileError(f"{file}: not a whole checkpoint written by this trainer (truncated or corrupt: {type(e).__name__}). "
-                         "Load a directory a run wrote.") from None
+        raise ModelFileError(
+            f"{file}: not a whole checkpoint written by this trainer (truncated or corrupt: {type(e).__name__}). "
+            "Load a directory a run wrote."
+        ) from None
 
 
 def load_tokenizer(path: str | os.PathLike) -> Any:
@@ -575,8 +655,10 @@ def _from_pretrained(cls: Any, path: Path) -> nn.Module:
     except (pickle.UnpicklingError, OSError, RuntimeError, ValueError) as e:
         text = str(e)
         if (path / "pytorch_model.bin").exists() and ("weights_only" in text or isinstance(e, pickle.UnpicklingError)):
-            raise ModelFileError(f"{path / 'pytorch_model.bin'}: refused to load: it holds Python objects other than tensors, and "
-                             "unpickling them could run code. Use the model's own weights (safetensors where it has them).") from None
+            raise ModelFileError(
+                f"{path / 'pytorch_model.bin'}: refused to load: it holds Python objects other than tensors, and "
+                "unpickling them could run code. Use the model's own weights (safetensors where it has them)."
+            ) from None
         raise
 
 

@@ -57,9 +57,13 @@ class Episode:
     sampled_logp: list[float] = field(default_factory=list)  # per action token, as sampled
     terminated: bool = False
     truncated: bool = False
-    truncation: str | None = None  # "env" (turn limit), "context", "timeout" (the env's step overran step_timeout_s) or "fault"
+    truncation: str | None = (
+        None  # "env" (turn limit), "context", "timeout" (the env's step overran step_timeout_s) or "fault"
+    )
     bootstrap_pos: int | None = None  # last token of the final state when truncated
-    fault: str | None = None  # "env_error"/"infra_error": a turn said reward_valid=False; the episode is not the policy's to score
+    fault: str | None = (
+        None  # "env_error"/"infra_error": a turn said reward_valid=False; the episode is not the policy's to score
+    )
 
     @property
     def ret(self) -> float:
@@ -102,6 +106,7 @@ class Episode:
 def _split_first(envs: EnvPool) -> Callable[[int, str], tuple[str, str]]:
     """``split(index, observation)`` for :func:`open_episode`: the env's own split, asked where the env lives; a
     fault there (a Ray actor gone) leaves the whole message as the first state."""
+
     def split(index: int, observation: str) -> tuple[str, str]:
         try:
             return envs.call(index, split_first_message, observation)
@@ -149,8 +154,17 @@ def collect(
     for lo in range(0, len(seeds), envs.num_envs):
         chunk = list(seeds[lo : lo + envs.num_envs])
         episodes += _collect_chunk(
-            policy, fmt, envs, chunk, groups[lo : lo + len(chunk)], generator, max_new_tokens, max_context_tokens, temperature,
-            split_system_prompt, reuse_cache and _takes_turn_cache(policy),
+            policy,
+            fmt,
+            envs,
+            chunk,
+            groups[lo : lo + len(chunk)],
+            generator,
+            max_new_tokens,
+            max_context_tokens,
+            temperature,
+            split_system_prompt,
+            reuse_cache and _takes_turn_cache(policy),
         )
     return episodes
 
@@ -159,8 +173,19 @@ def _takes_turn_cache(policy: Any) -> bool:
     return "turn_cache" in inspect.signature(policy.generate).parameters
 
 
-def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, max_context_tokens, temperature, split_system_prompt,
-                   reuse_cache=False):
+def _collect_chunk(
+    policy,
+    fmt,
+    envs,
+    seeds,
+    groups,
+    generator,
+    max_new_tokens,
+    max_context_tokens,
+    temperature,
+    split_system_prompt,
+    reuse_cache=False,
+):
     pad_id = fmt.tokenizer.pad_token_id if fmt.tokenizer.pad_token_id is not None else 0
     tail_room = len(fmt.assistant_suffix)
     tokens = [TokenEpisode(fmt) for _ in seeds]  # the assembly ChatView(env, tokenizer=...) does, turn for turn
@@ -188,7 +213,8 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
             pad_id=pad_id,
             generator=generator,
             temperature=temperature,
-            **cache, **({"keys": active} if cache else {}),
+            **cache,
+            **({"keys": active} if cache else {}),
         )
         actions = {}
         for i, ids, lp in zip(active, responses, logps):
@@ -215,7 +241,9 @@ def _collect_chunk(policy, fmt, envs, seeds, groups, generator, max_new_tokens, 
                 continue
             if contents[i] is None:
                 contents[i] = fmt.encode_content(obs)
-            need = fmt.observation_length(contents[i])  # the observation is tokenised once, for this check and the conversation
+            need = fmt.observation_length(
+                contents[i]
+            )  # the observation is tokenised once, for this check and the conversation
             fits = len(conv) + need <= max_context_tokens
             if truncated or len(conv) + need + max_new_tokens + tail_room > max_context_tokens:
                 ep.truncated = True
@@ -247,7 +275,9 @@ def _reset_tokenised(envs: EnvPool, seeds: Sequence[int], fmt: ChatFormat) -> tu
     return observations, fmt.encode_contents(observations)
 
 
-def _step_tokenised(envs: EnvPool, actions: dict[int, str], fmt: ChatFormat) -> tuple[dict[int, tuple], dict[int, list[int] | None]]:
+def _step_tokenised(
+    envs: EnvPool, actions: dict[int, str], fmt: ChatFormat
+) -> tuple[dict[int, tuple], dict[int, list[int] | None]]:
     """``envs.step(actions)`` and the ``fmt.encode_content`` of every observation that goes on (``None`` for the others)."""
     if getattr(envs, "in_threads", False):
         stepped = envs.step_then(actions, lambda r: fmt.encode_content(r[0]) if _goes_on(r) else None)
@@ -368,21 +398,26 @@ def make_batch(episodes: Sequence[Episode], pad_id: int, *, min_group: int = 1) 
         turn_rewards=turn_rewards,
         turn_mask=turn_mask,
         value_pos=value_pos,
-        bootstrap_pos=torch.tensor([e.bootstrap_pos if e.bootstrap_pos is not None and k else -1 for e, k in zip(episodes, keep)],
-                                   dtype=torch.long),
+        bootstrap_pos=torch.tensor(
+            [e.bootstrap_pos if e.bootstrap_pos is not None and k else -1 for e, k in zip(episodes, keep)],
+            dtype=torch.long,
+        ),
         terminated=torch.tensor([e.terminated for e in episodes], dtype=torch.bool),
         truncated=torch.tensor([e.truncated for e in episodes], dtype=torch.bool),
         scores=torch.tensor([e.ret if k else 0.0 for e, k in zip(episodes, keep)], dtype=torch.float32),
         success=torch.tensor([e.success and k for e, k in zip(episodes, keep)], dtype=torch.bool),
         # a left-out row is a group of its own: GRPO's statistics of the others never see it
-        group_ids=torch.tensor([e.group if k else -1 - b for b, (e, k) in enumerate(zip(episodes, keep))], dtype=torch.long),
+        group_ids=torch.tensor(
+            [e.group if k else -1 - b for b, (e, k) in enumerate(zip(episodes, keep))], dtype=torch.long
+        ),
         in_loss=kept,
     )
 
 
 # ---------------------------------------------------------------------- SFT data and episode metrics
-def open_episode(tokens: TokenEpisode, observation: str, split: Any, index: int = 0,
-                 content_ids: list[int] | None = None) -> None:
+def open_episode(
+    tokens: TokenEpisode, observation: str, split: Any, index: int = 0, content_ids: list[int] | None = None
+) -> None:
     """Start ``tokens`` with the env's first message, split by ``split(index, observation)``
     into a system message and the first state when ``split`` is given; ``content_ids``: the unsplit
     message's ``fmt.encode_content`` when the caller has it already."""
@@ -431,8 +466,6 @@ def expert_episodes(
     return episodes
 
 
-
-
 def episode_metrics(episodes: list[Episode]) -> dict[str, float]:
     """Success rate, mean return/score/turns/response length, truncation and invalid-turn rates, and the mean
     per-episode sum of each reward component (``reward_<name>``), over the episodes no fault ended (0 without any);
@@ -456,8 +489,10 @@ def episode_metrics(episodes: list[Episode]) -> dict[str, float]:
         **{f"reward_{name}": total / n for name, total in _component_totals(episodes).items()},
         "episodes": float(len(everyone)),
         "faulted_episodes": float(sum(not e.reward_valid for e in everyone)),
-        **{f"exit_{status}": float(sum(e.exit_status == status for e in everyone))
-           for status in dict.fromkeys([*EXIT_STATUSES, *(e.exit_status for e in everyone)])},
+        **{
+            f"exit_{status}": float(sum(e.exit_status == status for e in everyone))
+            for status in dict.fromkeys([*EXIT_STATUSES, *(e.exit_status for e in everyone)])
+        },
     }
 
 

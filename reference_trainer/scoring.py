@@ -35,8 +35,16 @@ def micro_batches(lengths: torch.Tensor, max_size: int | None = None, max_tokens
 
 
 @torch.no_grad()
-def score(policy: Any, batch: Any, *, temperature: float, max_size: int | None, max_tokens: int = 0,
-          with_values: bool = True, with_logp: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def score(
+    policy: Any,
+    batch: Any,
+    *,
+    temperature: float,
+    max_size: int | None,
+    max_tokens: int = 0,
+    with_values: bool = True,
+    with_logp: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(logp, values)``, each ``[B, L]``, of ``batch`` under ``policy`` in micro-batches (zeros where not asked)."""
     B, L = batch.ids.shape
     logp = torch.zeros(B, L, device=batch.ids.device)
@@ -46,8 +54,15 @@ def score(policy: Any, batch: Any, *, temperature: float, max_size: int | None, 
     for index in micro_batches(batch.attention_mask.sum(1), max_size, max_tokens):
         index = index.to(batch.ids.device)
         sub = batch.select(index)
-        out = policy.evaluate(sub.ids, sub.attention_mask, sub.action_mask, temperature=temperature,
-                              with_values=with_values, with_entropy=False, with_logp=with_logp)
+        out = policy.evaluate(
+            sub.ids,
+            sub.attention_mask,
+            sub.action_mask,
+            temperature=temperature,
+            with_values=with_values,
+            with_entropy=False,
+            with_logp=with_logp,
+        )
         n = out.logp.shape[1]
         logp[index, :n] = out.logp
         if with_values:
@@ -55,8 +70,16 @@ def score(policy: Any, batch: Any, *, temperature: float, max_size: int | None, 
     return logp, values
 
 
-def clip_bias_norm(policy: Any, micro: list[Any], n_tok: torch.Tensor, algo: Any, *, temperature: float, scale: float = 1.0,
-                   ctx: Any = distributed.SINGLE) -> float:
+def clip_bias_norm(
+    policy: Any,
+    micro: list[Any],
+    n_tok: torch.Tensor,
+    algo: Any,
+    *,
+    temperature: float,
+    scale: float = 1.0,
+    ctx: Any = distributed.SINGLE,
+) -> float:
     """S-PPO/ST-PPO's ``||grad C||`` (:func:`~reference_trainer.losses.clip_bias_surrogate`) over a whole minibatch
     split in micro-batches (``Prepared`` parts) and over the ranks: one extra forward and backward pass.
     ``scale``: float16's loss scale, keeping small gradients above underflow (divided out of the result)."""
@@ -64,13 +87,17 @@ def clip_bias_norm(policy: Any, micro: list[Any], n_tok: torch.Tensor, algo: Any
     acc = [torch.zeros_like(q, dtype=torch.float32) for q in params]
     for p in micro:
         b = p.batch
-        out = policy.evaluate(b.ids, b.attention_mask, b.action_mask, temperature=temperature, with_values=False, with_entropy=False)
+        out = policy.evaluate(
+            b.ids, b.attention_mask, b.action_mask, temperature=temperature, with_values=False, with_entropy=False
+        )
         ratio = log_ratios(out.logp, p.old_logp, b.action_mask, b.turn_ids, algo.ratio_level).clamp(-20, 20).exp()
         adv = p.advantages * b.action_mask
         clipped = clipped_tokens(ratio.detach(), adv, b.action_mask, algo.clip_eps)
         if not bool(clipped.any()):
             continue
-        grads = torch.autograd.grad(clip_bias_surrogate(out.logp, ratio, adv, clipped, n_tok) * scale, params, allow_unused=True)
+        grads = torch.autograd.grad(
+            clip_bias_surrogate(out.logp, ratio, adv, clipped, n_tok) * scale, params, allow_unused=True
+        )
         for s, g in zip(acc, grads):
             if g is not None:
                 s += g.float()

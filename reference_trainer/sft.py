@@ -25,9 +25,11 @@ def fitting_demos(demos: list[Episode], max_context_tokens: int) -> tuple[list[E
     keep = [d for d in demos if len(d.conversation) <= max_context_tokens]
     if demos and not keep:
         longest = max(len(d.conversation) for d in demos)
-        raise ValueError(f"every SFT expert episode is longer than max_context_tokens={max_context_tokens} (the longest "
-                         f"has {longest} tokens): raise --max-context-tokens (within the model's positions) or use a "
-                         "more compact observation style of the env (--env-kwargs).")
+        raise ValueError(
+            f"every SFT expert episode is longer than max_context_tokens={max_context_tokens} (the longest "
+            f"has {longest} tokens): raise --max-context-tokens (within the model's positions) or use a "
+            "more compact observation style of the env (--env-kwargs)."
+        )
     return keep, len(demos) - len(keep)
 
 
@@ -40,11 +42,17 @@ def expert_demos(cfg: Config, fmt: Any, episodes: int, dist: distributed.DistCon
     """``episodes`` expert episodes of ``cfg``'s env on the SFT seeds (disjoint from every held-out seed), those
     that fit ``max_context_tokens``, and how many did not (logged once, by the main rank)."""
     t, r = cfg.train, cfg.rollout
-    demos = expert_episodes(t.env, fmt, sft_seeds(t.seed, t.eval_seed, episodes), demo_env_kwargs(cfg), r.split_system_prompt)
+    demos = expert_episodes(
+        t.env, fmt, sft_seeds(t.seed, t.eval_seed, episodes), demo_env_kwargs(cfg), r.split_system_prompt
+    )
     demos, too_long = fitting_demos(demos, r.max_context_tokens)
     if too_long and dist.is_main:  # every rank leaves out the same ones
-        log.warning("SFT: %d of %d expert episodes are longer than max_context_tokens=%d and are left out",
-                    too_long, too_long + len(demos), r.max_context_tokens)
+        log.warning(
+            "SFT: %d of %d expert episodes are longer than max_context_tokens=%d and are left out",
+            too_long,
+            too_long + len(demos),
+            r.max_context_tokens,
+        )
     return demos, too_long
 
 
@@ -52,17 +60,33 @@ def expert_demos(cfg: Config, fmt: Any, episodes: int, dist: distributed.DistCon
 Validate = Callable[[], tuple[float, list[float]]]
 
 
-def validation_value(metrics: dict[str, float], outcomes: dict[str, list[float]], val_metric: str) -> tuple[float, list[float]]:
+def validation_value(
+    metrics: dict[str, float], outcomes: dict[str, list[float]], val_metric: str
+) -> tuple[float, list[float]]:
     """What SFT maximises from one validation: ``val_metric`` (success or score), the other breaking ties, and the
     mean ``[success, score]`` of the outcomes (a row of the SFT's validation curve)."""
     main, other = ("success", "score") if val_metric == "success" else ("score", "success")
-    return (float(metrics[main]) + 1e-3 * float(metrics[other]),
-            [float(np.mean(outcomes["success"])), float(np.mean(outcomes["score"]))])
+    return (
+        float(metrics[main]) + 1e-3 * float(metrics[other]),
+        [float(np.mean(outcomes["success"])), float(np.mean(outcomes["score"]))],
+    )
 
 
-def sft(policy: Any, optimizer: torch.optim.Optimizer, demos: list[Episode], cfg: Config, *, parallel: Any,
-        dist: distributed.DistContext, pad_id: int, steps: int, validate: Validate | None = None,
-        max_seconds: float | None = None, progress: Any = None, left_out: int = 0) -> dict[str, Any]:
+def sft(
+    policy: Any,
+    optimizer: torch.optim.Optimizer,
+    demos: list[Episode],
+    cfg: Config,
+    *,
+    parallel: Any,
+    dist: distributed.DistContext,
+    pad_id: int,
+    steps: int,
+    validate: Validate | None = None,
+    max_seconds: float | None = None,
+    progress: Any = None,
+    left_out: int = 0,
+) -> dict[str, Any]:
     """Train ``policy``'s actor on ``demos`` (cross-entropy on their response tokens) for at most ``steps`` steps of
     ``optimizer``; returns the stats.
 
@@ -93,7 +117,9 @@ def sft(policy: Any, optimizer: torch.optim.Optimizer, demos: list[Episode], cfg
         loss = 0.0
         for j in micro_batches(b.attention_mask.sum(1), a.micro_batch_size, a.micro_batch_tokens):
             part = b.select(j.to(device))
-            out = policy.evaluate(part.ids, part.attention_mask, part.action_mask, with_values=False, with_entropy=False)
+            out = policy.evaluate(
+                part.ids, part.attention_mask, part.action_mask, with_values=False, with_entropy=False
+            )
             part_loss = -(out.logp * part.action_mask).sum() / n_tok  # parts add up to the batch's token-mean
             parallel.backward(part_loss, replicated=True)  # every rank runs the same SFT, outside DDP
             loss += float(part_loss.detach())
@@ -114,8 +140,12 @@ def sft(policy: Any, optimizer: torch.optim.Optimizer, demos: list[Episode], cfg
     if every > 0 and best[2] is not None:  # the validation plateau's weights
         policy.lm.load_state_dict(best[2])
     distributed.broadcast_module(policy, dist)  # every rank ran the same SFT; rank 0's weights are the truth
-    stats: dict[str, Any] = {"sft/loss": float(np.mean(losses[-10:])) if losses else float("nan"),
-                             "sft/episodes": float(len(demos)), "sft/steps": float(len(losses)), "sft/step_seconds": step_seconds}
+    stats: dict[str, Any] = {
+        "sft/loss": float(np.mean(losses[-10:])) if losses else float("nan"),
+        "sft/episodes": float(len(demos)),
+        "sft/steps": float(len(losses)),
+        "sft/step_seconds": step_seconds,
+    }
     if every > 0:
         stats["sft/best_step"] = float(best[1])
         stats["sft/validation"] = validation

@@ -75,8 +75,14 @@ def required_tasks(discordant: float, half_width: float, confidence: float = 0.9
     return math.ceil((z / half_width) ** 2 * discordant)
 
 
-def nested_bootstrap(diffs: Sequence[Sequence[Sequence[float]]], clusters: Sequence[str] | None = None, *, resamples: int = 2000,
-                     confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+def nested_bootstrap(
+    diffs: Sequence[Sequence[Sequence[float]]],
+    clusters: Sequence[str] | None = None,
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
     """The mean paired difference over runs and tasks, with a bootstrap interval covering both.
 
     ``diffs[i][j][t]`` is ``after - before`` of task ``t`` in RL run ``j`` from SFT start ``i``
@@ -109,11 +115,23 @@ def nested_bootstrap(diffs: Sequence[Sequence[Sequence[float]]], clusters: Seque
     means = np.empty(resamples)
     for b in range(resamples):
         drawn = rng.integers(0, len(starts), len(starts))
-        picked = np.concatenate([sums[i][rng.integers(0, len(sums[i]), len(sums[i]))].mean(0, keepdims=True) for i in drawn])
+        picked = np.concatenate(
+            [sums[i][rng.integers(0, len(sums[i]), len(sums[i]))].mean(0, keepdims=True) for i in drawn]
+        )
         weight = np.bincount(rng.integers(0, len(ids), len(ids)), minlength=len(ids)).astype(np.float64)
         means[b] = float((picked @ weight).mean() / (counts @ weight))
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     mean = float(np.mean([d.mean() for d in starts]))  # each start weighs the same, as in every resample
-    return {"mean": mean, "low": float(low), "high": float(high), "starts": len(starts), "runs": [int(d.shape[0]) for d in starts],
-            "tasks": n_task, "clusters": len(ids), "resamples": resamples, "confidence": confidence, "seed": seed}
+    return {
+        "mean": mean,
+        "low": float(low),
+        "high": float(high),
+        "starts": len(starts),
+        "runs": [int(d.shape[0]) for d in starts],
+        "tasks": n_task,
+        "clusters": len(ids),
+        "resamples": resamples,
+        "confidence": confidence,
+        "seed": seed,
+    }

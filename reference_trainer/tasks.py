@@ -21,10 +21,15 @@ import numpy as np
 from .tiny import PretrainSpec, TinySpec, corpus_seeds, pretrain_world_seeds, world_kwargs
 
 
-def group(env_id: str, env_kwargs: dict[str, Any] | None, seeds: Iterable[int], options: dict[str, Any] | None = None) -> dict[str, Any]:
+def group(
+    env_id: str, env_kwargs: dict[str, Any] | None, seeds: Iterable[int], options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A group record: ``env_id`` made with ``env_kwargs``, reset once per seed (with ``options``)."""
-    return {"env_id": env_id, "env_kwargs": json.loads(json.dumps(dict(env_kwargs or {}))),
-            "resets": [{"seed": int(s), "options": dict(options or {})} for s in seeds]}
+    return {
+        "env_id": env_id,
+        "env_kwargs": json.loads(json.dumps(dict(env_kwargs or {}))),
+        "resets": [{"seed": int(s), "options": dict(options or {})} for s in seeds],
+    }
 
 
 def merge_groups(groups: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -51,7 +56,9 @@ def sft_seeds(seed: int, eval_seed: int, episodes: int) -> list[int]:
 def rl_task_seeds(seed: int, eval_seed: int, tasks_per_iteration: int, iterations: int) -> list[int]:
     """The task seeds of ``iterations`` RL iterations from the start (the trainer's ``np_rng`` draws), in order."""
     rng = np.random.default_rng(int(seed))
-    return [s for _ in range(iterations) for s in rng.integers(0, int(eval_seed), size=int(tasks_per_iteration)).tolist()]
+    return [
+        s for _ in range(iterations) for s in rng.integers(0, int(eval_seed), size=int(tasks_per_iteration)).tolist()
+    ]
 
 
 def demo_env_kwargs(cfg: Any) -> dict[str, Any]:
@@ -68,7 +75,10 @@ def _tiny_groups(cfg: Any) -> list[dict[str, Any]]:
     if not m.tiny.pretrain:
         return [group(env, kwargs, corpus_seeds(m.tiny.seed, TinySpec().corpus_episodes))]
     spec = PretrainSpec.from_config(m.tiny.pretrain)
-    out = [group(env, world_kwargs(kwargs, w, spec), corpus_seeds(spec.seed, spec.corpus_episodes_per_world)) for w in spec.worlds]
+    out = [
+        group(env, world_kwargs(kwargs, w, spec), corpus_seeds(spec.seed, spec.corpus_episodes_per_world))
+        for w in spec.worlds
+    ]
     if spec.steps > 0:
         seeds = pretrain_world_seeds(spec.seed, spec.worlds, spec.episodes_per_world)
         out += [group(env, world_kwargs(kwargs, w, spec), s) for w, s in zip(spec.worlds, seeds)]

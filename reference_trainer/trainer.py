@@ -66,8 +66,15 @@ class Prepared:
         b = self.batch.select(index)
         L = b.ids.shape[1]
         cut = lambda t: None if t is None else t[index][:, :L]  # noqa: E731
-        return Prepared(b, cut(self.old_logp), cut(self.old_values), cut(self.advantages),
-                        cut(self.value_targets), cut(self.value_mask), cut(self.ref_logp))
+        return Prepared(
+            b,
+            cut(self.old_logp),
+            cut(self.old_values),
+            cut(self.advantages),
+            cut(self.value_targets),
+            cut(self.value_mask),
+            cut(self.ref_logp),
+        )
 
 
 class Trainer:
@@ -85,15 +92,19 @@ class Trainer:
             raise ValueError(f"advantage={a.advantage!r} is not an estimator; choose one of {sorted(ESTIMATORS)}.")
         self.estimator = ESTIMATORS[a.advantage]
         if a.kl_reference == "average" and a.kl_coef > 0 and not a.ema_decay > 0:
-            raise ValueError("--kl-reference average anchors the KL penalty to the weight average: set --ema-decay "
-                             "(e.g. 0.9) too, or use --kl-reference start.")
+            raise ValueError(
+                "--kl-reference average anchors the KL penalty to the weight average: set --ema-decay "
+                "(e.g. 0.9) too, or use --kl-reference start."
+            )
         torch.set_num_threads(max(1, t.threads))
         for module in t.imports:
             importlib.import_module(module)
         import agentgym_turn  # noqa: F401  (registers the suite's ids)
 
         if t.env not in gym.registry:
-            raise gym.error.NameNotFound(f"Env {t.env!r} is not registered (`agentgym-turn list` shows ours; --import MODULE yours).")
+            raise gym.error.NameNotFound(
+                f"Env {t.env!r} is not registered (`agentgym-turn list` shows ours; --import MODULE yours)."
+            )
         #: This process's place among the data-parallel ranks (one process: rank 0 of 1), and its device.
         self.dist, device = distributed.setup(m.device, t.parallel)
         self.sums = distributed.sums(self.dist)  # the statistics' reducer over ranks (None: one process)
@@ -105,7 +116,9 @@ class Trainer:
             path = t.resume and checkpoint.resolve(t.resume) / "policy"
             path = path or (self._build_tiny() if m.model == "tiny" else models.model_directory(m.model))
             critic_path = m.critic_model and models.model_directory(m.critic_model)
-            policy, tokenizer = load_policy(path, device=device, dtype=m.dtype, critic=m.critic, critic_path=critic_path)
+            policy, tokenizer = load_policy(
+                path, device=device, dtype=m.dtype, critic=m.critic, critic_path=critic_path
+            )
             self.model_path = Path(path)
         self.policy, self.tokenizer = policy, tokenizer
         policy.logprob_chunk_tokens = m.logprob_chunk_tokens
@@ -114,21 +127,38 @@ class Trainer:
         self.fmt = ChatFormat(tokenizer, r.system_prompt)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.device = torch.device(device)
-        envs = lambda over: pools.make(t.env, r.num_envs, r.env_mode, workers=r.env_workers,  # noqa: E731
-                                       step_timeout_s=r.step_timeout_s, **{**r.env_kwargs, **over})
+
+        def envs(over: dict[str, Any]) -> Any:
+            kwargs = {**r.env_kwargs, **over}
+            return pools.make(
+                t.env, r.num_envs, r.env_mode, workers=r.env_workers, step_timeout_s=r.step_timeout_s, **kwargs
+            )
+
         self.envs = envs({})
         #: Held-out evaluation; its test envs are the training envs unless ``eval_env_kwargs`` names a held-out split.
-        self.evaluator = Evaluator(cfg, lambda *args, **kw: self.rollout(*args, **kw), self.dist, envs,
-                                   test_envs=None if t.eval_env_kwargs else self.envs)
+        self.evaluator = Evaluator(
+            cfg,
+            lambda *args, **kw: self.rollout(*args, **kw),
+            self.dist,
+            envs,
+            test_envs=None if t.eval_env_kwargs else self.envs,
+        )
         #: The task seeds of every RL iteration's rollouts, in order (what :mod:`reference_trainer.tasks` records).
         self.played_tasks: list[int] = []
         #: Per-episode outcomes of the latest :meth:`evaluate` (``seeds``, ``success``, ``score``, ``return``).
         self.last_eval_outcomes: dict[str, list[float]] = {}
-        self.optimizer = torch.optim.AdamW([{"params": policy.actor_parameters(), "lr": a.lr},
-                                            {"params": policy.critic_parameters(), "lr": a.lr * a.critic_lr_ratio}],
-                                           weight_decay=a.weight_decay, eps=a.adam_eps)
+        self.optimizer = torch.optim.AdamW(
+            [
+                {"params": policy.actor_parameters(), "lr": a.lr},
+                {"params": policy.critic_parameters(), "lr": a.lr * a.critic_lr_ratio},
+            ],
+            weight_decay=a.weight_decay,
+            eps=a.adam_eps,
+        )
         warm = max(0, a.lr_warmup_steps)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: min(1.0, (step + 1) / (warm + 1)))
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: min(1.0, (step + 1) / (warm + 1))
+        )
         if m.gradient_checkpointing:
             policy.enable_gradient_checkpointing()
         #: The frozen float32 Polyak average of the actor that evaluations play (``ema_decay > 0``), and the KL
@@ -139,8 +169,11 @@ class Trainer:
         self.np_rng = np.random.default_rng(t.seed)
         self.generator = torch.Generator().manual_seed(distributed.rank_seed(t.seed, self.dist.rank))
         self.iteration, self.sft_done, self.out = 0, False, Path(t.out)
-        self.logger = (MetricsLogger(self.out, tensorboard=t.tensorboard, append=bool(t.resume))
-                       if self.dist.is_main else distributed.QuietLogger(self.out))  # rank 0 logs the reduced metrics
+        self.logger = (
+            MetricsLogger(self.out, tensorboard=t.tensorboard, append=bool(t.resume))
+            if self.dist.is_main
+            else distributed.QuietLogger(self.out)
+        )  # rank 0 logs the reduced metrics
         if t.resume:
             restored = checkpoint.restore_trainer(self.state(), Path(t.resume))
             self.iteration, self.sft_done, self.ref_lm = restored.iteration, restored.sft_done, restored.ref_lm
@@ -156,7 +189,9 @@ class Trainer:
 
     def _build_tiny(self) -> Path:
         build = lambda: tiny.build(self.cfg.model.tiny, self.cfg.train.env, demo_env_kwargs(self.cfg))  # noqa: E731
-        path = build() if self.dist.local_rank == 0 else None  # one writer per machine; the others wait, then find it cached
+        path = (
+            build() if self.dist.local_rank == 0 else None
+        )  # one writer per machine; the others wait, then find it cached
         distributed.barrier(self.dist)
         return path or build()
 
@@ -172,7 +207,10 @@ class Trainer:
         """Whether the loss terms of ``iteration`` reach the actor (not during a critic warm-up without an entropy
         or KL term) and the critic (only with one): DDP must not wait for gradients of the parameters they miss."""
         a = self.cfg.algo
-        return {"actor": iteration >= a.critic_warmup or a.ent_coef != 0 or a.kl_coef > 0, "critic": self.estimator.uses_critic}
+        return {
+            "actor": iteration >= a.critic_warmup or a.ent_coef != 0 or a.kl_coef > 0,
+            "critic": self.estimator.uses_critic,
+        }
 
     def close(self) -> None:
         self.evaluator.close(keep=self.envs)
@@ -181,17 +219,31 @@ class Trainer:
         distributed.shutdown()
 
     # ------------------------------------------------------------------ one iteration
-    def rollout(self, seeds: list[int], groups: list[int] | None = None, *, temperature: float | None = None,
-                generator: torch.Generator | None = None, envs: Any = None) -> list[Episode]:
+    def rollout(
+        self,
+        seeds: list[int],
+        groups: list[int] | None = None,
+        *,
+        temperature: float | None = None,
+        generator: torch.Generator | None = None,
+        envs: Any = None,
+    ) -> list[Episode]:
         """One episode per seed with the current actor (default: the rollout temperature, the training
         generator and the training envs)."""
         r = self.cfg.rollout
         with self.parallel.gathered():  # FSDP: whole weights on every rank, so ranks may play different turn counts
-            return collect(self.policy, self.fmt, self.envs if envs is None else envs, seeds,
-                           generator=generator if generator is not None else self.generator,
-                           max_new_tokens=r.max_new_tokens, max_context_tokens=r.max_context_tokens,
-                           temperature=r.temperature if temperature is None else temperature, groups=groups,
-                           split_system_prompt=r.split_system_prompt)
+            return collect(
+                self.policy,
+                self.fmt,
+                self.envs if envs is None else envs,
+                seeds,
+                generator=generator if generator is not None else self.generator,
+                max_new_tokens=r.max_new_tokens,
+                max_context_tokens=r.max_context_tokens,
+                temperature=r.temperature if temperature is None else temperature,
+                groups=groups,
+                split_system_prompt=r.split_system_prompt,
+            )
 
     def train_iteration(self) -> dict[str, float]:
         """Collect ``tasks_per_iteration * group_size`` episodes, update, return metrics."""
@@ -200,9 +252,13 @@ class Trainer:
         tasks = self.np_rng.integers(0, self.cfg.train.eval_seed, size=r.tasks_per_iteration).tolist()
         self.played_tasks += tasks
         mine = distributed.shard(range(len(tasks)), self.dist)  # every rank draws all tasks and plays its share
-        episodes = self.rollout([tasks[i] for i in mine for _ in range(r.group_size)], [i for i in mine for _ in range(r.group_size)])
+        episodes = self.rollout(
+            [tasks[i] for i in mine for _ in range(r.group_size)], [i for i in mine for _ in range(r.group_size)]
+        )
         t1 = time.perf_counter()
-        batch = make_batch(episodes, self.pad_id, min_group=self.estimator.min_group).to(self.device)  # faulted rows: no loss
+        batch = make_batch(episodes, self.pad_id, min_group=self.estimator.min_group).to(
+            self.device
+        )  # faulted rows: no loss
         prepared = self.prepare(batch)
         everyone = distributed.gather_episodes(episodes, self.dist)  # all ranks' episodes (token lists left out)
         metrics = {f"rollout/{k}": v for k, v in episode_metrics(everyone).items()}
@@ -213,7 +269,9 @@ class Trainer:
             metrics["rollout/logp_diff"] = float(masked_mean(diff, batch.action_mask, self.sums))
         if self.estimator.uses_critic:
             p = prepared
-            metrics["train/explained_variance"] = explained_variance(p.old_values, p.value_targets, p.value_mask, self.sums)
+            metrics["train/explained_variance"] = explained_variance(
+                p.old_values, p.value_targets, p.value_mask, self.sums
+            )
         metrics.update({f"train/{k}": v for k, v in self.update(prepared).items()})
         if self.averaged_lm is not None:  # (with --kl-reference average this moves the KL reference too)
             ema_step(self.averaged_lm, self.policy.lm, self.cfg.algo.ema_decay)
@@ -222,12 +280,21 @@ class Trainer:
         metrics["time/update_s"] = time.perf_counter() - t1
         return distributed.reduce_times(metrics, self.dist)
 
-    def _forward(self, batch: RolloutBatch, *, with_values: bool = True, with_logp: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    def _forward(
+        self, batch: RolloutBatch, *, with_values: bool = True, with_logp: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(logp, values)`` of ``batch`` without gradients (:func:`~reference_trainer.scoring.score`)."""
         a = self.cfg.algo
         with self.parallel.gathered():
-            return score(self.policy, batch, temperature=self._temperature, max_size=a.micro_batch_size or a.minibatch_size,
-                         max_tokens=a.micro_batch_tokens, with_values=with_values, with_logp=with_logp)
+            return score(
+                self.policy,
+                batch,
+                temperature=self._temperature,
+                max_size=a.micro_batch_size or a.minibatch_size,
+                max_tokens=a.micro_batch_tokens,
+                with_values=with_values,
+                with_logp=with_logp,
+            )
 
     @property
     def _temperature(self) -> float:
@@ -243,7 +310,11 @@ class Trainer:
         if not a.recompute_old_logp:  # the behaviour policy's log-probs, as recorded while sampling
             old_logp = batch.sampled_logp * act
         # the negative control: a seeded permutation of the batch's episodes, drawn only when asked for
-        permutation = torch.randperm(len(batch.scores), generator=self.generator).to(act.device) if a.reward == "shuffled" else None
+        permutation = (
+            torch.randperm(len(batch.scores), generator=self.generator).to(act.device)
+            if a.reward == "shuffled"
+            else None
+        )
         est = self.estimator.estimate(batch, values, batch_rewards(batch, a.reward, a.reward_scale, permutation), a)
         adv = est.advantages
         if a.normalize_advantages and self.estimator.uses_critic:
@@ -267,9 +338,14 @@ class Trainer:
             perm = torch.randperm(len(prepared.batch), generator=self.generator)
             for lo in range(0, len(perm), size):
                 mb = prepared.select(perm[lo : lo + size].to(self.device))
-                n_tok, n_val = par.count(mb.batch.action_mask), par.count(mb.value_mask)  # over all ranks: losses divide by them
-                micro = [mb.select(j.to(self.device))
-                         for j in micro_batches(mb.batch.attention_mask.sum(1), a.micro_batch_size, a.micro_batch_tokens)]
+                n_tok, n_val = (
+                    par.count(mb.batch.action_mask),
+                    par.count(mb.value_mask),
+                )  # over all ranks: losses divide by them
+                micro = [
+                    mb.select(j.to(self.device))
+                    for j in micro_batches(mb.batch.attention_mask.sum(1), a.micro_batch_size, a.micro_batch_tokens)
+                ]
                 norm = self._clip_bias_norm(micro, n_tok) if self._needs_clip_bias_norm(len(micro)) else None
                 self.optimizer.zero_grad(set_to_none=True)
                 parts = []
@@ -282,17 +358,47 @@ class Trainer:
                 steps.append({**combine_parts(parts), "grad_norm": Metric(grad_norm, "minibatch")})
         return combine_steps(distributed.reduce_steps(steps, self.dist))
 
-    def _losses(self, p: Prepared, n_tok: torch.Tensor, n_val: torch.Tensor, norm: float | None,
-                actor_params: list[torch.Tensor]) -> tuple[torch.Tensor, dict[str, Metric]]:
+    def _losses(
+        self,
+        p: Prepared,
+        n_tok: torch.Tensor,
+        n_val: torch.Tensor,
+        norm: float | None,
+        actor_params: list[torch.Tensor],
+    ) -> tuple[torch.Tensor, dict[str, Metric]]:
         """The summed loss terms of one micro-batch and their metrics (``n_tok``, ``n_val``: the minibatch's counts;
         ``norm``: its clipping-bias norm, or None to measure it here)."""
         a, b = self.cfg.algo, p.batch
-        out = self.policy.evaluate(b.ids, b.attention_mask, b.action_mask, temperature=self._temperature,
-                                   with_values=self.estimator.uses_critic)
-        x = LossInputs(out.logp, out.entropy, out.values, p.old_logp, p.old_values, p.advantages, p.value_targets, p.value_mask,
-                       p.ref_logp, b.action_mask, b.turn_ids, n_tok, n_val, actor_params, norm)
-        active = {"policy": self.iteration >= a.critic_warmup, "entropy": True, "value": self.estimator.uses_critic,
-                  "kl": p.ref_logp is not None}
+        out = self.policy.evaluate(
+            b.ids,
+            b.attention_mask,
+            b.action_mask,
+            temperature=self._temperature,
+            with_values=self.estimator.uses_critic,
+        )
+        x = LossInputs(
+            out.logp,
+            out.entropy,
+            out.values,
+            p.old_logp,
+            p.old_values,
+            p.advantages,
+            p.value_targets,
+            p.value_mask,
+            p.ref_logp,
+            b.action_mask,
+            b.turn_ids,
+            n_tok,
+            n_val,
+            actor_params,
+            norm,
+        )
+        active = {
+            "policy": self.iteration >= a.critic_warmup,
+            "entropy": True,
+            "value": self.estimator.uses_critic,
+            "kl": p.ref_logp is not None,
+        }
         total = out.logp.new_zeros(())
         metrics: dict[str, Metric] = {}
         for name, term in LOSSES.items():
@@ -306,33 +412,56 @@ class Trainer:
     def _needs_clip_bias_norm(self, n_micro: int) -> bool:
         """S-PPO/ST-PPO's ``||grad C||`` is measured over the whole minibatch when it is split (micro-batches, ranks)."""
         a = self.cfg.algo
-        return a.clip_bias_correction != "none" and (n_micro > 1 or self.dist.enabled) and self.iteration >= a.critic_warmup
+        return (
+            a.clip_bias_correction != "none"
+            and (n_micro > 1 or self.dist.enabled)
+            and self.iteration >= a.critic_warmup
+        )
 
     def _clip_bias_norm(self, micro: list[Prepared], n_tok: torch.Tensor) -> float:
         """``||grad C||`` over a whole minibatch split in micro-batches (:func:`~reference_trainer.scoring.clip_bias_norm`)."""
         scale = 1.0 if self.scaler is None else self.scaler.get_scale()  # float16: keep small gradients above underflow
-        return clip_bias_norm(self.policy, micro, n_tok, self.cfg.algo, temperature=self._temperature, scale=scale, ctx=self.dist)
+        return clip_bias_norm(
+            self.policy, micro, n_tok, self.cfg.algo, temperature=self._temperature, scale=scale, ctx=self.dist
+        )
 
     def evaluate(self, n: int | None = None, *, split: str = "test", current: bool = False) -> dict[str, float]:
         """Success and return on ``n`` fixed held-out seeds of ``split`` (``"test"``, ``"validation"``), played by the
         weight average if any unless ``current``; per-episode outcomes go to :attr:`last_eval_outcomes`."""
-        metrics, self.last_eval_outcomes = self.evaluator.evaluate(self.policy, None if current else self.averaged_lm, n,
-                                                                   split=split)
+        metrics, self.last_eval_outcomes = self.evaluator.evaluate(
+            self.policy, None if current else self.averaged_lm, n, split=split
+        )
         return metrics
 
     # ------------------------------------------------------------------ SFT and the whole run
-    def sft(self, episodes: int | None = None, steps: int | None = None, *, max_seconds: float | None = None) -> dict[str, Any]:
+    def sft(
+        self, episodes: int | None = None, steps: int | None = None, *, max_seconds: float | None = None
+    ) -> dict[str, Any]:
         """Supervised warm start on expert episodes, to the validation plateau with ``sft_validate_every > 0``, for at
         most ``max_seconds`` of optimizer steps (:func:`reference_trainer.sft.sft`); then RL's anchors restart from it."""
         t = self.cfg.train
         demos, too_long = expert_demos(self.cfg, self.fmt, t.sft_episodes if episodes is None else episodes, self.dist)
         optimizer = torch.optim.AdamW(self.policy.actor_parameters(), lr=t.sft_lr, weight_decay=0.0)
-        validate = lambda: validation_value(self.evaluate(split="validation", current=True),  # noqa: E731
-                                            self.last_eval_outcomes, t.val_metric)
-        stats = sft(self.policy, optimizer, demos, self.cfg, parallel=self.parallel, dist=self.dist, pad_id=self.pad_id,
-                    steps=t.sft_steps if steps is None else steps, validate=validate if t.sft_validate_every > 0 else None,
-                    max_seconds=max_seconds, progress=lambda it: progress_bar(it, "SFT", t.progress and self.dist.is_main),
-                    left_out=too_long)
+
+        def validate() -> tuple[float, list[float]]:
+            return validation_value(
+                self.evaluate(split="validation", current=True), self.last_eval_outcomes, t.val_metric
+            )
+
+        stats = sft(
+            self.policy,
+            optimizer,
+            demos,
+            self.cfg,
+            parallel=self.parallel,
+            dist=self.dist,
+            pad_id=self.pad_id,
+            steps=t.sft_steps if steps is None else steps,
+            validate=validate if t.sft_validate_every > 0 else None,
+            max_seconds=max_seconds,
+            progress=lambda it: progress_bar(it, "SFT", t.progress and self.dist.is_main),
+            left_out=too_long,
+        )
         # SFT's backward passes ran outside DDP, yet a reducer searching for unused parameters counts every parameter
         # they reached as used in its next update: with no gradient there (a critic warm-up), it would stop the run
         self.parallel.match(**self._reaches(self.iteration), fresh=True)
@@ -351,8 +480,10 @@ class Trainer:
         t = self.cfg.train
         summary: dict[str, Any] = {}
         if start is not None and (t.sft_episodes > 0 or len(start[1].get("score", ())) != t.eval_episodes):
-            raise ValueError("fit(start=...) takes an evaluation of the starting policy on this run's held-out tasks "
-                             f"({t.eval_episodes}), for a run without SFT")
+            raise ValueError(
+                "fit(start=...) takes an evaluation of the starting policy on this run's held-out tasks "
+                f"({t.eval_episodes}), for a run without SFT"
+            )
         if self.iteration == 0 and not self.sft_done:
             if t.sft_episodes > 0:
                 summary["before_sft"] = self._log_eval(self.evaluate(), 0, "eval_before_sft")
@@ -361,7 +492,9 @@ class Trainer:
                 start, self.last_eval_outcomes = dict(start[0]), {k: list(v) for k, v in start[1].items()}
             summary["start"] = self._log_eval(start if start is not None else self.evaluate(), 0)
             summary["start_outcomes"] = self.last_eval_outcomes
-        bar = progress_bar(range(self.iteration, t.iterations), f"{self.cfg.algo.algo}", t.progress and self.dist.is_main)
+        bar = progress_bar(
+            range(self.iteration, t.iterations), f"{self.cfg.algo.algo}", t.progress and self.dist.is_main
+        )
         last_eval = None
         for _ in bar:
             m = self.train_iteration()
@@ -386,7 +519,9 @@ class Trainer:
                 summary["averaged_policy"] = str(save_policy(self.policy, self.tokenizer, self.out / "averaged_policy"))
         from .plots import plot_run
 
-        summary["plot"] = str(plot_run(self.logger.path, self.out / "curve.png", title=f"{self.cfg.algo.algo} on {t.env}"))
+        summary["plot"] = str(
+            plot_run(self.logger.path, self.out / "curve.png", title=f"{self.cfg.algo.algo} on {t.env}")
+        )
         return summary
 
     def _log_eval(self, metrics: dict[str, float], iteration: int, phase: str = "eval") -> dict[str, float]:
@@ -396,4 +531,3 @@ class Trainer:
     def save_checkpoint(self, path: Any) -> Path:
         """Weights, optimizer, RNG states and config, saved atomically: everything :meth:`fit` needs to resume."""
         return checkpoint.save_trainer(self.state(), path)
-

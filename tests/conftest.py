@@ -82,5 +82,7 @@ def learning_runs():
     reference_trainer.recipes.learn}``; the learning tests (``tests/reference_trainer/recipes/test_learning_*.py``) assert on
     their env's entry. The benchmark (``benchmarks/learning.py``) runs the same function on three seeds."""
     if "jobs" not in _LEARNING:
-        pytest.fail("the learning jobs were not started: learning_runs is requested by a test the collection hook did not see")
+        pytest.fail(
+            "the learning jobs were not started: learning_runs is requested by a test the collection hook did not see"
+        )
     return _LEARNING["jobs"].results()

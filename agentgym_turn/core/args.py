@@ -63,7 +63,9 @@ class CliError(Exception):
 def token_arg(token: Any, whose: str) -> str | None:
     """A client's bearer token for ``whose`` server (``None``: none), or a ValueError: it goes into an
     ``Authorization`` header, so it must be non-empty printable ASCII."""
-    if token is not None and (not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()):
+    if token is not None and (
+        not isinstance(token, str) or not token or not token.isascii() or not token.isprintable()
+    ):
         raise ValueError(f"token must be a non-empty string of printable ASCII characters ({whose}).")
     return token
 
@@ -71,8 +73,15 @@ def token_arg(token: Any, whose: str) -> str | None:
 S = TypeVar("S")
 
 
-def source_arg(source: S | None, keywords: Mapping[str, Any], *, defaults: Mapping[str, Any], build: Callable[..., S],
-               kinds: type | tuple[type, ...], env: str) -> S:
+def source_arg(
+    source: S | None,
+    keywords: Mapping[str, Any],
+    *,
+    defaults: Mapping[str, Any],
+    build: Callable[..., S],
+    kinds: type | tuple[type, ...],
+    env: str,
+) -> S:
     """An env's task source (Jumanji's ``generator=``): ``source`` as given, else ``build(**keywords)``, where
     ``keywords`` are the env's source keywords (names of ``defaults``) as ``gymnasium.make`` passed them.
 

@@ -95,7 +95,9 @@ def fork_env(env: gym.Env, n: int) -> list[gym.Env]:
         layers.append(inner)
         inner = inner.env
     if not hasattr(inner, "fork"):
-        raise TypeError(f"{type(inner).__name__} has no fork(n): only TurnEnv subclasses (and envs that define it) can be forked.")
+        raise TypeError(
+            f"{type(inner).__name__} has no fork(n): only TurnEnv subclasses (and envs that define it) can be forked."
+        )
     out = []
     for base in inner.fork(n):
         current = base
@@ -164,15 +166,25 @@ class FaultGuard(gym.Wrapper):
 
     def _fault(self, exc: BaseException, call: str, log: bool = True) -> tuple[str, float, bool, bool, dict[str, Any]]:
         status = self._log(exc, call) if log else _fault_status(exc)
-        return fault_step(status, _fault_message("failed during this turn" if call == "step" else "could not start the episode", exc))
+        return fault_step(
+            status, _fault_message("failed during this turn" if call == "step" else "could not start the episode", exc)
+        )
 
     def _log(self, exc: BaseException, call: str) -> str:
         status = _fault_status(exc)
         key = (type(self.env.unwrapped).__name__, call, type(exc).__name__)
         first = key not in _LOGGED_FAULTS
         _LOGGED_FAULTS.add(key)
-        logger.log(logging.WARNING if first else logging.DEBUG, "%s.%s raised %s: %s; the episode ends as faulted "
-                   "(exit_status=%r) and is left out of training", key[0], call, key[2], exc, status, exc_info=exc if first else None)
+        logger.log(
+            logging.WARNING if first else logging.DEBUG,
+            "%s.%s raised %s: %s; the episode ends as faulted (exit_status=%r) and is left out of training",
+            key[0],
+            call,
+            key[2],
+            exc,
+            status,
+            exc_info=exc if first else None,
+        )
         return status
 
 

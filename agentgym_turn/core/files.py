@@ -41,9 +41,7 @@ def check_data_path(path: str | os.PathLike, *, what: str = "data file") -> Path
     if stat.S_ISDIR(st.st_mode):
         raise DataFileError(f"{p}: is a directory; give the path of a {what}.")
     if not stat.S_ISREG(st.st_mode):
-        raise DataFileError(
-            f"{p}: is not a regular file (a FIFO, socket or device); copy the data into a file first."
-        )
+        raise DataFileError(f"{p}: is not a regular file (a FIFO, socket or device); copy the data into a file first.")
     return p
 
 
@@ -129,8 +127,7 @@ def iter_text_lines(
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as err:
                     raise DataFileError(
-                        f"{p}:{line_no}: not valid UTF-8 (byte {err.start + 1} of the line); "
-                        "convert the file to UTF-8."
+                        f"{p}:{line_no}: not valid UTF-8 (byte {err.start + 1} of the line); convert the file to UTF-8."
                     ) from None
                 if line_no == 1 and text.startswith("\ufeff"):
                     text = text[1:]

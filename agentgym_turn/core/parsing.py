@@ -67,23 +67,69 @@ class BracketAction:
 #: spell them. Any ``<|...|>`` or full-width ``<｜...｜>`` shape is broken whatever its name; the others by name.
 TEMPLATE_CONTROL_TOKENS: dict[str, tuple[str, ...]] = {
     "ChatML (Qwen2.5, Qwen3, SmolLM2)": ("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
-    "Qwen tools and reasoning": ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"),
-    "SmolLM2 (StarCoder's added tokens)": ("<repo_name>", "<reponame>", "<file_sep>", "<filename>", "<gh_stars>",
-                                           "<issue_start>", "<issue_comment>", "<issue_closed>", "<jupyter_start>",
-                                           "<jupyter_text>", "<jupyter_code>", "<jupyter_output>", "<jupyter_script>",
-                                           "<empty_output>"),
-    "Llama 3": ("<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>", "<|python_tag|>"),
+    "Qwen tools and reasoning": (
+        "<tool_call>",
+        "</tool_call>",
+        "<tool_response>",
+        "</tool_response>",
+        "<think>",
+        "</think>",
+    ),
+    "SmolLM2 (StarCoder's added tokens)": (
+        "<repo_name>",
+        "<reponame>",
+        "<file_sep>",
+        "<filename>",
+        "<gh_stars>",
+        "<issue_start>",
+        "<issue_comment>",
+        "<issue_closed>",
+        "<jupyter_start>",
+        "<jupyter_text>",
+        "<jupyter_code>",
+        "<jupyter_output>",
+        "<jupyter_script>",
+        "<empty_output>",
+    ),
+    "Llama 3": (
+        "<|begin_of_text|>",
+        "<|start_header_id|>",
+        "<|end_header_id|>",
+        "<|eot_id|>",
+        "<|eom_id|>",
+        "<|python_tag|>",
+    ),
     "Llama 2, Mistral v1": ("<s>", "</s>", "[INST]", "[/INST]", "<<SYS>>", "<</SYS>>"),
-    "Mistral v3 and later": ("[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]",
-                             "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]", "[THINK]", "[/THINK]"),
+    "Mistral v3 and later": (
+        "[TOOL_CALLS]",
+        "[AVAILABLE_TOOLS]",
+        "[/AVAILABLE_TOOLS]",
+        "[TOOL_RESULTS]",
+        "[/TOOL_RESULTS]",
+        "[SYSTEM_PROMPT]",
+        "[/SYSTEM_PROMPT]",
+        "[TOOL_CONTENT]",
+        "[THINK]",
+        "[/THINK]",
+    ),
     "Gemma": ("<bos>", "<eos>", "<pad>", "<start_of_turn>", "<end_of_turn>"),
     "DeepSeek V3, R1": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"),
     "Phi-3": ("<|system|>", "<|user|>", "<|assistant|>", "<|end|>"),
-    "gpt-oss (harmony)": ("<|start|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|end|>", "<|return|>", "<|call|>"),
+    "gpt-oss (harmony)": (
+        "<|start|>",
+        "<|message|>",
+        "<|channel|>",
+        "<|constrain|>",
+        "<|end|>",
+        "<|return|>",
+        "<|call|>",
+    ),
 }
 _BAR_SHAPES = r"<\s*+[|｜]|[|｜]\s*+>"
-_NAMED = sorted({t for tokens in TEMPLATE_CONTROL_TOKENS.values() for t in tokens if not re.match(_BAR_SHAPES, t)},
-                key=lambda t: (-len(t), t))
+_NAMED = sorted(
+    {t for tokens in TEMPLATE_CONTROL_TOKENS.values() for t in tokens if not re.match(_BAR_SHAPES, t)},
+    key=lambda t: (-len(t), t),
+)
 _CONTROL_TOKEN = re.compile("|".join([_BAR_SHAPES, *map(re.escape, _NAMED)]), re.IGNORECASE)
 _BROKEN = str.maketrans({"<": "‹", ">": "›", "|": "¦", "｜": "¦", "[": "(", "]": ")"})
 
@@ -176,16 +222,13 @@ def find_tagged(
         if not closing:
             if first is None and problem is None:
                 problem = InvalidAction(
-                    f"Nested tags: <{name}> appears inside an open <{open_name}>. "
-                    f"Write exactly one {expected}."
+                    f"Nested tags: <{name}> appears inside an open <{open_name}>. Write exactly one {expected}."
                 )
             open_name, open_start, open_end = name, m.start(), m.end()
             continue
         if name != open_name:
             if first is None and problem is None:
-                problem = InvalidAction(
-                    f"<{open_name}> is closed by </{name}>. Close it with </{open_name}>."
-                )
+                problem = InvalidAction(f"<{open_name}> is closed by </{name}>. Close it with </{open_name}>.")
             open_name = None
             continue
         count += 1
@@ -253,7 +296,9 @@ def parse_bracket_action(
             return InvalidAction(f"{verb}[ is never closed with ']'. Write {verb}[...].")
     argument = text[m.end() : close].strip()
     if not argument:
-        return InvalidAction(f"{verb}[] is empty. Put the {'query' if verb == 'search' else 'target'} inside the brackets.")
+        return InvalidAction(
+            f"{verb}[] is empty. Put the {'query' if verb == 'search' else 'target'} inside the brackets."
+        )
     return BracketAction(verb, argument)
 
 

@@ -43,9 +43,10 @@ def unseal(blob: Any) -> Any:
     if not isinstance(blob, (bytes, bytearray)) or not bytes(blob[: len(_MAGIC)]) == _MAGIC:
         raise SnapshotError("not a snapshot of this suite (snapshot() makes them); refused without reading it.")
     blob = bytes(blob)
-    tag, payload = blob[len(_MAGIC): len(_MAGIC) + _TAG_BYTES], blob[len(_MAGIC) + _TAG_BYTES:]
+    tag, payload = blob[len(_MAGIC) : len(_MAGIC) + _TAG_BYTES], blob[len(_MAGIC) + _TAG_BYTES :]
     if not hmac.compare_digest(tag, hmac.new(_key(), payload, hashlib.sha256).digest()):
         raise SnapshotError(
             "this snapshot was not made by this process, or was changed: refused without unpickling it (unpickling "
-            f"untrusted bytes can run code). Snapshots travel between your own processes when each has the same {KEY_VARIABLE}.")
+            f"untrusted bytes can run code). Snapshots travel between your own processes when each has the same {KEY_VARIABLE}."
+        )
     return pickle.loads(payload)

@@ -27,10 +27,7 @@ from gymnasium.spaces import Text
 EXTRA_CHARS = "\n\t\r"
 
 #: Alphabet used by ``TurnText.sample()``: ASCII printable, a few multi-byte characters, newline, tab.
-SAMPLE_CHARSET = (
-    "".join(chr(c) for c in range(0x20, 0x7F))
-    + "éüñçßøÅ√→←↑↓•…–—“”‘’€£¥中文日本語한국어ДЖяπΩ∑🙂🚀\n\t"
-)
+SAMPLE_CHARSET = "".join(chr(c) for c in range(0x20, 0x7F)) + "éüñçßøÅ√→←↑↓•…–—“”‘’€£¥中文日本語한국어ДЖяπΩ∑🙂🚀\n\t"
 
 #: Replacement for characters outside the space (U+FFFD REPLACEMENT CHARACTER).
 REPLACEMENT = "\ufffd"
@@ -69,20 +66,14 @@ class TurnText(Text):
 
     def contains(self, x: Any) -> bool:
         """True for a ``str`` whose length lies in ``[min_length, max_length]`` with no lone surrogate or control character (``\\n \\t \\r`` allowed)."""
-        return (
-            isinstance(x, str)
-            and self.min_length <= len(x) <= self.max_length
-            and is_turn_text(x)
-        )
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length and is_turn_text(x)
 
     def __repr__(self) -> str:
         return f"TurnText(min_length={self.min_length}, max_length={self.max_length}, charset=unicode-except-surrogates-and-controls)"
 
     def __eq__(self, other: object) -> bool:
         return (
-            isinstance(other, TurnText)
-            and self.min_length == other.min_length
-            and self.max_length == other.max_length
+            isinstance(other, TurnText) and self.min_length == other.min_length and self.max_length == other.max_length
         )
 
     def __hash__(self) -> int:

@@ -37,6 +37,8 @@ def content_split(text: str) -> str:
 def check_content_split(split: str | None, option: str = "split") -> str | None:
     """``split`` if it names a split (or is None, meaning every task); else a ValueError naming them."""
     if split is not None and split not in CONTENT_SPLITS:
-        raise ValueError(f"{option}={split!r} is not a split; choose one of {', '.join(map(repr, CONTENT_SPLITS))} "
-                         "(or None for every task).")
+        raise ValueError(
+            f"{option}={split!r} is not a split; choose one of {', '.join(map(repr, CONTENT_SPLITS))} "
+            "(or None for every task)."
+        )
     return split

@@ -115,7 +115,11 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
     """
 
     #: ``reward_components``: the names of ``info["reward_components"]``, whose values sum to the reward.
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4, "reward_components": ("task", "format")}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi"],
+        "render_fps": 4,
+        "reward_components": ("task", "format"),
+    }
     #: Attributes that :meth:`snapshot` leaves out and :meth:`fork` shares: read-only world data (a
     #: catalog, a level generator, a retriever) that no turn changes.
     shared_attributes: ClassVar[tuple[str, ...]] = ()
@@ -158,8 +162,7 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
             raise TypeError(_unknown_keywords_message(type(self), list(unknown)))
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
-                f"render_mode={render_mode!r} is not supported; choose one of "
-                f"{self.metadata['render_modes']} or None."
+                f"render_mode={render_mode!r} is not supported; choose one of {self.metadata['render_modes']} or None."
             )
         if not math.isfinite(format_penalty):
             raise ValueError(f"format_penalty must be a finite number, got {format_penalty!r}.")
@@ -260,9 +263,7 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         return self._episode_over
 
     # ------------------------------------------------------------------ Gymnasium API
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
         unknown = sorted(set(options) - set(self.reset_options), key=str)
@@ -302,8 +303,9 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         status = outcome.status or ("ok" if valid else "invalid_action")
         self._episode_over = bool(outcome.terminated or outcome.truncated)
         components = self._components(outcome, valid)
-        info = self._info(outcome.info, valid=valid, effective=bool(outcome.effective) and valid,
-                          components=components, status=status)
+        info = self._info(
+            outcome.info, valid=valid, effective=bool(outcome.effective) and valid, components=components, status=status
+        )
         return (
             self._observe(outcome.observation),
             float(outcome.reward),
@@ -348,7 +350,9 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         saved = self.snapshot()
         out = []
         for _ in range(n):
-            twin = object.__new__(type(self))  # a shallow copy that skips __setstate__ (which may re-resolve shared data)
+            twin = object.__new__(
+                type(self)
+            )  # a shallow copy that skips __setstate__ (which may re-resolve shared data)
             twin.__dict__.update(self.__dict__)
             twin.restore(saved)
             out.append(twin)
@@ -364,16 +368,16 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
             )
         limit = self.action_space.max_length
         if len(action) > limit:
-            return InvalidAction(
-                f"The response is longer than {limit} characters, the limit. Answer more briefly."
-            )
+            return InvalidAction(f"The response is longer than {limit} characters, the limit. Answer more briefly.")
         return self.parse_action(str(action))
 
     def _fault_outcome(self, status: str, exc: BaseException) -> TurnOutcome:
         """A turn that a fault ended: no reward for the policy, the episode over (truncated)."""
         self.last_error = exc
         what = "A service the environment needs failed" if status == "infra_error" else "The environment failed"
-        message = f"{what} ({type(exc).__name__}: {str(exc)[:300]}). This episode is over; call reset() to start a new one."
+        message = (
+            f"{what} ({type(exc).__name__}: {str(exc)[:300]}). This episode is over; call reset() to start a new one."
+        )
         return TurnOutcome(message, 0.0, False, False, status=status, truncated=True)
 
     def _components(self, outcome: TurnOutcome, valid: bool) -> dict[str, float]:
@@ -387,8 +391,15 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
             out[where] = float(outcome.reward)
         return out
 
-    def _info(self, extra: dict[str, Any], *, valid: bool, effective: bool, components: dict[str, float] | None = None,
-              status: str = "ok") -> dict[str, Any]:
+    def _info(
+        self,
+        extra: dict[str, Any],
+        *,
+        valid: bool,
+        effective: bool,
+        components: dict[str, float] | None = None,
+        status: str = "ok",
+    ) -> dict[str, Any]:
         info: dict[str, Any] = self._extra_info()
         info.update(extra)
         info["turn"] = int(self.turn)
@@ -433,7 +444,9 @@ def _init_keywords(cls: type) -> list[str]:
         if "__init__" not in vars(klass):
             continue
         params = inspect.signature(vars(klass)["__init__"]).parameters.values()
-        names.update((p.name, None) for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self")
+        names.update(
+            (p.name, None) for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"
+        )
         if not any(p.kind is p.VAR_KEYWORD for p in params) or klass is TurnEnv:
             break
     names.update((name, None) for name in getattr(cls, "source_keywords", ()))

@@ -15,6 +15,23 @@ from .harness import EvalSettingsError, evaluate
 from .players import EndpointPlayer, Player, Reply
 from .protocols import DEFAULT, PRESETS, SAMPLINGS, Protocol, protocol_for, protocol_names, test_split_kwargs
 
-__all__ = ["evaluate", "EvalSettingsError", "EndpointPlayer", "Player", "Reply", "Protocol", "PRESETS", "DEFAULT", "SAMPLINGS",
-           "protocol_for", "protocol_names", "test_split_kwargs", "build_card", "card_markdown", "summarize", "task_set_sha256",
-           "wilson_interval", "mean_interval"]
+__all__ = [
+    "evaluate",
+    "EvalSettingsError",
+    "EndpointPlayer",
+    "Player",
+    "Reply",
+    "Protocol",
+    "PRESETS",
+    "DEFAULT",
+    "SAMPLINGS",
+    "protocol_for",
+    "protocol_names",
+    "test_split_kwargs",
+    "build_card",
+    "card_markdown",
+    "summarize",
+    "task_set_sha256",
+    "wilson_interval",
+    "mean_interval",
+]

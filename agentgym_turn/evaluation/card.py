@@ -63,7 +63,13 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "episodes": len(records),
         "scored": n,
         "infra_errors": len(records) - n,
-        "success": {"mean": wins / n if n else 0.0, "low": low, "high": high, "successes": wins, "interval": "wilson 95%"},
+        "success": {
+            "mean": wins / n if n else 0.0,
+            "low": low,
+            "high": high,
+            "successes": wins,
+            "interval": "wilson 95%",
+        },
         "score": {"mean": score_mean, "low": score_low, "high": score_high, "interval": "normal 95%"},
         "return": sum(sum(r.get("rewards", [])) for r in scored) / n if n else 0.0,
         "invalid_format_rate": invalid / turns if turns else 0.0,
@@ -75,7 +81,9 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
 def task_set_sha256(records: Iterable[dict[str, Any]]) -> str:
     """SHA-256 of the tasks' first observations (their hashes, in task order): equal exactly when two runs posed
     the same tasks in the same order, whatever seeds or keywords produced them."""
-    first = sorted(((int((r.get("eval") or {}).get("task", i)), r["observation_hashes"][0]) for i, r in enumerate(records)))
+    first = sorted(
+        ((int((r.get("eval") or {}).get("task", i)), r["observation_hashes"][0]) for i, r in enumerate(records))
+    )
     return hashlib.sha256("\n".join(h for _, h in first).encode()).hexdigest()
 
 
@@ -132,13 +140,17 @@ def card_markdown(card: dict[str, Any]) -> str:
 
     def row(name: str, m: dict[str, Any], tokens: bool) -> str:
         succ, score = m["success"], m["score"]
-        return (f"| {name} | {_pct(succ['mean'])} ({_pct(succ['low'])}-{_pct(succ['high'])}) | {score['mean']:.3f} "
-                f"({score['low']:.3f}-{score['high']:.3f}) | {m['return']:.3f} | {_pct(m['invalid_format_rate'])} | {m['turns']:.2f} | "
-                + (f"{m['completion_tokens']:.0f} |" if tokens else "- |"))
+        return (
+            f"| {name} | {_pct(succ['mean'])} ({_pct(succ['low'])}-{_pct(succ['high'])}) | {score['mean']:.3f} "
+            f"({score['low']:.3f}-{score['high']:.3f}) | {m['return']:.3f} | {_pct(m['invalid_format_rate'])} | {m['turns']:.2f} | "
+            + (f"{m['completion_tokens']:.0f} |" if tokens else "- |")
+        )
 
     lines.append(row("model", card, True))
     for floor, m in card["floors"].items():
         lines.append(row(floor + ("" if m.get("same_tasks") else " (other tasks!)"), m, False))
     lines.append("")
-    lines.append("Recompute: `agentgym-turn replay records.jsonl` replays every episode; `agentgym-turn eval --card DIR` rebuilds this card.")
+    lines.append(
+        "Recompute: `agentgym-turn replay records.jsonl` replays every episode; `agentgym-turn eval --card DIR` rebuilds this card."
+    )
     return "\n".join(lines) + "\n"

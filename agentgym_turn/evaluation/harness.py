@@ -61,8 +61,10 @@ def _kept_records(out: Path, settings: dict[str, Any]) -> list[dict[str, Any]]:
     before = json.loads(run_path.read_text(encoding="utf-8"))
     for key in ("protocol_digest", "sampling", "model"):
         if before.get(key) != settings[key]:
-            raise EvalSettingsError(f"--resume: {out} holds a run with another {key} ({before.get(key)!r}, now {settings[key]!r}); "
-                                    "use another --out, or drop --resume to start over.")
+            raise EvalSettingsError(
+                f"--resume: {out} holds a run with another {key} ({before.get(key)!r}, now {settings[key]!r}); "
+                "use another --out, or drop --resume to start over."
+            )
     if not records_path.is_file():
         return []
     kept = [r for r in read_records(records_path) if (r.get("eval") or {}).get("status") != "infra_error"]
@@ -79,8 +81,14 @@ def _turn_seed(task_seed: int, turn: int) -> int:
     return (int(task_seed) * 1009 + int(turn)) % (2**31)
 
 
-def _play_chunk(chats: list[ChatView], tasks: list[int], protocol: Protocol, player: Player, sampling: dict[str, float],
-                on_done: Any) -> None:
+def _play_chunk(
+    chats: list[ChatView],
+    tasks: list[int],
+    protocol: Protocol,
+    player: Player,
+    sampling: dict[str, float],
+    on_done: Any,
+) -> None:
     """Play one episode per task on ``chats`` (one env each) to their ends, a batched ``respond`` per turn."""
     seeds = protocol.seeds
     states: dict[int, dict[str, Any]] = {}
@@ -92,8 +100,12 @@ def _play_chunk(chats: list[ChatView], tasks: list[int], protocol: Protocol, pla
         active.append(slot)
     turn = 0
     while active:
-        replies: list[Reply] = player.respond([chats[s] for s in active], max_new_tokens=protocol.max_new_tokens,
-                                              seeds=[_turn_seed(seeds[states[s]["task"]], turn) for s in active], **sampling)
+        replies: list[Reply] = player.respond(
+            [chats[s] for s in active],
+            max_new_tokens=protocol.max_new_tokens,
+            seeds=[_turn_seed(seeds[states[s]["task"]], turn) for s in active],
+            **sampling,
+        )
         still: list[int] = []
         for slot, reply in zip(active, replies):
             state, chat = states[slot], chats[slot]
@@ -115,8 +127,17 @@ def _play_chunk(chats: list[ChatView], tasks: list[int], protocol: Protocol, pla
         turn += 1
 
 
-def evaluate(player: Player, protocol: Protocol, out: str | os.PathLike, *, sampling: str = "greedy", batch_size: int = 16,
-             resume: bool = False, floors: bool = True, progress: bool = True) -> dict[str, Any]:
+def evaluate(
+    player: Player,
+    protocol: Protocol,
+    out: str | os.PathLike,
+    *,
+    sampling: str = "greedy",
+    batch_size: int = 16,
+    resume: bool = False,
+    floors: bool = True,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Play ``protocol``'s test tasks with ``player`` and write the run's files into ``out`` (module docstring);
     return the card. ``batch_size`` episodes share each batched request."""
     if batch_size < 1:
@@ -140,7 +161,12 @@ def evaluate(player: Player, protocol: Protocol, out: str | os.PathLike, *, samp
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=protocol.episodes, initial=len(done), desc=f"{protocol.env_id} {protocol.name} {sampling}", unit="ep")
+            bar = tqdm(
+                total=protocol.episodes,
+                initial=len(done),
+                desc=f"{protocol.env_id} {protocol.name} {sampling}",
+                unit="ep",
+            )
 
         def on_done(state: dict[str, Any], info: dict[str, Any] | None) -> None:
             if info is None:
@@ -151,7 +177,9 @@ def evaluate(player: Player, protocol: Protocol, out: str | os.PathLike, *, samp
                 tally["score"] += float(info.get("score") or 0.0)
             if bar is not None:
                 n = max(tally["n"], 1)
-                bar.set_postfix(success=f"{tally['wins'] / n:.3f}", score=f"{tally['score'] / n:.3f}", infra=tally["infra"])
+                bar.set_postfix(
+                    success=f"{tally['wins'] / n:.3f}", score=f"{tally['score'] / n:.3f}", infra=tally["infra"]
+                )
                 bar.update(1)
 
         for start in range(0, len(pending), len(chats) or 1):
@@ -167,10 +195,16 @@ def evaluate(player: Player, protocol: Protocol, out: str | os.PathLike, *, samp
         for floor, policy in FLOORS.items():
             path = out / f"{floor}.jsonl"
             if not (resume and path.is_file()):
-                record_episodes(protocol.env_id, protocol.episodes, path, policy=policy, seed=protocol.first_seed,
-                                env_kwargs=protocol.make_kwargs(), observations=True)
+                record_episodes(
+                    protocol.env_id,
+                    protocol.episodes,
+                    path,
+                    policy=policy,
+                    seed=protocol.first_seed,
+                    env_kwargs=protocol.make_kwargs(),
+                    observations=True,
+                )
     card = build_card(out)
     (out / "card.json").write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
     (out / "card.md").write_text(card_markdown(card), encoding="utf-8")
     return card
-

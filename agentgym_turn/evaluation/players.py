@@ -46,7 +46,9 @@ class Player(Protocol):
         """What the card says of the model: kind, name or path, weights and template digests, where known."""
         ...
 
-    def respond(self, chats: Sequence[Any], *, temperature: float, top_p: float, max_new_tokens: int, seeds: Sequence[int]) -> list[Reply]:
+    def respond(
+        self, chats: Sequence[Any], *, temperature: float, top_p: float, max_new_tokens: int, seeds: Sequence[int]
+    ) -> list[Reply]:
         """One reply per chat (a :class:`~agentgym_turn.chat.ChatView` after ``reset`` or ``step``); ``seeds`` seed each
         reply's sampling where the backend takes a seed."""
         ...
@@ -81,8 +83,18 @@ class EndpointPlayer:
 
     tokenizer = None
 
-    def __init__(self, url: str, *, model: str = "default", api_key_env: str | None = None, concurrency: int = 4,
-                 timeout_s: float = 60.0, retries: int = 3, backoff_s: float = 1.0, max_backoff_s: float = 30.0):
+    def __init__(
+        self,
+        url: str,
+        *,
+        model: str = "default",
+        api_key_env: str | None = None,
+        concurrency: int = 4,
+        timeout_s: float = 60.0,
+        retries: int = 3,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 30.0,
+    ):
         if concurrency < 1 or retries < 0 or timeout_s <= 0 or backoff_s < 0:
             raise ValueError("concurrency >= 1, retries >= 0, timeout_s > 0 and backoff_s >= 0 are required.")
         self.url = chat_completions_url(url)
@@ -101,12 +113,31 @@ class EndpointPlayer:
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="agentgym-eval")
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "endpoint", "url": self.url, "model": self.model, "template": "the server's own",
-                "retries": self.retries, "timeout_s": self.timeout_s, "concurrency": self.concurrency}
+        return {
+            "kind": "endpoint",
+            "url": self.url,
+            "model": self.model,
+            "template": "the server's own",
+            "retries": self.retries,
+            "timeout_s": self.timeout_s,
+            "concurrency": self.concurrency,
+        }
 
-    def respond(self, chats: Sequence[Any], *, temperature: float, top_p: float, max_new_tokens: int, seeds: Sequence[int]) -> list[Reply]:
-        bodies = [{"model": self.model, "messages": chat.view(), "max_tokens": int(max_new_tokens), "temperature": float(temperature),
-                   "top_p": float(top_p), "seed": int(seed) % (2**31), "stream": False} for chat, seed in zip(chats, seeds)]
+    def respond(
+        self, chats: Sequence[Any], *, temperature: float, top_p: float, max_new_tokens: int, seeds: Sequence[int]
+    ) -> list[Reply]:
+        bodies = [
+            {
+                "model": self.model,
+                "messages": chat.view(),
+                "max_tokens": int(max_new_tokens),
+                "temperature": float(temperature),
+                "top_p": float(top_p),
+                "seed": int(seed) % (2**31),
+                "stream": False,
+            }
+            for chat, seed in zip(chats, seeds)
+        ]
         return list(self._pool.map(self._ask, bodies))
 
     def close(self) -> None:
@@ -116,7 +147,7 @@ class EndpointPlayer:
         """POST one request with the retries; never raises."""
         error = ""
         for attempt in range(self.retries + 1):
-            wait = self.backoff_s * (2 ** attempt)
+            wait = self.backoff_s * (2**attempt)
             try:
                 return self._post(body)
             except EndpointError as e:
@@ -155,7 +186,9 @@ class EndpointPlayer:
             completion = int(usage.get("completion_tokens") or 0)
             prompt = int(usage.get("prompt_tokens") or 0)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
-            raise EndpointError(f"{self.url} sent a body that is not a chat completion ({type(e).__name__}: {e})") from None
+            raise EndpointError(
+                f"{self.url} sent a body that is not a chat completion ({type(e).__name__}: {e})"
+            ) from None
         return Reply(action=text, text=text, completion_tokens=completion, prompt_tokens=prompt)
 
 

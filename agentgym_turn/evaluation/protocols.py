@@ -50,7 +50,11 @@ class Protocol:
         """``{"temperature", "top_p"}`` of a decoding of :data:`SAMPLINGS`."""
         if mode not in SAMPLINGS:
             raise ValueError(f"sampling must be one of {', '.join(SAMPLINGS)}, got {mode!r}.")
-        return {"temperature": 0.0, "top_p": 1.0} if mode == "greedy" else {"temperature": float(self.temperature), "top_p": float(self.top_p)}
+        return (
+            {"temperature": 0.0, "top_p": 1.0}
+            if mode == "greedy"
+            else {"temperature": float(self.temperature), "top_p": float(self.top_p)}
+        )
 
     def make_kwargs(self) -> dict[str, Any]:
         """``gymnasium.make(env_id, **make_kwargs())``: the env keywords and the turn limit."""
@@ -88,8 +92,14 @@ def test_split_kwargs(env_id: str) -> dict[str, Any]:
 def _default(env_id: str) -> Protocol:
     episodes = 256 if env_id.startswith("TurnSokoban") else 200
     return Protocol(
-        name=DEFAULT, env_id=env_id, env_kwargs=test_split_kwargs(env_id), episodes=episodes, temperature=1.0, top_p=1.0,
-        max_new_tokens=256, chat={"split_system_prompt": True},
+        name=DEFAULT,
+        env_id=env_id,
+        env_kwargs=test_split_kwargs(env_id),
+        episodes=episodes,
+        temperature=1.0,
+        top_p=1.0,
+        max_new_tokens=256,
+        chat={"split_system_prompt": True},
         source="this project: the id as registered, its content-disjoint test split, the whole history in the chat",
         differs="",
     )
@@ -98,33 +108,52 @@ def _default(env_id: str) -> Protocol:
 #: The named presets, each a peer's evaluation setting as its code sets it (docs/eval.md cites the files and commits).
 PRESETS: dict[str, Protocol] = {
     "ragen-sokoban": Protocol(
-        name="ragen-sokoban", env_id="TurnSokoban-v0",
-        env_kwargs={"split": "test"}, episodes=256, first_seed=123, temperature=0.5, top_p=1.0, max_new_tokens=400,
-        chat={"split_system_prompt": True, "system_prompt": "You're a helpful assistant.", "reward_template": "Reward: {reward}\n"},
+        name="ragen-sokoban",
+        env_id="TurnSokoban-v0",
+        env_kwargs={"split": "test"},
+        episodes=256,
+        first_seed=123,
+        temperature=0.5,
+        top_p=1.0,
+        max_new_tokens=400,
+        chat={
+            "split_system_prompt": True,
+            "system_prompt": "You're a helpful assistant.",
+            "reward_template": "Reward: {reward}\n",
+        },
         source="RAGEN 5eb79b8: SimpleSokoban 6x6, 1 box, 5 turns, <= 5 actions a turn and 10 an episode, 256 validation "
-               "levels (seeds 123-378), sampled at temperature 0.5, 400 new tokens a turn, format penalty -0.1",
+        "levels (seeds 123-378), sampled at temperature 0.5, 400 new tokens a turn, format penalty -0.1",
         differs="the 256 levels are this project's test split drawn from seeds 123-378 (RAGEN generates its own from those "
-                "seeds with gym-sokoban); the chat is this project's ChatView of the env's text, not RAGEN's context manager "
-                "(which also prefills <think> after the generation prompt and writes the reward as 'Reward:\\n-0.1\\n')",
+        "seeds with gym-sokoban); the chat is this project's ChatView of the env's text, not RAGEN's context manager "
+        "(which also prefills <think> after the generation prompt and writes the reward as 'Reward:\\n-0.1\\n')",
     ),
     "verl-agent-webshop": Protocol(
-        name="verl-agent-webshop", env_id="TurnWebShop-v0",
-        env_kwargs={"goal_split": "test", "goal_from_seed": True}, episodes=200,
-        max_episode_steps=15, temperature=0.4, top_p=1.0, max_new_tokens=512,
+        name="verl-agent-webshop",
+        env_id="TurnWebShop-v0",
+        env_kwargs={"goal_split": "test", "goal_from_seed": True},
+        episodes=200,
+        max_episode_steps=15,
+        temperature=0.4,
+        top_p=1.0,
+        max_new_tokens=512,
         chat={"split_system_prompt": True, "history_window": 3},
         source="verl-agent 1df19bd: WebShop, 15 steps, WebShop's test goals 0-499, sampled at temperature 0.4, 512 new "
-               "tokens a turn, the last 2 steps in the prompt, success when WebShop's reward is 1",
+        "tokens a turn, the last 2 steps in the prompt, success when WebShop's reward is 1",
         differs="the first 200 test goals in a fixed order (verl-agent draws 128 of goals 0-499 anew at each validation); the "
-                "default generated catalog unless data_path names WebShop's files; history as chat turns, not its prompt text",
+        "default generated catalog unless data_path names WebShop's files; history as chat turns, not its prompt text",
     ),
     "search-r1": Protocol(
-        name="search-r1", env_id="TurnSearchQA-v0",
-        env_kwargs={"content_split": "test", "protocol": "search_r1", "topk": 3, "max_searches": 4}, episodes=200,
-        temperature=1.0, top_p=0.95, max_new_tokens=500,
+        name="search-r1",
+        env_id="TurnSearchQA-v0",
+        env_kwargs={"content_split": "test", "protocol": "search_r1", "topk": 3, "max_searches": 4},
+        episodes=200,
+        temperature=1.0,
+        top_p=0.95,
+        max_new_tokens=500,
         chat={"split_system_prompt": False},
         source="Search-R1 a14dc3a: its prompt in one user message, top-3 passages, up to 4 searches then an answer, "
-               "exact match after normalisation, 500 new tokens a turn, sampled at temperature 1.0 and top-p 0.95 (its "
-               "multi-turn validation loop samples)",
+        "exact match after normalisation, 500 new tokens a turn, sampled at temperature 1.0 and top-p 0.95 (its "
+        "multi-turn validation loop samples)",
         differs="questions from the generated world's content-disjoint test split unless dataset_path names FlashRAG files",
     ),
 }
@@ -135,8 +164,14 @@ def protocol_names() -> list[str]:
     return [DEFAULT, *sorted(PRESETS)]
 
 
-def protocol_for(name: str, env_id: str, *, episodes: int | None = None, env_kwargs: dict[str, Any] | None = None,
-                 max_new_tokens: int | None = None) -> Protocol:
+def protocol_for(
+    name: str,
+    env_id: str,
+    *,
+    episodes: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    max_new_tokens: int | None = None,
+) -> Protocol:
     """The protocol ``name`` for ``env_id``: ``default`` for any id, a preset only for the id it was written for.
     ``episodes``, ``env_kwargs`` (merged over the protocol's) and ``max_new_tokens`` change a copy, whose digest
     differs; the card records the result."""
@@ -145,7 +180,9 @@ def protocol_for(name: str, env_id: str, *, episodes: int | None = None, env_kwa
     elif name in PRESETS:
         proto = PRESETS[name]
         if proto.env_id != env_id:
-            raise ValueError(f"protocol {name!r} is written for {proto.env_id}, not {env_id}; use --protocol default for {env_id}.")
+            raise ValueError(
+                f"protocol {name!r} is written for {proto.env_id}, not {env_id}; use --protocol default for {env_id}."
+            )
     else:
         raise ValueError(f"unknown protocol {name!r}; choose one of {', '.join(protocol_names())}.")
     if episodes is not None:

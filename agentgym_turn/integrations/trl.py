@@ -50,8 +50,18 @@ from ..core.contract import FAULT_STATUSES, FaultGuard
 
 import gymnasium as gym
 
-__all__ = ["TurnEnvironment", "EpisodeRecord", "TokenEpisodeRecord", "trl_environment", "token_rollout", "env_return_reward",
-           "completion_of", "seed_from_prompt", "play_token_episodes", "sample_batch"]
+__all__ = [
+    "TurnEnvironment",
+    "EpisodeRecord",
+    "TokenEpisodeRecord",
+    "trl_environment",
+    "token_rollout",
+    "env_return_reward",
+    "completion_of",
+    "seed_from_prompt",
+    "play_token_episodes",
+    "sample_batch",
+]
 
 
 @dataclass
@@ -105,7 +115,9 @@ class TurnEnvironment:
     def __init__(self) -> None:
         import agentgym_turn  # noqa: F401  (registers the ids in TRL's process)
 
-        self.env = FaultGuard(gym.make(self.env_id, **self.env_kwargs))  # an env that raises ends its episode as faulted
+        self.env = FaultGuard(
+            gym.make(self.env_id, **self.env_kwargs)
+        )  # an env that raises ends its episode as faulted
         self.episode = EpisodeRecord(self.env_id, None, None, done=True)
 
     def reset(self, **row: Any) -> str:
@@ -134,8 +146,12 @@ class TurnEnvironment:
         episode.rewards.append(float(reward))
         episode.reward_components.append({str(k): float(v) for k, v in (info.get("reward_components") or {}).items()})
         episode.exit_status = str(info.get("exit_status") or ("truncated" if truncated and not terminated else "ok"))
-        episode.reward_valid = episode.reward_valid and bool(info.get("reward_valid", episode.exit_status not in FAULT_STATUSES))
-        episode.done = bool(terminated or truncated) or not episode.reward_valid  # nothing after a fault is the policy's
+        episode.reward_valid = episode.reward_valid and bool(
+            info.get("reward_valid", episode.exit_status not in FAULT_STATUSES)
+        )
+        episode.done = (
+            bool(terminated or truncated) or not episode.reward_valid
+        )  # nothing after a fault is the policy's
         return observation + ("\n(The episode is over.)" if episode.done else "")
 
 
@@ -268,8 +284,10 @@ def completion_of(view: Any) -> tuple[list[int], list[int], list[int]]:
     """
     samples = view.samples()
     if len(samples) != 1:
-        raise ValueError("completion_of: the episode has several training sequences (a history window slid); "
-                         "one prompt and one completion need ChatView(history_window=None).")
+        raise ValueError(
+            "completion_of: the episode has several training sequences (a history window slid); "
+            "one prompt and one completion need ChatView(history_window=None)."
+        )
     sequence = samples[0]
     spans = [t.response for t in sequence.turns if t.response is not None]
     if not spans:
@@ -294,12 +312,18 @@ def seed_from_prompt(prompt: Any) -> int | None:
             return int(text)
         except ValueError:
             pass
-    raise ValueError(f"token_rollout: cannot read a seed from the prompt {prompt!r}; make the dataset's prompt the seed "
-                     "as text (\"prompt\": [str(s) for s in seeds]) or pass seed_of=a function of the prompt.")
+    raise ValueError(
+        f"token_rollout: cannot read a seed from the prompt {prompt!r}; make the dataset's prompt the seed "
+        'as text ("prompt": [str(s) for s in seeds]) or pass seed_of=a function of the prompt.'
+    )
 
 
-def env_return_reward(completions: Sequence[Any], env_return: Sequence[float], env_reward_valid: Sequence[bool] | None = None,
-                      **kwargs: Any) -> list[float | None]:
+def env_return_reward(
+    completions: Sequence[Any],
+    env_return: Sequence[float],
+    env_reward_valid: Sequence[bool] | None = None,
+    **kwargs: Any,
+) -> list[float | None]:
     """A reward function for ``GRPOTrainer(reward_funcs=[env_return_reward])`` with :func:`token_rollout`: each
     episode's return (the sum of its turn rewards); ``None`` for an episode a fault ended (``reward_valid``
     False: its return is not the policy's), which TRL leaves out of its group's statistics. TRL logs it as
@@ -358,8 +382,10 @@ def token_rollout(
     """
     _check_env_id(env_id, "token_rollout")
     if history_window is not None:
-        raise ValueError("token_rollout: history_window must be None: TRL trains each episode as one prompt and one "
-                         "completion, the context its responses were sampled in only when no turn is dropped.")
+        raise ValueError(
+            "token_rollout: history_window must be None: TRL trains each episode as one prompt and one "
+            "completion, the context its responses were sampled in only when no turn is dropped."
+        )
     for name, value in (("max_turns", max_turns), ("max_new_tokens", max_new_tokens)):
         if not is_int(value, 1):
             raise ValueError(f"token_rollout: {name} must be an integer >= 1, got {value!r}.")
@@ -376,10 +402,30 @@ def token_rollout(
         model = trainer.accelerator.unwrap_model(trainer.model) if hasattr(trainer, "accelerator") else trainer.model
         temp = float(temperature if temperature is not None else getattr(trainer, "temperature", 1.0))
         seeds = [read_seed(p) for p in prompts]
-        records = play_token_episodes(env_id, model, tokenizer, seeds, temperature=temp, env_kwargs=env_kwargs,
-                                      view_kwargs=view_kwargs, **settings)
-        out: dict[str, list[Any]] = {k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_return",
-                                                     "env_reward_valid", "env_success", "env_turns", "env_seed")}
+        records = play_token_episodes(
+            env_id,
+            model,
+            tokenizer,
+            seeds,
+            temperature=temp,
+            env_kwargs=env_kwargs,
+            view_kwargs=view_kwargs,
+            **settings,
+        )
+        out: dict[str, list[Any]] = {
+            k: []
+            for k in (
+                "prompt_ids",
+                "completion_ids",
+                "logprobs",
+                "env_mask",
+                "env_return",
+                "env_reward_valid",
+                "env_success",
+                "env_turns",
+                "env_seed",
+            )
+        }
         for view, record in records:
             prompt_ids, completion_ids, mask = completion_of(view)
             out["prompt_ids"].append(prompt_ids)
@@ -409,7 +455,9 @@ def _check_env_id(env_id: Any, who: str) -> None:
             raise ValueError(f"{who}: env_id={env_id!r} is not a registered id; see agentgym_turn.env_ids().")
 
 
-def _aligned_logprobs(view: Any, prompt_length: int, completion_length: int, logprobs: list[list[float]]) -> list[float]:
+def _aligned_logprobs(
+    view: Any, prompt_length: int, completion_length: int, logprobs: list[list[float]]
+) -> list[float]:
     """Per completion token: the sampled id's log-prob on each response's ids, 0.0 elsewhere."""
     out = [0.0] * completion_length
     spans = [t.response for t in view.samples()[0].turns if t.response is not None]
@@ -437,8 +485,10 @@ def play_token_episodes(
 
     import agentgym_turn  # noqa: F401  (registers the ids)
 
-    views = [ChatView(FaultGuard(gym.make(env_id, **(env_kwargs or {}))), tokenizer=tokenizer, **(view_kwargs or {}))
-             for _ in seeds]
+    views = [
+        ChatView(FaultGuard(gym.make(env_id, **(env_kwargs or {}))), tokenizer=tokenizer, **(view_kwargs or {}))
+        for _ in seeds
+    ]
     records = []
     for view, seed in zip(views, seeds):
         view.reset(seed=None if seed is None else int(seed))
@@ -451,12 +501,24 @@ def play_token_episodes(
         caps = [max_new_tokens if limit is None else min(max_new_tokens, limit - len(ids)) for ids in inputs]
         for i, ids, cap in zip(active, inputs, caps):
             if cap < 1 and not records[i].response_ids:
-                raise ValueError(f"token_rollout: the first input of {env_id} ({len(ids)} tokens) leaves no room for a "
-                                 f"response under max_length={limit}.")
+                raise ValueError(
+                    f"token_rollout: the first input of {env_id} ({len(ids)} tokens) leaves no room for a "
+                    f"response under max_length={limit}."
+                )
         playing = [(i, ids, cap) for i, ids, cap in zip(active, inputs, caps) if cap >= 1]
-        sampled = sample_batch(model, [ids for _, ids, _ in playing], [cap for *_, cap in playing], stop_ids,
-                               temperature=temperature, vocab_size=len(tokenizer),
-                               pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0) if playing else []
+        sampled = (
+            sample_batch(
+                model,
+                [ids for _, ids, _ in playing],
+                [cap for *_, cap in playing],
+                stop_ids,
+                temperature=temperature,
+                vocab_size=len(tokenizer),
+                pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
+            )
+            if playing
+            else []
+        )
         for (i, _, _), (ids, logps) in zip(playing, sampled):
             _, reward, terminated, truncated, info = views[i].step(ids)
             record = records[i]
@@ -464,9 +526,13 @@ def play_token_episodes(
             record.logprobs.append(logps)
             record.actions.append(views[i].messages[-2]["content"])
             record.rewards.append(float(reward))
-            record.reward_components.append({str(k): float(v) for k, v in (info.get("reward_components") or {}).items()})
+            record.reward_components.append(
+                {str(k): float(v) for k, v in (info.get("reward_components") or {}).items()}
+            )
             record.exit_status = str(info.get("exit_status") or ("truncated" if truncated and not terminated else "ok"))
-            record.reward_valid = record.reward_valid and bool(info.get("reward_valid", record.exit_status not in FAULT_STATUSES))
+            record.reward_valid = record.reward_valid and bool(
+                info.get("reward_valid", record.exit_status not in FAULT_STATUSES)
+            )
             record.success = bool(info.get("success", False))
             record.done = bool(terminated or truncated) or not record.reward_valid
         active = [i for i, _, _ in playing if not records[i].done and len(records[i].response_ids) < max_turns]
@@ -475,8 +541,16 @@ def play_token_episodes(
     return list(zip(views, records))
 
 
-def sample_batch(model: Any, inputs: Sequence[Sequence[int]], caps: Sequence[int], stop_ids: Any, *,
-                 temperature: float = 1.0, vocab_size: int | None = None, pad_id: int = 0) -> list[tuple[list[int], list[float]]]:
+def sample_batch(
+    model: Any,
+    inputs: Sequence[Sequence[int]],
+    caps: Sequence[int],
+    stop_ids: Any,
+    *,
+    temperature: float = 1.0,
+    vocab_size: int | None = None,
+    pad_id: int = 0,
+) -> list[tuple[list[int], list[float]]]:
     """Sample one response per input with a Hugging Face causal LM: ``(ids, logprobs)`` each, ending at the first
     id in ``stop_ids`` (kept) or after ``caps[k]`` ids. Inputs are left padded, with position ids counted from
     each row's first real token and a KV cache; ids at or above ``vocab_size`` (padding rows of the embedding)
@@ -499,7 +573,9 @@ def sample_batch(model: Any, inputs: Sequence[Sequence[int]], caps: Sequence[int
     model.eval()
     try:
         with torch.no_grad():
-            result = model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True, **extra)
+            result = model(
+                input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True, **extra
+            )
             for _ in range(max(caps)):
                 logits = result.logits[:, -1, :].float()
                 if vocab_size is not None:
@@ -519,8 +595,14 @@ def sample_batch(model: Any, inputs: Sequence[Sequence[int]], caps: Sequence[int
                 attention = torch.cat([attention, attention.new_ones((len(inputs), 1))], dim=-1)
                 positions = positions[:, -1:] + 1
                 cache = getattr(result, "cache", None) or getattr(result, "past_key_values", None)
-                result = model(input_ids=chosen, attention_mask=attention, position_ids=positions, use_cache=True,
-                               **{cache_name: cache}, **extra)
+                result = model(
+                    input_ids=chosen,
+                    attention_mask=attention,
+                    position_ids=positions,
+                    use_cache=True,
+                    **{cache_name: cache},
+                    **extra,
+                )
     finally:
         model.train(was_training)
     return list(zip(out_ids, out_logps))

@@ -54,13 +54,21 @@ def text_projection(text_actions: list[str]) -> tuple[list[str], list[int]]:
     return list(text_actions), [1] * len(text_actions)
 
 
-def _with_contract(info: dict[str, Any], reward: float, terminated: bool = False, truncated: bool = False) -> dict[str, Any]:
+def _with_contract(
+    info: dict[str, Any], reward: float, terminated: bool = False, truncated: bool = False
+) -> dict[str, Any]:
     """``info`` plus verl-agent's ``won`` and the turn contract's fields (filled in for an env that reports none)."""
     status = str(info.get("exit_status") or ("truncated" if truncated and not terminated else "ok"))
     components = info.get("reward_components")
-    return {**info, "won": bool(info.get("success", False)), "exit_status": status,
-            "reward_valid": bool(info.get("reward_valid", status not in FAULT_STATUSES)),
-            "reward_components": {str(k): float(v) for k, v in components.items()} if components is not None else {"task": float(reward)}}
+    return {
+        **info,
+        "won": bool(info.get("success", False)),
+        "exit_status": status,
+        "reward_valid": bool(info.get("reward_valid", status not in FAULT_STATUSES)),
+        "reward_components": {str(k): float(v) for k, v in components.items()}
+        if components is not None
+        else {"task": float(reward)},
+    }
 
 
 class VerlAgentEnvs:
@@ -138,7 +146,9 @@ class VerlAgentEnvs:
     def step(self, actions: list[str]) -> tuple[list[str], list[float], list[bool], list[dict[str, Any]]]:
         """Step every env that is not done with its text action (done envs return their last state)."""
         if len(actions) != self.num_processes:
-            raise ValueError(f"VerlAgentEnvs.step: got {len(actions)} actions for {self.num_processes} envs (env_num * group_n).")
+            raise ValueError(
+                f"VerlAgentEnvs.step: got {len(actions)} actions for {self.num_processes} envs (env_num * group_n)."
+            )
         observations, rewards, dones, infos = [], [], [], []
         for i, (env, action) in enumerate(zip(self.envs, actions)):
             if self._done[i]:
@@ -153,7 +163,9 @@ class VerlAgentEnvs:
                     obs, reward, terminated, truncated, info = env.step(action)
                 info = _with_contract(info, float(reward), terminated, truncated)
                 self.faulted[i] = self.faulted[i] or not info["reward_valid"]
-                self._done[i] = bool(terminated or truncated) or self.faulted[i]  # nothing after a fault is the policy's
+                self._done[i] = (
+                    bool(terminated or truncated) or self.faulted[i]
+                )  # nothing after a fault is the policy's
                 self._last[i] = (obs, info)
             observations.append(obs)
             rewards.append(float(reward))
@@ -167,7 +179,9 @@ class VerlAgentEnvs:
         as is in the env's tokens. Needs a tokenizer."""
         self._view(0)
         if len(ids) != self.num_processes:
-            raise ValueError(f"VerlAgentEnvs.step_ids: got {len(ids)} id lists for {self.num_processes} envs (env_num * group_n).")
+            raise ValueError(
+                f"VerlAgentEnvs.step_ids: got {len(ids)} id lists for {self.num_processes} envs (env_num * group_n)."
+            )
         actions = []
         for i, row in enumerate(ids):
             if self._done[i]:
@@ -225,8 +239,16 @@ class _LastObservation(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-def build_envs(env_id: str, seed: int = 0, env_num: int = 1, group_n: int = 1, is_train: bool = True, env_kwargs: dict[str, Any] | None = None,
-               tokenizer: Any = None, view_kwargs: dict[str, Any] | None = None) -> VerlAgentEnvs:
+def build_envs(
+    env_id: str,
+    seed: int = 0,
+    env_num: int = 1,
+    group_n: int = 1,
+    is_train: bool = True,
+    env_kwargs: dict[str, Any] | None = None,
+    tokenizer: Any = None,
+    view_kwargs: dict[str, Any] | None = None,
+) -> VerlAgentEnvs:
     """verl-agent's ``build_*_envs`` signature (less ``mode``) for any registered id; with ``tokenizer``, the envs
     also keep exact tokens (:meth:`VerlAgentEnvs.step_ids`, :meth:`~VerlAgentEnvs.trajectory`)."""
     return VerlAgentEnvs(env_id, seed, env_num, group_n, is_train, env_kwargs, tokenizer, view_kwargs)

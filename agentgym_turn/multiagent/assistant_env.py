@@ -16,67 +16,67 @@ _NO_CYCLE_LIMIT = 1 << 30
 class TurnWebShopDialogEnv(TurnEnv):
     """Help a customer buy what they want: ask them, then shop (``webshop_dialog_v0``'s assistant).
 
-## Description
+    ## Description
 
-The assistant's side of :class:`~agentgym_turn.multiagent.webshop_dialog.WebShopDialogEnv`,
-with the customer played by the scripted customer (truthful answers to questions about the
-product, its attributes, options and price; a vague question gets a vague answer). The first
-message holds only a vague request (the goal's category), so asking pays.
+    The assistant's side of :class:`~agentgym_turn.multiagent.webshop_dialog.WebShopDialogEnv`,
+    with the customer played by the scripted customer (truthful answers to questions about the
+    product, its attributes, options and price; a vague question gets a vague answer). The first
+    message holds only a vague request (the goal's category), so asking pays.
 
-## Action Space
+    ## Action Space
 
-``TurnText`` (any string): a shop action (``search[query]``, ``click[x]``, as TurnWebShop-v0)
-or ``<say>message</say>`` to the customer. Anything else is an invalid turn.
+    ``TurnText`` (any string): a shop action (``search[query]``, ``click[x]``, as TurnWebShop-v0)
+    or ``<say>message</say>`` to the customer. Anything else is an invalid turn.
 
-## Observation Space
+    ## Observation Space
 
-``TurnText``: the rules, the search page and the customer's request first; then the page a
-shop action led to, or the customer's answer to a message.
+    ``TurnText``: the rules, the search page and the customer's request first; then the page a
+    shop action led to, or the customer's answer to a message.
 
-## Starting State
+    ## Starting State
 
-A goal drawn from ``goal_split`` (or ``options={"goal_index": i}``), the search page, and
-the customer's opening request.
+    A goal drawn from ``goal_split`` (or ``options={"goal_index": i}``), the search page, and
+    the customer's opening request.
 
-## Rewards
+    ## Rewards
 
-WebShop's score of the purchase on ``Buy Now``; ``-message_cost`` (default 0.01) per
-message to the customer; ``format_penalty`` (default -0.1) on an invalid turn. The return
-equals the shared return of the same dialog in ``webshop_dialog_v0``.
+    WebShop's score of the purchase on ``Buy Now``; ``-message_cost`` (default 0.01) per
+    message to the customer; ``format_penalty`` (default -0.1) on an invalid turn. The return
+    equals the shared return of the same dialog in ``webshop_dialog_v0``.
 
-## Episode End
+    ## Episode End
 
-Terminates on a purchase. Truncates at the turn limit: 20 (the papers' 15 WebShop turns plus
-5 questions; ``gymnasium.make(..., max_episode_steps=N)`` changes it).
+    Terminates on a purchase. Truncates at the turn limit: 20 (the papers' 15 WebShop turns plus
+    5 questions; ``gymnasium.make(..., max_episode_steps=N)`` changes it).
 
-## Information
+    ## Information
 
-The common keys `turn`, `action_is_valid`, `action_is_effective`, `success` (score == 1),
-`score` (the purchase's score, 0 before), plus `page` (the shop's page kind), `goal_index` (sent by a served env only with ``--expert``),
-`messages` (messages sent to the customer), `facts_disclosed` / `facts_total` (goal facts
-the customer has stated / there are) and `purchased_asin` (``""`` until a purchase), and the
-fields RL infrastructure reads (``docs/turn-contract.md``): `exit_status`, `reward_valid`,
-`state_key` and `reward_components` (`attributes`, `options`, `price`, `message`, `format`). The
-key set is the same on every reset and step.
+    The common keys `turn`, `action_is_valid`, `action_is_effective`, `success` (score == 1),
+    `score` (the purchase's score, 0 before), plus `page` (the shop's page kind), `goal_index` (sent by a served env only with ``--expert``),
+    `messages` (messages sent to the customer), `facts_disclosed` / `facts_total` (goal facts
+    the customer has stated / there are) and `purchased_asin` (``""`` until a purchase), and the
+    fields RL infrastructure reads (``docs/turn-contract.md``): `exit_status`, `reward_valid`,
+    `state_key` and `reward_components` (`attributes`, `options`, `price`, `message`, `format`). The
+    key set is the same on every reset and step.
 
-## Arguments
+    ## Arguments
 
-```python
-import gymnasium as gym
-import agentgym_turn
-env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goal_split="test")
-```
+    ```python
+    import gymnasium as gym
+    import agentgym_turn
+    env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goal_split="test")
+    ```
 
-* ``terseness``: the scripted customer's, ``"full"`` (default) or ``"terse"`` (one list item
-  per answer).
-* ``message_cost``: cost of a message to the customer (default 0.01).
-* ``source`` (a ``ShopTasks``) or its keywords (``num_products``, ``goal_split``, ``data_path``,
-  ``catalog_seed``...), ``observation_mode``, ``search_backend``: as ``TurnWebShop-v0``; ``format_penalty``, ``render_mode``,
-  ``max_action_length``, ``max_observation_length``: see ``TurnEnv``.
+    * ``terseness``: the scripted customer's, ``"full"`` (default) or ``"terse"`` (one list item
+      per answer).
+    * ``message_cost``: cost of a message to the customer (default 0.01).
+    * ``source`` (a ``ShopTasks``) or its keywords (``num_products``, ``goal_split``, ``data_path``,
+      ``catalog_seed``...), ``observation_mode``, ``search_backend``: as ``TurnWebShop-v0``; ``format_penalty``, ``render_mode``,
+      ``max_action_length``, ``max_observation_length``: see ``TurnEnv``.
 
-## Version History
+    ## Version History
 
-* v0: initial version.
+    * v0: initial version.
     """
 
     reset_options = frozenset({"goal_index"})
@@ -103,9 +103,14 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
         tasks = shop_tasks(source, split_task_keywords(kwargs), type(self).__name__)
         super().__init__(**kwargs)
         self.dialog = WebShopDialogEnv(
-            source=tasks, max_cycles=_NO_CYCLE_LIMIT, message_cost=message_cost, terseness=terseness,
-            format_penalty=self.format_penalty, max_action_length=self.action_space.max_length,
-            max_observation_length=self.observation_space.max_length, observation_mode=observation_mode,
+            source=tasks,
+            max_cycles=_NO_CYCLE_LIMIT,
+            message_cost=message_cost,
+            terseness=terseness,
+            format_penalty=self.format_penalty,
+            max_action_length=self.action_space.max_length,
+            max_observation_length=self.observation_space.max_length,
+            observation_mode=observation_mode,
             search_backend=search_backend,
         )
 
@@ -137,8 +142,11 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
         customer = self._customer_moves()  # the scripted customer's moves pay nothing unless one is invalid
         components["format"] = components.get("format", 0.0) + customer
         return TurnOutcome(
-            self.dialog.observe(ASSISTANT), reward + customer, bool(self.dialog.terminations[ASSISTANT]),
-            bool(self.dialog.infos[ASSISTANT]["action_is_effective"]), components=components,
+            self.dialog.observe(ASSISTANT),
+            reward + customer,
+            bool(self.dialog.terminations[ASSISTANT]),
+            bool(self.dialog.infos[ASSISTANT]["action_is_effective"]),
+            components=components,
         )
 
     def _act(self, action: Any) -> TurnOutcome:
@@ -176,8 +184,18 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
         d = self.dialog
         if not self.has_started or d.facts is None:
             return None
-        return [d.shop.state_key(), d._said, d._disclosed, d._pending, d._searched, d.moves, d.messages, d.agent_selection,
-                sorted(d.terminations.items()), sorted(d.truncations.items())]
+        return [
+            d.shop.state_key(),
+            d._said,
+            d._disclosed,
+            d._pending,
+            d._searched,
+            d.moves,
+            d.messages,
+            d.agent_selection,
+            sorted(d.terminations.items()),
+            sorted(d.truncations.items()),
+        ]
 
     def _success(self) -> bool:
         return bool(self.dialog.infos[ASSISTANT]["success"]) if self.has_started else False
@@ -188,7 +206,14 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
     def _extra_info(self) -> dict[str, Any]:
         keys = ("page", "goal_index", "messages", "facts_disclosed", "facts_total", "purchased_asin")
         if not self.has_started:
-            return {"page": "search", "goal_index": -1, "messages": 0, "facts_disclosed": 0, "facts_total": 0, "purchased_asin": ""}
+            return {
+                "page": "search",
+                "goal_index": -1,
+                "messages": 0,
+                "facts_disclosed": 0,
+                "facts_total": 0,
+                "purchased_asin": "",
+            }
         info = self.dialog.infos[ASSISTANT]
         return {k: info[k] for k in keys}
 
@@ -202,8 +227,19 @@ env = gym.make("TurnWebShopDialog-v0", terseness="terse", message_cost=0.02, goa
 
 
 #: What a dialog's turn never changes: left out of :meth:`TurnWebShopDialogEnv.snapshot` (the shop has its own).
-_DIALOG_FIXED = frozenset({"shop", "observation_spaces", "action_spaces", "possible_agents", "max_cycles", "message_cost",
-                           "terseness", "render_mode", "format_penalty"})
+_DIALOG_FIXED = frozenset(
+    {
+        "shop",
+        "observation_spaces",
+        "action_spaces",
+        "possible_agents",
+        "max_cycles",
+        "message_cost",
+        "terseness",
+        "render_mode",
+        "format_penalty",
+    }
+)
 
 
 def silent_assistant_action(env: TurnWebShopDialogEnv) -> str:

@@ -28,18 +28,85 @@ NO_PRICE_LIMIT = 1_000_000.0
 
 _WORD = re.compile(r"[a-z0-9]+")
 _OPENERS = (
-    "i am looking for", "i'm looking for", "im looking for", "i want to buy", "i would like",
-    "i'd like", "i need", "i want", "find me", "get me", "buy me", "show me", "search for", "looking for",
+    "i am looking for",
+    "i'm looking for",
+    "im looking for",
+    "i want to buy",
+    "i would like",
+    "i'd like",
+    "i need",
+    "i want",
+    "find me",
+    "get me",
+    "buy me",
+    "show me",
+    "search for",
+    "looking for",
 )
 _ARTICLES = ("a ", "an ", "some ", "the ")
 
 # Keywords of each question topic (whole lower-case words of the question).
-_PRICE_WORDS = frozenset({"price", "prices", "budget", "cost", "costs", "spend", "expensive", "cheap", "afford", "dollar", "dollars", "money", "limit", "much"})
+_PRICE_WORDS = frozenset(
+    {
+        "price",
+        "prices",
+        "budget",
+        "cost",
+        "costs",
+        "spend",
+        "expensive",
+        "cheap",
+        "afford",
+        "dollar",
+        "dollars",
+        "money",
+        "limit",
+        "much",
+    }
+)
 _PRODUCT_NEEDS = frozenset({"product", "item", "kind", "type", "describe", "exactly", "looking"})
-_ATTRIBUTE_WORDS = frozenset({"attribute", "attributes", "feature", "features", "requirement", "requirements", "require", "property", "properties", "must", "special", "qualities", "quality", "characteristics"})
-_OPTION_WORDS = frozenset({"option", "options", "variant", "variants", "preference", "preferences", "choices", "choice"})
+_ATTRIBUTE_WORDS = frozenset(
+    {
+        "attribute",
+        "attributes",
+        "feature",
+        "features",
+        "requirement",
+        "requirements",
+        "require",
+        "property",
+        "properties",
+        "must",
+        "special",
+        "qualities",
+        "quality",
+        "characteristics",
+    }
+)
+_OPTION_WORDS = frozenset(
+    {"option", "options", "variant", "variants", "preference", "preferences", "choices", "choice"}
+)
 #: Option names people ask about; a question naming one the goal lacks gets "no preference".
-COMMON_OPTION_NAMES = frozenset({"color", "colour", "size", "style", "flavor", "flavour", "scent", "pattern", "material", "count", "length", "width", "capacity", "model", "fit", "design"})
+COMMON_OPTION_NAMES = frozenset(
+    {
+        "color",
+        "colour",
+        "size",
+        "style",
+        "flavor",
+        "flavour",
+        "scent",
+        "pattern",
+        "material",
+        "count",
+        "length",
+        "width",
+        "capacity",
+        "model",
+        "fit",
+        "design",
+    }
+)
 _SYNONYMS = {"colour": "color", "flavour": "flavor"}
 
 
@@ -120,7 +187,11 @@ def disclosed(facts: GoalFacts, customer_messages: Iterable[str]) -> list[str]:
     """The facts (names as in :meth:`GoalFacts.fact_names`) whose text some customer message contains."""
     said = "\n".join(m.lower() for m in customer_messages)
     # whole words only: size "13" is not disclosed by "130.00 dollars"
-    return [name for name in facts.fact_names() if re.search(rf"(?<![a-z0-9]){re.escape(_fact_text(facts, name))}(?![a-z0-9])", said)]
+    return [
+        name
+        for name in facts.fact_names()
+        if re.search(rf"(?<![a-z0-9]){re.escape(_fact_text(facts, name))}(?![a-z0-9])", said)
+    ]
 
 
 def question_topics(question: str, facts: GoalFacts) -> list[str]:
@@ -174,7 +245,11 @@ def customer_answer(question: str, facts: GoalFacts, *, terseness: str = "full",
             items = list(facts.options)
             if terse:
                 items = [(n, v) for n, v in items if f"option:{n}" not in known][:1] or items[:1]
-            parts.append("I'd like " + ", and ".join(f"{n}: {v}" for n, v in items) + "." if items else "I have no preference on options.")
+            parts.append(
+                "I'd like " + ", and ".join(f"{n}: {v}" for n, v in items) + "."
+                if items
+                else "I have no preference on options."
+            )
         elif topic.startswith("option:"):
             name = topic.partition(":")[2]
             parts.append(f"{name}: {dict(facts.options)[name]}.")
@@ -182,5 +257,7 @@ def customer_answer(question: str, facts: GoalFacts, *, terseness: str = "full",
             parts.append(f"No preference on {topic.partition(':')[2]}.")
         elif topic == "price":
             limit = facts.price_limit
-            parts.append(f"My budget is lower than {_price_text(limit)}." if limit is not None else "Any price is fine.")
+            parts.append(
+                f"My budget is lower than {_price_text(limit)}." if limit is not None else "Any price is fine."
+            )
     return " ".join(parts)

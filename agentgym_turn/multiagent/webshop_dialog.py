@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 from gymnasium.utils import seeding
 from pettingzoo import AECEnv
@@ -25,8 +25,19 @@ CUSTOMER, ASSISTANT = "customer", "assistant"
 AGENTS = (CUSTOMER, ASSISTANT)
 #: The ``info`` keys of both agents after every reset and step.
 INFO_KEYS = (
-    "turn", "action_is_valid", "action_is_effective", "success", "score", "page", "goal_index",
-    "messages", "facts_disclosed", "facts_total", "purchased_asin", "shop_actions", "active_agent",
+    "turn",
+    "action_is_valid",
+    "action_is_effective",
+    "success",
+    "score",
+    "page",
+    "goal_index",
+    "messages",
+    "facts_disclosed",
+    "facts_total",
+    "purchased_asin",
+    "shop_actions",
+    "active_agent",
 )
 #: What the shop's pages show where TurnWebShop shows the instruction: the assistant must ask.
 SHOWN_INSTRUCTION = "Ask the customer what they want."
@@ -93,65 +104,79 @@ def _append(pending: str, line: str) -> str:
     return f"{pending}\n\n{line}" if pending else line
 
 
+def check_settings(
+    max_cycles: Any, message_cost: Any, terseness: Any, render_mode: Any, render_modes: Sequence[str]
+) -> None:
+    """Raise a ``ValueError`` that says what to pass when a :class:`WebShopDialogEnv` setting is out of range."""
+    if not is_int(max_cycles, 1):
+        raise ValueError(f"max_cycles must be a positive int (moves of either agent), got {max_cycles!r}.")
+    if not math.isfinite(message_cost):
+        raise ValueError(f"message_cost must be a finite number, got {message_cost!r}.")
+    if terseness not in TERSENESS:
+        raise ValueError(f"terseness must be one of {TERSENESS}, got {terseness!r}.")
+    if render_mode is not None and render_mode not in render_modes:
+        raise ValueError(f"render_mode={render_mode!r} is not supported; choose 'ansi' or None.")
+
+
 class WebShopDialogEnv(AECEnv):
     """A shopping dialog: the ``customer`` knows the goal, the ``assistant`` operates the shop.
 
-## Description
+    ## Description
 
-A WebShop goal (TurnWebShop-v0's catalog, goals and reward) is given to the customer only.
-The assistant sees the shop (TurnWebShop-v0's pages, actions and text, with the
-instruction replaced by "Ask the customer what they want.") and the customer's messages.
-The customer moves first (a short request), then the agents take turns: a message passes
-the turn to the other agent; the assistant keeps the turn while it acts in the shop.
+    A WebShop goal (TurnWebShop-v0's catalog, goals and reward) is given to the customer only.
+    The assistant sees the shop (TurnWebShop-v0's pages, actions and text, with the
+    instruction replaced by "Ask the customer what they want.") and the customer's messages.
+    The customer moves first (a short request), then the agents take turns: a message passes
+    the turn to the other agent; the assistant keeps the turn while it acts in the shop.
 
-## Action Space
+    ## Action Space
 
-``TurnText`` per agent (any string). Customer: ``<say>message</say>`` or ``<done/>`` (ends
-the episode). Assistant: a shop action (``search[query]``, ``click[x]``, as TurnWebShop-v0)
-or ``<say>message</say>``. Anything else is an invalid move: ``format_penalty``, a message
-saying what is allowed, and the same agent moves again. Never an exception.
+    ``TurnText`` per agent (any string). Customer: ``<say>message</say>`` or ``<done/>`` (ends
+    the episode). Assistant: a shop action (``search[query]``, ``click[x]``, as TurnWebShop-v0)
+    or ``<say>message</say>``. Anything else is an invalid move: ``format_penalty``, a message
+    saying what is allowed, and the same agent moves again. Never an exception.
 
-## Observation Space
+    ## Observation Space
 
-``TurnText`` per agent: what the agent has not seen yet. The customer's first observation
-holds the goal (instruction, product, attributes, options, price limit); later ones the
-assistant's messages. The assistant's first observation holds the rules, the search page and
-the customer's request; later ones the page a shop action led to, or the customer's reply.
+    ``TurnText`` per agent: what the agent has not seen yet. The customer's first observation
+    holds the goal (instruction, product, attributes, options, price limit); later ones the
+    assistant's messages. The assistant's first observation holds the rules, the search page and
+    the customer's request; later ones the page a shop action led to, or the customer's reply.
 
-## Rewards
+    ## Rewards
 
-Shared by both agents: WebShop's score of the purchase when the assistant clicks
-``Buy Now``; ``-message_cost`` for each assistant message (the customer's answers are free,
-so silence never pays the customer); ``format_penalty`` for an invalid move.
+    Shared by both agents: WebShop's score of the purchase when the assistant clicks
+    ``Buy Now``; ``-message_cost`` for each assistant message (the customer's answers are free,
+    so silence never pays the customer); ``format_penalty`` for an invalid move.
 
-## Episode End
+    ## Episode End
 
-Terminates on a purchase or the customer's ``<done/>``; truncates after ``max_cycles`` moves
-(of either agent, invalid ones included).
+    Terminates on a purchase or the customer's ``<done/>``; truncates after ``max_cycles`` moves
+    (of either agent, invalid ones included).
 
-## Information
+    ## Information
 
-Both agents, every reset and step: `turn` (moves so far), `action_is_valid`,
-`action_is_effective` (of the agent's own last move), `success` (score == 1), `score`
-(the purchase's score, 0 before), `page` (the shop's page kind), `goal_index`, `messages`
-(assistant messages so far), `facts_disclosed` / `facts_total` (goal facts the customer
-has stated / there are), `purchased_asin` (``""`` until a purchase), `shop_actions` (the
-shop page's clickables) and `active_agent` (whose move it is now).
+    Both agents, every reset and step: `turn` (moves so far), `action_is_valid`,
+    `action_is_effective` (of the agent's own last move), `success` (score == 1), `score`
+    (the purchase's score, 0 before), `page` (the shop's page kind), `goal_index`, `messages`
+    (assistant messages so far), `facts_disclosed` / `facts_total` (goal facts the customer
+    has stated / there are), `purchased_asin` (``""`` until a purchase), `shop_actions` (the
+    shop page's clickables) and `active_agent` (whose move it is now).
 
-## Arguments
+    ## Arguments
 
-* ``max_cycles``: moves before truncation (default 40: about 8 questions and answers plus a
-  WebShop episode's 15 shop turns, with room).
-* ``message_cost``: cost of an assistant message (default 0.01).
-* ``terseness``: the scripted customer's (``expert_action`` for the customer): ``"full"``
-  or ``"terse"`` (one list item per answer).
-* ``format_penalty``, ``render_mode`` (``"ansi"``: the transcript), ``max_action_length``,
-  ``max_observation_length``; other keywords go to ``TurnWebShopEnv`` (``num_products``,
-  ``goal_split``, ``observation_mode``, ``data_path``...).
+    * ``max_cycles``: moves before truncation (default 40: about 8 questions and answers plus a
+      WebShop episode's 15 shop turns, with room).
+    * ``message_cost``: cost of an assistant message (default 0.01).
+    * ``terseness``: the scripted customer's (``expert_action`` for the customer): ``"full"``
+      or ``"terse"`` (one list item per answer).
+    * ``format_penalty``, ``render_mode`` (``"ansi"``: the transcript), ``max_action_length``,
+      ``max_observation_length``; other keywords go to ``TurnWebShopEnv`` (``num_products``,
+      ``goal_split``, ``observation_mode``, ``data_path``...).
 
-## Version History
+    ## Version History
 
-* v0: initial version.
+    * v0: initial version.
     """
 
     metadata = {"name": "webshop_dialog_v0", "render_modes": ["ansi"], "render_fps": 4, "is_parallelizable": False}
@@ -169,19 +194,15 @@ shop page's clickables) and `active_agent` (whose move it is now).
         **shop_kwargs: Any,
     ):
         super().__init__()
-        if not is_int(max_cycles, 1):
-            raise ValueError(f"max_cycles must be a positive int (moves of either agent), got {max_cycles!r}.")
-        if not math.isfinite(message_cost):
-            raise ValueError(f"message_cost must be a finite number, got {message_cost!r}.")
-        if terseness not in TERSENESS:
-            raise ValueError(f"terseness must be one of {TERSENESS}, got {terseness!r}.")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode={render_mode!r} is not supported; choose 'ansi' or None.")
+        check_settings(max_cycles, message_cost, terseness, render_mode, self.metadata["render_modes"])
         self.max_cycles, self.message_cost, self.terseness = max_cycles, float(message_cost), terseness
         self.render_mode = render_mode
         self.shop = TurnWebShopEnv(
-            format_penalty=format_penalty, render_mode="ansi", max_action_length=max_action_length,
-            max_observation_length=max_observation_length, **shop_kwargs,
+            format_penalty=format_penalty,
+            render_mode="ansi",
+            max_action_length=max_action_length,
+            max_observation_length=max_observation_length,
+            **shop_kwargs,
         )
         self.shop.shown_instruction = SHOWN_INSTRUCTION
         self.format_penalty = self.shop.format_penalty
@@ -206,7 +227,10 @@ shop page's clickables) and `active_agent` (whose move it is now).
         options = dict(options or {})
         unknown = sorted(set(options) - {"goal_index"}, key=str)
         if unknown:  # PettingZoo's own api tests pass made-up options, so warn instead of raising
-            warnings.warn(f"WebShopDialogEnv.reset ignores unknown option(s) {unknown}; accepted options: goal_index.", stacklevel=2)
+            warnings.warn(
+                f"WebShopDialogEnv.reset ignores unknown option(s) {unknown}; accepted options: goal_index.",
+                stacklevel=2,
+            )
         shop_options = {"goal_index": options["goal_index"]} if "goal_index" in options else {}
         _, self._shop_info = self.shop.reset(seed=int(self._np_random.integers(2**31 - 1)), options=shop_options)
         self.goal = self.shop.goal
@@ -225,8 +249,10 @@ shop page's clickables) and `active_agent` (whose move it is now).
         self._effective = {a: False for a in AGENTS}
         self._pending = {
             CUSTOMER: _CUSTOMER_INTRO.format(
-                instruction=self.goal.instruction_text, product=f.product,
-                attributes=", ".join(f.attributes) or "none", options=", ".join(f"{n}: {v}" for n, v in f.options) or "none",
+                instruction=self.goal.instruction_text,
+                product=f.product,
+                attributes=", ".join(f.attributes) or "none",
+                options=", ".join(f"{n}: {v}" for n, v in f.options) or "none",
                 price=f"lower than {f.price_limit:.2f} dollars" if f.price_limit is not None else "none",
                 opening=opening_request(f),
             ),
@@ -327,14 +353,18 @@ shop page's clickables) and `active_agent` (whose move it is now).
             self._pending[other] = _append(self._pending[other], "The customer ended the conversation.")
             self._transcript.append(f"{agent}: <done/>")
         else:
-            self._searched = self._searched or self._shop_info["page"] == "search" or move[1].lstrip().lower().startswith("search")
+            self._searched = (
+                self._searched or self._shop_info["page"] == "search" or move[1].lstrip().lower().startswith("search")
+            )
             observation, reward, ended, _, self._shop_info = self.shop.step(move[1])
             effective = bool(self._shop_info["action_is_effective"])
             self._pending[agent] = observation
             self._transcript.append(f"{agent} -> shop: {move[1]}  [page: {self._shop_info['page']}]")
             if ended:
                 asin, score = self._shop_info["purchased_asin"], float(self._shop_info["score"])
-                self._pending[other] = _append(self._pending[other], f"The assistant bought {asin} (score {score:.2f}).")
+                self._pending[other] = _append(
+                    self._pending[other], f"The assistant bought {asin} (score {score:.2f})."
+                )
                 self._transcript.append(f"[bought {asin}: score {score:.2f}]")
         self._valid[agent], self._effective[agent] = valid, effective
         self.rewards = {a: float(reward) for a in self.agents}

@@ -25,7 +25,17 @@ from .concurrent import ConcurrentPool
 from .serial import SerialPool
 from .vector import VectorPool
 
-__all__ = ["EnvPool", "StepResult", "SerialPool", "VectorPool", "ConcurrentPool", "MODES", "make", "make_guarded", "plain"]
+__all__ = [
+    "EnvPool",
+    "StepResult",
+    "SerialPool",
+    "VectorPool",
+    "ConcurrentPool",
+    "MODES",
+    "make",
+    "make_guarded",
+    "plain",
+]
 
 #: The modes of :func:`make`, each a distinct way to run envs: ``list`` (one after another, in this process),
 #: ``threads`` (all active envs at once, one thread each: envs that wait on I/O), ``processes`` (one worker process per
@@ -41,8 +51,9 @@ def make_guarded(env_id: str, **env_kwargs: Any) -> FaultGuard:
     return FaultGuard(gym.make(env_id, **env_kwargs))
 
 
-def make(env_id: str, num_envs: int, mode: str = "list", *, workers: int = 0, step_timeout_s: float = 0.0,
-         **env_kwargs: Any) -> EnvPool:
+def make(
+    env_id: str, num_envs: int, mode: str = "list", *, workers: int = 0, step_timeout_s: float = 0.0, **env_kwargs: Any
+) -> EnvPool:
     """``num_envs`` envs of ``env_id`` (``gymnasium.make(env_id, **env_kwargs)``) in a pool of ``mode`` (:data:`MODES`).
 
     ``workers`` caps the threads of ``threads`` (0: one per env). ``step_timeout_s > 0`` (``threads``,
@@ -54,11 +65,15 @@ def make(env_id: str, num_envs: int, mode: str = "list", *, workers: int = 0, st
     if mode not in MODES:
         raise ValueError(f"env pool mode must be one of {MODES}, got {mode!r}.")
     if step_timeout_s and mode == "list":
-        raise ValueError(f"step_timeout_s={step_timeout_s} needs mode 'threads', 'processes' or 'ray' (got 'list'); use "
-                         "--env-mode threads (I/O-bound envs) or processes (CPU-bound envs).")
+        raise ValueError(
+            f"step_timeout_s={step_timeout_s} needs mode 'threads', 'processes' or 'ray' (got 'list'); use "
+            "--env-mode threads (I/O-bound envs) or processes (CPU-bound envs)."
+        )
     if workers and mode != "threads":
-        raise ValueError(f"workers={workers} sets the threads of mode 'threads' (got {mode!r}); leave it at 0 or use "
-                         "--env-mode threads.")
+        raise ValueError(
+            f"workers={workers} sets the threads of mode 'threads' (got {mode!r}); leave it at 0 or use "
+            "--env-mode threads."
+        )
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise ValueError(f"workers must be an integer >= 0 (0: one thread per env), got {workers!r}.")
     if mode == "ray":
@@ -66,14 +81,25 @@ def make(env_id: str, num_envs: int, mode: str = "list", *, workers: int = 0, st
 
         entry = gym.spec(env_id).entry_point
         module = entry.split(":")[0] if isinstance(entry, str) else getattr(entry, "__module__", "")
-        return RayEnvPool(env_id, num_envs, env_kwargs=env_kwargs, step_timeout_s=step_timeout_s or None,
-                          imports=(module,) if module and not module.startswith("agentgym_turn") else ())
+        return RayEnvPool(
+            env_id,
+            num_envs,
+            env_kwargs=env_kwargs,
+            step_timeout_s=step_timeout_s or None,
+            imports=(module,) if module and not module.startswith("agentgym_turn") else (),
+        )
     factory = functools.partial(make_guarded, env_id, **env_kwargs)
     if mode == "list":
         return SerialPool([factory() for _ in range(num_envs)])
     from ..async_pool import AsyncTurnEnvPool
 
     # start_method=None: the platform's, so forked workers know the envs the caller's imports registered
-    return ConcurrentPool(AsyncTurnEnvPool([factory] * num_envs, max_workers=workers or num_envs,
-                                           executor="thread" if mode == "threads" else "process",
-                                           step_timeout_s=step_timeout_s, start_method=None))
+    return ConcurrentPool(
+        AsyncTurnEnvPool(
+            [factory] * num_envs,
+            max_workers=workers or num_envs,
+            executor="thread" if mode == "threads" else "process",
+            step_timeout_s=step_timeout_s,
+            start_method=None,
+        )
+    )

@@ -44,15 +44,18 @@ class ConcurrentPool(EnvPool):
         pairs = self.pool.reset_all([int(s) for s in seeds], then=lambda r: then(r[0]))
         return [(obs, extra) for (obs, _), extra in pairs]
 
-    def step_then(self, actions: Mapping[int, str], then: Callable[[StepResult], Any]) -> dict[int, tuple[StepResult, Any]]:
+    def step_then(
+        self, actions: Mapping[int, str], then: Callable[[StepResult], Any]
+    ) -> dict[int, tuple[StepResult, Any]]:
         """:meth:`step`, with ``then(result)`` of each step (``None`` for a step cut off by the timeout)."""
         pairs = self.pool.step_all(dict(actions), then=lambda r: then(plain(r)))
         return {i: (plain(r), extra) for i, (r, extra) in pairs.items()}
 
     def call(self, index: int, fn: Callable[..., T], *args: Any) -> T:
         if not self.in_threads:
-            raise ValueError("ConcurrentPool.call needs the envs in this process (executor='thread'); worker processes "
-                             "hold theirs.")
+            raise ValueError(
+                "ConcurrentPool.call needs the envs in this process (executor='thread'); worker processes hold theirs."
+            )
         return fn(self.pool.envs[index], *args)  # type: ignore[index]
 
     def close(self) -> None:

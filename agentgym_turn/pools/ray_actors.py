@@ -31,7 +31,9 @@ T = TypeVar("T")
 
 def infra_turn(cause: str) -> StepResult:
     """The turn an episode ends with when the actor holding its env is gone."""
-    return fault_step("infra_error", f"The env worker holding this episode is gone ({cause[:300]}). This episode is over.")
+    return fault_step(
+        "infra_error", f"The env worker holding this episode is gone ({cause[:300]}). This episode is over."
+    )
 
 
 class _EnvWorker:
@@ -85,13 +87,24 @@ class RayEnvPool(EnvPool):
             the policy most of the time).
     """
 
-    def __init__(self, env_id: str, num_envs: int, *, env_kwargs: dict[str, Any] | None = None, envs_per_actor: int = 8,
-                 step_timeout_s: float | None = None, imports: Sequence[str] = (), actor_options: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        env_id: str,
+        num_envs: int,
+        *,
+        env_kwargs: dict[str, Any] | None = None,
+        envs_per_actor: int = 8,
+        step_timeout_s: float | None = None,
+        imports: Sequence[str] = (),
+        actor_options: dict[str, Any] | None = None,
+    ):
         require("ray", "RayEnvPool")
         import ray
 
         if not isinstance(num_envs, int) or num_envs < 1 or not isinstance(envs_per_actor, int) or envs_per_actor < 1:
-            raise ValueError(f"RayEnvPool: num_envs and envs_per_actor must be integers >= 1, got {num_envs!r}, {envs_per_actor!r}.")
+            raise ValueError(
+                f"RayEnvPool: num_envs and envs_per_actor must be integers >= 1, got {num_envs!r}, {envs_per_actor!r}."
+            )
         if not ray.is_initialized():
             raise RuntimeError("RayEnvPool needs a Ray cluster: call ray.init() (or ray.init(address=...)) first.")
         self.env_id, self.num_envs, self.env_kwargs = env_id, num_envs, dict(env_kwargs or {})
@@ -128,7 +141,11 @@ class RayEnvPool(EnvPool):
             k = refs[ref]
             try:
                 out[k] = ray.get(ref)
-            except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.ObjectLostError) as exc:
+            except (
+                ray.exceptions.RayActorError,
+                ray.exceptions.WorkerCrashedError,
+                ray.exceptions.ObjectLostError,
+            ) as exc:
                 self._dead.add(k)
                 out[k] = exc
         for ref in pending:  # no answer in time: the actor is given up (killed, replaced at the next reset)

@@ -34,8 +34,10 @@ class VectorPool(EnvPool):
     def call(self, index: int, fn: Callable[..., T], *args: Any) -> T:
         envs = getattr(self.vec, "envs", None)
         if envs is None:
-            raise ValueError("VectorPool.call needs the sub-envs in this process (a SyncVectorEnv); an AsyncVectorEnv's "
-                             "live in other processes.")
+            raise ValueError(
+                "VectorPool.call needs the sub-envs in this process (a SyncVectorEnv); an AsyncVectorEnv's "
+                "live in other processes."
+            )
         return fn(envs[index], *args)
 
     def close(self) -> None:

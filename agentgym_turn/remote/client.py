@@ -60,7 +60,13 @@ from ..core.contract import fork_by_replay, state_digest
 from ..core.snapshots import seal, unseal
 from ..core.spaces import TurnText
 from .protocol import (
-    ACTION_FIELD, MAX_GROUP_ID_LENGTH, SHOWN_REWARD_KEY, ErrorCode, dumps, parse_observation_payload, served_spec_from_schemas,
+    ACTION_FIELD,
+    MAX_GROUP_ID_LENGTH,
+    SHOWN_REWARD_KEY,
+    ErrorCode,
+    dumps,
+    parse_observation_payload,
+    served_spec_from_schemas,
 )
 
 #: The registered id of the client env.
@@ -85,7 +91,13 @@ _INFRA_CODES = frozenset({"PROTOCOL", "CAPACITY_REACHED", "FACTORY_ERROR", "SESS
 _CAUSE_CHARS = 300
 
 #: Exceptions of the served env that the client raises as the same type (others: RemoteEnvError).
-_SAME_TYPE = {"ValueError": ValueError, "TypeError": TypeError, "RuntimeError": RuntimeError, "KeyError": KeyError, "IndexError": IndexError}
+_SAME_TYPE = {
+    "ValueError": ValueError,
+    "TypeError": TypeError,
+    "RuntimeError": RuntimeError,
+    "KeyError": KeyError,
+    "IndexError": IndexError,
+}
 
 #: Capacity backoff: the first wait and the longest one (seconds), and the most jitter (a fraction added on top).
 _BACKOFF_FIRST_S, _BACKOFF_MAX_S, _BACKOFF_JITTER = 0.25, 8.0, 0.5
@@ -194,8 +206,9 @@ def _urls(base_url: str) -> tuple[str, str]:
     return f"{'https' if secure else 'http'}://{rest}", f"{'wss' if secure else 'ws'}://{rest}/ws"
 
 
-def _check_client_settings(*, connect_timeout: Any, message_timeout: Any, capacity_wait_s: Any, resume_wait_s: Any,
-                           token: Any) -> None:
+def _check_client_settings(
+    *, connect_timeout: Any, message_timeout: Any, capacity_wait_s: Any, resume_wait_s: Any, token: Any
+) -> None:
     """Raise a ValueError naming the first of ``RemoteTurnEnv``'s settings that is out of its range."""
     for name, value in (("connect_timeout", connect_timeout), ("message_timeout", message_timeout)):
         if not is_number(value) or not value > 0:
@@ -260,13 +273,25 @@ class RemoteTurnEnv(gym.Env[str, str]):
         capacity_wait_s: float = 30.0,
         resume_wait_s: float = 30.0,
     ):
-        _check_client_settings(connect_timeout=connect_timeout, message_timeout=message_timeout, capacity_wait_s=capacity_wait_s,
-                               resume_wait_s=resume_wait_s, token=token)
+        _check_client_settings(
+            connect_timeout=connect_timeout,
+            message_timeout=message_timeout,
+            capacity_wait_s=capacity_wait_s,
+            resume_wait_s=resume_wait_s,
+            token=token,
+        )
         self.base_url, self.ws_url = _urls(base_url)
         # what fork(n) makes its envs with
-        self._init_args: dict[str, Any] = dict(base_url=base_url, env_id=env_id, render_mode=render_mode, connect_timeout=connect_timeout,
-                                               message_timeout=message_timeout, token=token, capacity_wait_s=capacity_wait_s,
-                                               resume_wait_s=resume_wait_s)
+        self._init_args: dict[str, Any] = dict(
+            base_url=base_url,
+            env_id=env_id,
+            render_mode=render_mode,
+            connect_timeout=connect_timeout,
+            message_timeout=message_timeout,
+            token=token,
+            capacity_wait_s=capacity_wait_s,
+            resume_wait_s=resume_wait_s,
+        )
         self._headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
         self.connect_timeout, self.message_timeout = float(connect_timeout), float(message_timeout)
         self.capacity_wait_s, self.resume_wait_s = float(capacity_wait_s), float(resume_wait_s)
@@ -278,7 +303,9 @@ class RemoteTurnEnv(gym.Env[str, str]):
         """The connection's and the episode's state before the first reset."""
         self._last_info: dict[str, Any] | None = None  # the server's last info (the keys of an infra-error turn)
         self._fault_over = False  # the last step was an infra-error turn: the episode is over
-        self._log: list[tuple[Any, ...]] | None = None  # ("reset", seed, options) and ("step", action) since the last seeded reset
+        self._log: list[tuple[Any, ...]] | None = (
+            None  # ("reset", seed, options) and ("step", action) since the last seeded reset
+        )
         self._last_text: str | None = None  # the last observation, which a resumed episode must show again
         self._resuming = False  # replaying to resume: a lost connection then is not resumed again
         #: Episodes this client resumed after a lost connection (a dropped socket, a server restart, an idle timeout).
@@ -299,9 +326,14 @@ class RemoteTurnEnv(gym.Env[str, str]):
         self.served_env_id: str = spec["env_id"]
         #: The served id's turn limit (its ``TimeLimit`` runs on the server).
         self.max_episode_steps: int | None = spec["max_episode_steps"]
-        self.metadata = {"render_modes": [m for m in spec["render_modes"] if m == "ansi"], "render_fps": spec["render_fps"]}
+        self.metadata = {
+            "render_modes": [m for m in spec["render_modes"] if m == "ansi"],
+            "render_fps": spec["render_fps"],
+        }
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode={render_mode!r} is not supported by the served {self.served_env_id}; choose one of {self.metadata['render_modes']} or None.")
+            raise ValueError(
+                f"render_mode={render_mode!r} is not supported by the served {self.served_env_id}; choose one of {self.metadata['render_modes']} or None."
+            )
         self.render_mode = render_mode
         self._config_digest: str | None = spec["config_digest"]
         self._resume_note = ""  # why the last resume was refused (another configuration), for the fault turn
@@ -318,23 +350,37 @@ class RemoteTurnEnv(gym.Env[str, str]):
         handlers = [urllib.request.ProxyHandler({})] if _is_local(urllib.parse.urlsplit(url).hostname) else []
         opener = urllib.request.build_opener(*handlers)
         try:
-            with opener.open(urllib.request.Request(url, headers=self._headers), timeout=self.connect_timeout) as response:
+            with opener.open(
+                urllib.request.Request(url, headers=self._headers), timeout=self.connect_timeout
+            ) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as err:
             if err.code == 401:
                 given = "was refused" if self._headers else "is needed: pass token=..."
-                raise ConnectionError(f"the env server at {self.base_url} needs its token (HTTP 401); the token {given}.") from None
-            raise ConnectionError(f"the env server at {self.base_url} answered {path} with HTTP {err.code}; is it an agentgym-turn env server?") from None
+                raise ConnectionError(
+                    f"the env server at {self.base_url} needs its token (HTTP 401); the token {given}."
+                ) from None
+            raise ConnectionError(
+                f"the env server at {self.base_url} answered {path} with HTTP {err.code}; is it an agentgym-turn env server?"
+            ) from None
         except (urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", err)
-            raise ConnectionError(f"cannot reach the env server at {self.base_url} ({reason}); {self._hint()}.") from None
+            raise ConnectionError(
+                f"cannot reach the env server at {self.base_url} ({reason}); {self._hint()}."
+            ) from None
         except ValueError:
-            raise ConnectionError(f"the env server at {self.base_url} answered {path} with something that is not JSON; is it an agentgym-turn env server?") from None
+            raise ConnectionError(
+                f"the env server at {self.base_url} answered {path} with something that is not JSON; is it an agentgym-turn env server?"
+            ) from None
 
     def _connect(self) -> None:
         from websockets.sync.client import connect
 
-        kwargs: dict[str, Any] = {"open_timeout": self.connect_timeout, "close_timeout": 2.0, "max_size": _CLIENT_MAX_FRAME}
+        kwargs: dict[str, Any] = {
+            "open_timeout": self.connect_timeout,
+            "close_timeout": 2.0,
+            "max_size": _CLIENT_MAX_FRAME,
+        }
         if self._headers:
             kwargs["additional_headers"] = dict(self._headers)
         accepted = inspect.signature(connect).parameters
@@ -355,13 +401,20 @@ class RemoteTurnEnv(gym.Env[str, str]):
                     details.update({k: body[k] for k in ("active_sessions", "max_sessions") if k in body})
                 except (ValueError, TypeError):
                     pass
-                raise RemoteEnvError(f"the env server at {self.base_url} refused a session with HTTP 503 (at capacity)",
-                                     ErrorCode.CAPACITY_REACHED, details) from None
-            raise ConnectionError(f"the env server at {self.base_url} refused a session ({err}); {self._hint()}.") from None
+                raise RemoteEnvError(
+                    f"the env server at {self.base_url} refused a session with HTTP 503 (at capacity)",
+                    ErrorCode.CAPACITY_REACHED,
+                    details,
+                ) from None
+            raise ConnectionError(
+                f"the env server at {self.base_url} refused a session ({err}); {self._hint()}."
+            ) from None
         except (OSError, TimeoutError) as err:
             raise ServerUnreachableError(f"cannot open a session at {self.ws_url} ({err}); {self._hint()}.") from None
         except Exception as err:  # handshake refused (websockets.InvalidHandshake and kin)
-            raise ConnectionError(f"the env server at {self.base_url} refused a session ({err}); {self._hint()}.") from None
+            raise ConnectionError(
+                f"the env server at {self.base_url} refused a session ({err}); {self._hint()}."
+            ) from None
         self._close_note = ""
 
     def _drop(self, note: str) -> None:
@@ -379,7 +432,9 @@ class RemoteTurnEnv(gym.Env[str, str]):
         if rcvd is None:
             why = "without a close frame: the server stopped or the network dropped"
         else:
-            why = f"code {rcvd.code}, {_CLOSE_CODES.get(rcvd.code, 'closed')}{': ' + rcvd.reason if rcvd.reason else ''}"
+            why = (
+                f"code {rcvd.code}, {_CLOSE_CODES.get(rcvd.code, 'closed')}{': ' + rcvd.reason if rcvd.reason else ''}"
+            )
         note = f"the env server at {self.base_url} closed the session ({why})"
         self._drop(note)
         if rcvd is not None and rcvd.code == 1013:  # "try again later": refused at the cap, its error frame lost
@@ -421,9 +476,13 @@ class RemoteTurnEnv(gym.Env[str, str]):
                 try:
                     frame = json.loads(raw)
                 except ValueError:
-                    raise RemoteEnvError(f"the env server at {self.base_url} sent a frame that is not JSON: {str(raw)[:200]}", "PROTOCOL") from None
+                    raise RemoteEnvError(
+                        f"the env server at {self.base_url} sent a frame that is not JSON: {str(raw)[:200]}", "PROTOCOL"
+                    ) from None
         if not isinstance(frame, dict):
-            raise RemoteEnvError(f"the env server at {self.base_url} sent a non-object frame: {str(frame)[:200]}", "PROTOCOL")
+            raise RemoteEnvError(
+                f"the env server at {self.base_url} sent a non-object frame: {str(frame)[:200]}", "PROTOCOL"
+            )
         if frame.get("type") == "error":
             self._raise_error(frame.get("data") or {})
         return frame
@@ -445,8 +504,11 @@ class RemoteTurnEnv(gym.Env[str, str]):
                 raise ConnectionError(f"{note}; the episode is lost. Call reset() to start a new session.")
         if code == "VALIDATION_ERROR" and data.get("errors"):
             text = f"{text}: {json.dumps(data['errors'])[:500]}"
-        raise RemoteEnvError(f"the env server at {self.base_url} answered {code}: {text}", code,
-                             {k: v for k, v in data.items() if k not in ("code", "message")})
+        raise RemoteEnvError(
+            f"the env server at {self.base_url} answered {code}: {text}",
+            code,
+            {k: v for k, v in data.items() if k not in ("code", "message")},
+        )
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -475,7 +537,9 @@ class RemoteTurnEnv(gym.Env[str, str]):
             self._check_group(group, text)
         return text, info
 
-    def _group_of(self, seed: int | None, options: dict[str, Any] | None) -> tuple[dict[str, Any] | None, tuple[str, int] | None]:
+    def _group_of(
+        self, seed: int | None, options: dict[str, Any] | None
+    ) -> tuple[dict[str, Any] | None, tuple[str, int] | None]:
         """``(the env's options, (group_id, task_id) or None)`` of one reset: the group options given, or the group's
         next task for a reset with neither seed nor group options, or no group. Bad group options: ``ValueError``."""
         if options is None or not any(name in options for name in _GROUP_OPTIONS):
@@ -490,7 +554,9 @@ class RemoteTurnEnv(gym.Env[str, str]):
                 raise ValueError(f"reset option task_id={task_id!r} numbers a group's tasks: pass group_id too.")
             return rest or None, None
         if not isinstance(group_id, str) or not 0 < len(group_id) <= MAX_GROUP_ID_LENGTH:
-            raise ValueError(f"reset option group_id must be a non-empty string of at most {MAX_GROUP_ID_LENGTH} characters, got {group_id!r}.")
+            raise ValueError(
+                f"reset option group_id must be a non-empty string of at most {MAX_GROUP_ID_LENGTH} characters, got {group_id!r}."
+            )
         if task_id is None:
             task_id = 0
         elif isinstance(task_id, bool) or not isinstance(task_id, int) or task_id < 0:
@@ -504,7 +570,9 @@ class RemoteTurnEnv(gym.Env[str, str]):
             raise RemoteEnvError(
                 f"group {group[0]!r}, task {group[1]} of {self.served_env_id}: this member's first observation (sha256 "
                 f"{digest[:12]}) differs from the one another member in this process got (sha256 {known[:12]}). Members of "
-                "a group must play servers of the same id and --kwarg, and send the same seed or none.", "GROUP_MISMATCH")
+                "a group must play servers of the same id and --kwarg, and send the same seed or none.",
+                "GROUP_MISMATCH",
+            )
 
     def _reset_in_a_session(self, message: dict[str, Any]) -> dict[str, Any]:
         """Send a reset, opening a session if none is open. A session refused at the server's cap is retried with
@@ -520,7 +588,11 @@ class RemoteTurnEnv(gym.Env[str, str]):
                     raise
                 refusal, budget, retry_after = err, self.capacity_wait_s, err.details.get("retry_after_s")
             except ServerUnreachableError as err:
-                refusal, budget, retry_after = err, 0.0 if self._resuming else self.resume_wait_s, None  # a resume has its own deadline
+                refusal, budget, retry_after = (
+                    err,
+                    0.0 if self._resuming else self.resume_wait_s,
+                    None,
+                )  # a resume has its own deadline
             now = time.monotonic()
             kind = "capacity" if isinstance(refusal, RemoteEnvError) else "unreachable"
             deadline = deadlines.setdefault(kind, now + budget)
@@ -544,13 +616,18 @@ class RemoteTurnEnv(gym.Env[str, str]):
     def _capacity_error(self, refusal: RemoteEnvError, retries: int) -> ServerAtCapacityError:
         maximum, active = refusal.details.get("max_sessions"), refusal.details.get("active_sessions")
         cap = f"its cap of {maximum} sessions ({active}/{maximum} active)" if is_number(maximum) else "its session cap"
-        waited = (f"after {retries} retries over capacity_wait_s={self.capacity_wait_s:g} s" if self.capacity_wait_s > 0
-                  else "at once (capacity_wait_s=0)")
+        waited = (
+            f"after {retries} retries over capacity_wait_s={self.capacity_wait_s:g} s"
+            if self.capacity_wait_s > 0
+            else "at once (capacity_wait_s=0)"
+        )
         return ServerAtCapacityError(
             f"the env server at {self.base_url} is at {cap} and refused a new session, {waited}. Close envs you no "
             "longer use (env.close()), start the server with a larger --max-sessions or another server, or raise "
             f"capacity_wait_s.{'' if is_number(maximum) else ' The server said: ' + str(refusal)[:_CAUSE_CHARS]}",
-            maximum if is_number(maximum) else None, active if is_number(active) else None)
+            maximum if is_number(maximum) else None,
+            active if is_number(active) else None,
+        )
 
     def _wire_action(self, action: Any) -> Any:
         """``action`` as sent: what the served env judges exactly as the local env judges ``action`` itself.
@@ -578,13 +655,17 @@ class RemoteTurnEnv(gym.Env[str, str]):
         action = self._wire_action(action)
         if self._fault_over:
             return self._over_turn()
-        if self._ws is None and not (self._close_note and self._last_info is not None):  # never reset, or closed: a caller bug
+        if self._ws is None and not (
+            self._close_note and self._last_info is not None
+        ):  # never reset, or closed: a caller bug
             raise ConnectionError(f"no session is open; call reset() to start a new session at {self.ws_url}.")
         try:
             try:
                 if self._ws is None:  # found lost by render() or state()
                     raise ConnectionError(f"{self._close_note}; the episode is lost")
-                text, reward, terminated, truncated, info = self._observation(self._request({"type": "step", "data": {ACTION_FIELD: action}}))
+                text, reward, terminated, truncated, info = self._observation(
+                    self._request({"type": "step", "data": {ACTION_FIELD: action}})
+                )
             except (ConnectionError, TimeoutError) as err:
                 frame = self._resume(action, err)
                 if frame is None:
@@ -616,9 +697,13 @@ class RemoteTurnEnv(gym.Env[str, str]):
                         digest = served_spec_from_schemas(self._get_json("/schema"))["config_digest"]
                     except ValueError:  # not an env server of this protocol any more
                         digest = "?"
-                    if self._config_digest is not None and digest != self._config_digest:  # never continue under other rules
-                        self._resume_note = (f"the env server at {self.base_url} came back with another configuration (its id, "
-                                             "--kwarg values or turn limit changed), so the episode was not resumed")
+                    if (
+                        self._config_digest is not None and digest != self._config_digest
+                    ):  # never continue under other rules
+                        self._resume_note = (
+                            f"the env server at {self.base_url} came back with another configuration (its id, "
+                            "--kwarg values or turn limit changed), so the episode was not resumed"
+                        )
                         self._drop(self._resume_note)
                         return None
                     self.restore(seal((type(self).__qualname__, {"env_id": self.served_env_id, "log": log})))
@@ -646,13 +731,17 @@ class RemoteTurnEnv(gym.Env[str, str]):
         The action was never judged by the server (``action_is_valid`` False)."""
         info = dict(self._last_info or {})
         turn = int(info.get("turn", 0)) + 1 if is_number(info.get("turn", 0)) else 1
-        info.update(turn=turn, action_is_valid=False, action_is_effective=False, exit_status="infra_error", reward_valid=False)
+        info.update(
+            turn=turn, action_is_valid=False, action_is_effective=False, exit_status="infra_error", reward_valid=False
+        )
         info["reward_components"] = {str(name): 0.0 for name in (info.get("reward_components") or {})}
         if "state_key" in info:  # every episode a fault ended has the same (empty) future
             info["state_key"] = state_digest([type(self).__name__, self.served_env_id, turn, "infra_error"])
         self._last_info, self._fault_over, self._shown = dict(info), True, 0.0
-        text = (f"The served env at {self.base_url} is gone ({cause[:_CAUSE_CHARS]}). This episode is over; "
-                "call reset() to start a new one.")
+        text = (
+            f"The served env at {self.base_url} is gone ({cause[:_CAUSE_CHARS]}). This episode is over; "
+            "call reset() to start a new one."
+        )
         return text, 0.0, False, True, info
 
     def _over_turn(self) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -675,7 +764,9 @@ class RemoteTurnEnv(gym.Env[str, str]):
                 "Start the episode with reset(seed=...) to snapshot, restore or fork it."
             )
         if self._fault_over:
-            raise ConnectionError(f"the session at {self.ws_url} was lost mid-episode; its state cannot be replayed. Call reset().")
+            raise ConnectionError(
+                f"the session at {self.ws_url} was lost mid-episode; its state cannot be replayed. Call reset()."
+            )
         return seal((type(self).__qualname__, {"env_id": self.served_env_id, "log": list(self._log)}))
 
     def restore(self, snapshot: bytes) -> None:
@@ -693,7 +784,9 @@ class RemoteTurnEnv(gym.Env[str, str]):
                 continue
             *_, info = self.step(entry[1])
             if info.get("exit_status") == "infra_error":
-                raise ConnectionError(f"the env server at {self.base_url} failed while a snapshot was replayed; call restore() again or reset().")
+                raise ConnectionError(
+                    f"the env server at {self.base_url} failed while a snapshot was replayed; call restore() again or reset()."
+                )
         self._log = list(state["log"])
 
     def fork(self, n: int) -> list["RemoteTurnEnv"]:
@@ -740,11 +833,16 @@ class RemoteTurnEnv(gym.Env[str, str]):
 
     def _observation(self, frame: dict[str, Any]) -> tuple[str, float | None, bool, bool, dict[str, Any]]:
         if frame.get("type") != "observation":
-            raise RemoteEnvError(f"the env server at {self.base_url} answered {frame.get('type')!r} where an observation was due", "PROTOCOL")
+            raise RemoteEnvError(
+                f"the env server at {self.base_url} answered {frame.get('type')!r} where an observation was due",
+                "PROTOCOL",
+            )
         try:
             return parse_observation_payload(frame.get("data"))
         except ValueError as err:
-            raise RemoteEnvError(f"the env server at {self.base_url} sent a malformed observation: {err}", "PROTOCOL") from None
+            raise RemoteEnvError(
+                f"the env server at {self.base_url} sent a malformed observation: {err}", "PROTOCOL"
+            ) from None
 
     def __del__(self) -> None:
         # An env dropped without close() would keep its server session (and a slot) until the idle timeout.

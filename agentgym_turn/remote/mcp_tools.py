@@ -66,26 +66,57 @@ def _moves(directions: list[str]) -> str:
     return "<answer>" + " || ".join(directions) + "</answer>"
 
 
-RESPOND = ToolSpec("respond", "Play one turn with the whole response text (the env parses it, exactly as a chat reply; "
-                   "it may contain <think>...</think>).",
-                   (Param("response", "the whole response of this turn"),), lambda response: response)
-MOVE = ToolSpec("move", "Move the player: the directions are played in order, as one turn (<answer>Up || Left</answer>); "
-                "the env's per-turn and per-episode move limits apply.",
-                (Param("directions", "moves in order, each Up, Down, Left or Right", "directions"),), _moves)
-WEBSHOP_SEARCH = ToolSpec("search", "Search the shop (search[query]); only where the page has a search bar.",
-                          (Param("query", "the search query"),), lambda query: f"search[{query}]")
-WEBSHOP_CLICK = ToolSpec("click", "Click one of the available actions the last observation lists (click[target]): a "
-                         "product id, an option, 'buy now', 'back to search', '< prev', 'next >', ...",
-                         (Param("target", "one of the available actions, as listed"),), lambda target: f"click[{target}]")
-QA_SEARCH = ToolSpec("search", "Search the corpus (<search>query</search>); the top passages come back.",
-                     (Param("query", "the search query"),), lambda query: f"<search>{query}</search>")
-QA_ANSWER = ToolSpec("answer", "Give the final answer (<answer>answer</answer>); this ends the episode.",
-                     (Param("answer", "the answer alone, no explanation (the option's letter for a multiple-choice question)"),),
-                     lambda answer: f"<answer>{answer}</answer>")
-DIALOG_SAY = ToolSpec("say", "Say something to the customer (<say>text</say>).",
-                      (Param("text", "the message to the customer"),), lambda text: f"<say>{text}</say>")
-DIALOG_SHOP = ToolSpec("shop", "Act in the shop: search[query] or click[x] with x one of the available actions.",
-                       (Param("action", "the shop action, e.g. search[red shoes] or click[buy now]"),), lambda action: action)
+RESPOND = ToolSpec(
+    "respond",
+    "Play one turn with the whole response text (the env parses it, exactly as a chat reply; "
+    "it may contain <think>...</think>).",
+    (Param("response", "the whole response of this turn"),),
+    lambda response: response,
+)
+MOVE = ToolSpec(
+    "move",
+    "Move the player: the directions are played in order, as one turn (<answer>Up || Left</answer>); "
+    "the env's per-turn and per-episode move limits apply.",
+    (Param("directions", "moves in order, each Up, Down, Left or Right", "directions"),),
+    _moves,
+)
+WEBSHOP_SEARCH = ToolSpec(
+    "search",
+    "Search the shop (search[query]); only where the page has a search bar.",
+    (Param("query", "the search query"),),
+    lambda query: f"search[{query}]",
+)
+WEBSHOP_CLICK = ToolSpec(
+    "click",
+    "Click one of the available actions the last observation lists (click[target]): a "
+    "product id, an option, 'buy now', 'back to search', '< prev', 'next >', ...",
+    (Param("target", "one of the available actions, as listed"),),
+    lambda target: f"click[{target}]",
+)
+QA_SEARCH = ToolSpec(
+    "search",
+    "Search the corpus (<search>query</search>); the top passages come back.",
+    (Param("query", "the search query"),),
+    lambda query: f"<search>{query}</search>",
+)
+QA_ANSWER = ToolSpec(
+    "answer",
+    "Give the final answer (<answer>answer</answer>); this ends the episode.",
+    (Param("answer", "the answer alone, no explanation (the option's letter for a multiple-choice question)"),),
+    lambda answer: f"<answer>{answer}</answer>",
+)
+DIALOG_SAY = ToolSpec(
+    "say",
+    "Say something to the customer (<say>text</say>).",
+    (Param("text", "the message to the customer"),),
+    lambda text: f"<say>{text}</say>",
+)
+DIALOG_SHOP = ToolSpec(
+    "shop",
+    "Act in the shop: search[query] or click[x] with x one of the available actions.",
+    (Param("action", "the shop action, e.g. search[red shoes] or click[buy now]"),),
+    lambda action: action,
+)
 
 #: The action tools of each env class (``module:Class``; a subclass gets its base's); any other env gets ``respond`` alone.
 ENV_TOOLS: dict[str, tuple[ToolSpec, ...]] = {
@@ -133,8 +164,13 @@ def _max_moves(room: int) -> int:
 def _param_schema(tool: ToolSpec, param: Param, max_length: int) -> dict[str, Any]:
     room = _room(tool, max_length)
     if param.kind == "directions":
-        return {"type": "array", "items": {"type": "string", "enum": list(DIRECTIONS)}, "minItems": 1,
-                "maxItems": _max_moves(room), "description": param.description}
+        return {
+            "type": "array",
+            "items": {"type": "string", "enum": list(DIRECTIONS)},
+            "minItems": 1,
+            "maxItems": _max_moves(room),
+            "description": param.description,
+        }
     return {"type": "string", "maxLength": room, "description": param.description}
 
 
@@ -152,7 +188,11 @@ OUTPUT_SCHEMA: dict[str, Any] = {
 RESET_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "seed": {"type": ["integer", "null"], "minimum": 0, "description": "the episode's seed (null: the env's own stream)"},
+        "seed": {
+            "type": ["integer", "null"],
+            "minimum": 0,
+            "description": "the episode's seed (null: the env's own stream)",
+        },
         "options": {"type": ["object", "null"], "description": "the env's reset options (e.g. a task index)"},
     },
     "additionalProperties": False,
@@ -162,13 +202,29 @@ RESET_SCHEMA: dict[str, Any] = {
 def tool_specs(env_id: str, max_length: int) -> list[dict[str, Any]]:
     """``tools/list``'s entries (name, description, inputSchema, outputSchema) for ``env_id`` with actions of at most
     ``max_length`` characters."""
-    out = [{"name": "reset", "description": "Start a new episode (the first tool to call); returns the task's first message.",
-            "inputSchema": RESET_SCHEMA, "outputSchema": OUTPUT_SCHEMA}]
+    out = [
+        {
+            "name": "reset",
+            "description": "Start a new episode (the first tool to call); returns the task's first message.",
+            "inputSchema": RESET_SCHEMA,
+            "outputSchema": OUTPUT_SCHEMA,
+        }
+    ]
     for tool in env_tools(env_id):
         properties = {p.name: _param_schema(tool, p, max_length) for p in tool.params}
-        out.append({"name": tool.name, "description": tool.description, "outputSchema": OUTPUT_SCHEMA,
-                    "inputSchema": {"type": "object", "properties": properties, "required": [p.name for p in tool.params],
-                                    "additionalProperties": False}})
+        out.append(
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "outputSchema": OUTPUT_SCHEMA,
+                "inputSchema": {
+                    "type": "object",
+                    "properties": properties,
+                    "required": [p.name for p in tool.params],
+                    "additionalProperties": False,
+                },
+            }
+        )
     return out
 
 
@@ -185,15 +241,21 @@ def _check_arguments(tool: ToolSpec, arguments: dict[str, Any], max_length: int)
             raise ValueError(f"{tool.name} needs the argument {param.name!r} ({param.description})")
         value = arguments[param.name]
         if param.kind == "directions":
-            if not isinstance(value, list) or not value or not all(isinstance(v, str) and v in DIRECTIONS for v in value):
+            if (
+                not isinstance(value, list)
+                or not value
+                or not all(isinstance(v, str) and v in DIRECTIONS for v in value)
+            ):
                 raise ValueError(f"{param.name} must be a non-empty list of {', '.join(DIRECTIONS)}")
             if len(value) > _max_moves(room):
                 raise ValueError(f"{param.name} holds {len(value):,} moves; at most {_max_moves(room):,}")
         elif not isinstance(value, str):
             raise ValueError(f"{param.name} must be a string, got {type(value).__name__}")
         elif len(value) > room:
-            raise ValueError(f"{param.name} is {len(value):,} characters; at most {room:,} (the env's actions are at most "
-                             f"{max_length:,})")
+            raise ValueError(
+                f"{param.name} is {len(value):,} characters; at most {room:,} (the env's actions are at most "
+                f"{max_length:,})"
+            )
         values[param.name] = value
     return tool.format(**values)
 
@@ -213,8 +275,13 @@ def _jsonrpc_error(code: int, message: str, request_id: Any = None) -> bytes:
 
 
 async def _send_json(send: Any, body: bytes, status: int = 200) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -259,9 +326,14 @@ def _rpc_problem(body: bytes) -> bytes | None:
     if isinstance(payload, list):
         return None
     request_id = _request_id(payload)
-    if (not isinstance(payload, dict) or payload.get("jsonrpc") != "2.0"
-            or not (isinstance(payload.get("method"), str) or "result" in payload or "error" in payload)):
-        return _jsonrpc_error(-32600, "Invalid request: a JSON-RPC 2.0 object with 'jsonrpc': '2.0' and a 'method'", request_id)
+    if (
+        not isinstance(payload, dict)
+        or payload.get("jsonrpc") != "2.0"
+        or not (isinstance(payload.get("method"), str) or "result" in payload or "error" in payload)
+    ):
+        return _jsonrpc_error(
+            -32600, "Invalid request: a JSON-RPC 2.0 object with 'jsonrpc': '2.0' and a 'method'", request_id
+        )
     return None
 
 
@@ -275,7 +347,9 @@ class McpEndpoint:
         limits: The server's bounds (body size and arrival time).
     """
 
-    def __init__(self, sessions: EnvSessions, *, idle_timeout: float | None, max_message_bytes: int, limits: ServerLimits):
+    def __init__(
+        self, sessions: EnvSessions, *, idle_timeout: float | None, max_message_bytes: int, limits: ServerLimits
+    ):
         self.sessions = sessions
         self.idle_timeout = idle_timeout
         self.max_message_bytes = max_message_bytes
@@ -292,7 +366,9 @@ class McpEndpoint:
         except ImportError as err:
             self._missing = str(err)
         except Exception as err:  # an SDK of another API (1.x): /mcp says so, the rest of the server runs
-            self._missing = f"the installed mcp SDK does not fit (the 'mcp' extra needs mcp>=2.3): {type(err).__name__}: {err}"
+            self._missing = (
+                f"the installed mcp SDK does not fit (the 'mcp' extra needs mcp>=2.3): {type(err).__name__}: {err}"
+            )
 
     # ------------------------------------------------------------------ the SDK
     def _build_manager(self) -> Any:
@@ -319,13 +395,24 @@ class McpEndpoint:
             session_id = headers.get(SESSION_HEADER) if headers is not None else None
             return await self.call_tool(session_id, params.name, params.arguments or {})
 
-        server = Server(f"agentgym-turn {spec.env_id}", version=__version__, description=spec.description,
-                        instructions=f"{spec.env_id}: call reset, then one action tool a turn until terminated or truncated.",
-                        on_list_tools=list_tools, on_call_tool=call_tool)
+        server = Server(
+            f"agentgym-turn {spec.env_id}",
+            version=__version__,
+            description=spec.description,
+            instructions=f"{spec.env_id}: call reset, then one action tool a turn until terminated or truncated.",
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
         # security_settings=None: the app's HostOriginGuard (agentgym_turn.serving) already checks Host and Origin.
-        return StreamableHTTPSessionManager(app=server, json_response=True, stateless=False, security_settings=None,
-                                            session_idle_timeout=self.idle_timeout, max_sessions=self.sessions.max_sessions,
-                                            max_request_body_size=self.max_message_bytes)
+        return StreamableHTTPSessionManager(
+            app=server,
+            json_response=True,
+            stateless=False,
+            security_settings=None,
+            session_idle_timeout=self.idle_timeout,
+            max_sessions=self.sessions.max_sessions,
+            max_request_body_size=self.max_message_bytes,
+        )
 
     async def _started(self) -> None:
         """Run the session manager (its task group) in a task of this event loop, from the first request on; the
@@ -401,9 +488,15 @@ class McpEndpoint:
                 extra = sorted(k for k in arguments if k not in ("seed", "options"))
                 if extra:
                     raise ValueError(f"reset takes 'seed' and 'options'; unknown argument(s) {extra}")
-                message = {"type": "reset", "data": {k: arguments[k] for k in ("seed", "options") if arguments.get(k) is not None}}
+                message = {
+                    "type": "reset",
+                    "data": {k: arguments[k] for k in ("seed", "options") if arguments.get(k) is not None},
+                }
             else:
-                message = {"type": "step", "data": {ACTION_FIELD: _check_arguments(self._actions[name], arguments, self.max_length)}}
+                message = {
+                    "type": "step",
+                    "data": {ACTION_FIELD: _check_arguments(self._actions[name], arguments, self.max_length)},
+                }
             kind, data = parse_client_message(dumps(message), max_bytes=self.max_message_bytes)
         except ValueError as err:
             return self._error(str(err))
@@ -411,15 +504,19 @@ class McpEndpoint:
             details = "; ".join(e.get("msg", "") for e in err.extra.get("errors", ())) or err.message
             return self._error(f"invalid arguments: {details}")
         if not session_id:
-            return self._error("the env's tools are stateful: open an MCP session (initialize, protocol 2025-11-25 or "
-                               "earlier) and call them in it")
+            return self._error(
+                "the env's tools are stateful: open an MCP session (initialize, protocol 2025-11-25 or "
+                "earlier) and call them in it"
+            )
         try:
             bound = await self._bind(session_id)
         except (SessionCapacityError, EnvFactoryError) as err:
             return self._error(str(err))
         async with bound.lock:
             if bound.closed:  # released while this call waited for the one before it
-                return self._error("this MCP session's env was closed (the session ended or was idle); open a new session")
+                return self._error(
+                    "this MCP session's env was closed (the session ended or was idle); open a new session"
+                )
             bound.last_used = time.monotonic()
             frame = await self.sessions.handle(bound.session, kind, data)
             bound.last_used = time.monotonic()
@@ -427,10 +524,17 @@ class McpEndpoint:
             return self._error(str(frame.get("data", {}).get("message", "the env failed")))
         payload = frame["data"]
         observation = payload["observation"]
-        structured = {"reward": payload["reward"], "terminated": observation["terminated"],
-                      "truncated": observation["truncated"], "info": observation["info"]}
-        return self._types.CallToolResult(content=[self._types.TextContent(type="text", text=observation["text"])],
-                                          structured_content=structured, is_error=False)
+        structured = {
+            "reward": payload["reward"],
+            "terminated": observation["terminated"],
+            "truncated": observation["truncated"],
+            "info": observation["info"],
+        }
+        return self._types.CallToolResult(
+            content=[self._types.TextContent(type="text", text=observation["text"])],
+            structured_content=structured,
+            is_error=False,
+        )
 
     # ------------------------------------------------------------------ ASGI
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -441,15 +545,22 @@ class McpEndpoint:
         if method in ("GET", "HEAD"):
             # No standalone SSE stream (MCP allows 405): the tools send no server-initiated message, and a stream
             # held open would keep the SDK's idle timeout from ever ending a session and stall the server's shutdown.
-            await send({"type": "http.response.start", "status": 405,
-                        "headers": [(b"allow", b"POST, DELETE"), (b"content-length", b"0")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 405,
+                    "headers": [(b"allow", b"POST, DELETE"), (b"content-length", b"0")],
+                }
+            )
             await send({"type": "http.response.body", "body": b""})
             return
         if method == "POST":
             body = _without_lone_surrogates(await read_body(Request(scope, receive), self.limits))
             problem = _rpc_problem(body)
             if problem is None and self._manager is None:
-                problem = _jsonrpc_error(-32603, f"MCP is not available: {self._missing}", _request_id(json.loads(body)))
+                problem = _jsonrpc_error(
+                    -32603, f"MCP is not available: {self._missing}", _request_id(json.loads(body))
+                )
             if problem is not None:
                 await _send_json(send, problem)
                 return
@@ -473,7 +584,9 @@ class McpEndpoint:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers = list(message.get("headers") or ())
-                if status == 503 and not any(k.lower() == b"retry-after" for k, _ in headers):  # the SDK's refusal at its cap
+                if status == 503 and not any(
+                    k.lower() == b"retry-after" for k, _ in headers
+                ):  # the SDK's refusal at its cap
                     message = {**message, "headers": headers + [(b"retry-after", str(CAPACITY_RETRY_AFTER_S).encode())]}
             await send(message)
 

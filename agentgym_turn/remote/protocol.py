@@ -134,7 +134,11 @@ def parse_client_message(raw: str | bytes, *, max_bytes: int) -> tuple[str, dict
             f"Unknown message type: {kind}; the types are {', '.join(MESSAGE_TYPES)}",
         )
     allowed = {"type", "data"} if kind in ("reset", "step") else {"type"}
-    errors = [_field_error("extra_forbidden", [key], "Extra inputs are not permitted", message[key]) for key in message if key not in allowed]
+    errors = [
+        _field_error("extra_forbidden", [key], "Extra inputs are not permitted", message[key])
+        for key in message
+        if key not in allowed
+    ]
     if kind == "step" and "data" not in message:
         errors.append(_field_error("missing", ["data"], "Field required", message))
     data = message.get("data", {})
@@ -159,15 +163,34 @@ def _check_reset(data: dict[str, Any]) -> dict[str, Any]:
         errors.append(_field_error("dict_type", ["data", "options"], "options must be an object or null", options))
     episode_id = data.get("episode_id")
     if episode_id is not None and (not isinstance(episode_id, str) or len(episode_id) > 255):
-        errors.append(_field_error("string_type", ["data", "episode_id"], "episode_id must be a string of at most 255 characters", episode_id))
+        errors.append(
+            _field_error(
+                "string_type",
+                ["data", "episode_id"],
+                "episode_id must be a string of at most 255 characters",
+                episode_id,
+            )
+        )
     group_id, task_id = data.get("group_id"), data.get("task_id")
     if group_id is not None and (not isinstance(group_id, str) or not 0 < len(group_id) <= MAX_GROUP_ID_LENGTH):
-        errors.append(_field_error("string_type", ["data", "group_id"],
-                                   f"group_id must be a non-empty string of at most {MAX_GROUP_ID_LENGTH} characters or null", group_id))
+        errors.append(
+            _field_error(
+                "string_type",
+                ["data", "group_id"],
+                f"group_id must be a non-empty string of at most {MAX_GROUP_ID_LENGTH} characters or null",
+                group_id,
+            )
+        )
     if task_id is not None and not is_int(task_id, 0):
-        errors.append(_field_error("int_type", ["data", "task_id"], "task_id must be a non-negative integer or null", task_id))
+        errors.append(
+            _field_error("int_type", ["data", "task_id"], "task_id must be a non-negative integer or null", task_id)
+        )
     elif task_id is not None and group_id is None:
-        errors.append(_field_error("missing", ["data", "group_id"], "task_id numbers a group's tasks: send it with a group_id", task_id))
+        errors.append(
+            _field_error(
+                "missing", ["data", "group_id"], "task_id numbers a group's tasks: send it with a group_id", task_id
+            )
+        )
     if errors:
         raise _invalid(errors)
     return {key: data[key] for key in RESET_KEYS if key in data}
@@ -178,7 +201,9 @@ def group_seed(group_id: str, task_id: int = 0) -> int:
     process, on every machine and in every release (never Python's salted ``hash()``). A local env reset with it
     plays the task the group's served members play."""
     if not isinstance(group_id, str) or not is_int(task_id, 0):
-        raise ValueError(f"a group is a string group_id and a non-negative integer task_id, got {group_id!r}, {task_id!r}.")
+        raise ValueError(
+            f"a group is a string group_id and a non-negative integer task_id, got {group_id!r}, {task_id!r}."
+        )
     text = dumps(["agentgym-turn/group-seed/v1", group_id, int(task_id)])
     digest = hashlib.sha256(text.encode("ascii")).digest()
     return int.from_bytes(digest[:8], "big") >> 1
@@ -297,10 +322,17 @@ def build_schemas(
         "title": "TurnTextObservation",
         "type": "object",
         "properties": {
-            "text": {"type": "string", "maxLength": max_observation_length, "description": "The env's message (reset: the task; step: the next message)"},
+            "text": {
+                "type": "string",
+                "maxLength": max_observation_length,
+                "description": "The env's message (reset: the task; step: the next message)",
+            },
             "terminated": {"type": "boolean", "description": "The task is over (solved, bought, answered or failed)"},
             "truncated": {"type": "boolean", "description": "The turn limit was reached"},
-            "info": {"type": "object", "description": "The env's info dict (turn, action_is_valid, action_is_effective, success, score, ...)"},
+            "info": {
+                "type": "object",
+                "description": "The env's info dict (turn, action_is_valid, action_is_effective, success, score, ...)",
+            },
             "metadata": {"type": "object"},
             "done": {"type": "boolean", "description": "terminated or truncated"},
             "reward": {"type": ["number", "null"], "description": "The turn's reward (null at reset)"},
@@ -317,9 +349,15 @@ def build_schemas(
             "max_episode_steps": {"type": ["integer", "null"], "const": max_episode_steps},
             "render_modes": {"type": "array", "const": list(render_modes)},
             "render_fps": {"type": ["number", "null"], "const": render_fps},
-            "config_digest": {"type": ["string", "null"], "const": config_digest,
-                              "description": "A digest of the id, --kwarg values and turn limit: changes when the configuration does"},
-            "render": {"type": ["string", "null"], "description": "render() of the env in ansi mode (null before the first reset)"},
+            "config_digest": {
+                "type": ["string", "null"],
+                "const": config_digest,
+                "description": "A digest of the id, --kwarg values and turn limit: changes when the configuration does",
+            },
+            "render": {
+                "type": ["string", "null"],
+                "description": "render() of the env in ansi mode (null before the first reset)",
+            },
         },
     }
     return {"action": action, "observation": observation, "state": state}
@@ -338,10 +376,14 @@ def served_spec_from_schemas(schemas: Any) -> dict[str, Any]:
             "max_episode_steps": props["max_episode_steps"]["const"],
             "render_modes": list(props["render_modes"]["const"]),
             "render_fps": props["render_fps"]["const"],
-            "config_digest": props.get("config_digest", {}).get("const"),  # None from a server that does not publish one
+            "config_digest": props.get("config_digest", {}).get(
+                "const"
+            ),  # None from a server that does not publish one
         }
     except (KeyError, TypeError) as err:
-        raise ValueError(f"the /schema answer lacks {err}; is this an agentgym-turn env server (`agentgym-turn serve env ID`)?") from None
+        raise ValueError(
+            f"the /schema answer lacks {err}; is this an agentgym-turn env server (`agentgym-turn serve env ID`)?"
+        ) from None
     for key in ("max_action_length", "max_observation_length"):
         if not is_int(spec[key], 0):
             raise ValueError(f"the /schema answer's {key} is not a non-negative integer: {spec[key]!r}")

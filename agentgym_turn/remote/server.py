@@ -46,8 +46,16 @@ from typing import Any, Sequence
 
 from ..core.args import is_int
 from ..serving import (
-    AppServer, HTTPError, RateLimit, ServerLimits, access_options, add_access_arguments, add_allow_host_argument, json_error_handlers,
-    parse_json, read_body,
+    AppServer,
+    HTTPError,
+    RateLimit,
+    ServerLimits,
+    access_options,
+    add_access_arguments,
+    add_allow_host_argument,
+    json_error_handlers,
+    parse_json,
+    read_body,
 )
 from .protocol import (
     ErrorCode,
@@ -74,6 +82,7 @@ from .sessions import (
     describe_env,
 )
 
+
 def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Any:
     from starlette.responses import Response
 
@@ -94,7 +103,11 @@ def _openapi_document(env_id: str, version: str) -> dict[str, Any]:
 
     return {
         "openapi": "3.1.0",
-        "info": {"title": f"agentgym-turn {env_id} (OpenEnv HTTP API)", "version": "1.0.0", "x-agentgym-turn-version": version},
+        "info": {
+            "title": f"agentgym-turn {env_id} (OpenEnv HTTP API)",
+            "version": "1.0.0",
+            "x-agentgym-turn-version": version,
+        },
         "paths": {
             "/reset": op("post", "First observation of a fresh env (stateless; sessions are on the /ws WebSocket)"),
             "/step": op("post", "Stateless step: answers 409, a fresh env must be reset first; step over /ws"),
@@ -196,7 +209,19 @@ def build_app(
     async def http_step(request: Any) -> Any:
         payload = parse_json(await read_body(request, limits))
         if not isinstance(payload, dict) or not isinstance(payload.get("action"), dict):
-            return _json({"detail": [{"type": "missing", "loc": ["body", "action"], "msg": "Field required", "input": json_safe(payload)}]}, 422)
+            return _json(
+                {
+                    "detail": [
+                        {
+                            "type": "missing",
+                            "loc": ["body", "action"],
+                            "msg": "Field required",
+                            "input": json_safe(payload),
+                        }
+                    ]
+                },
+                422,
+            )
         try:
             parse_client_message(dumps({"type": "step", "data": payload["action"]}), max_bytes=max_bytes)
         except ProtocolError as err:
@@ -223,7 +248,12 @@ def build_app(
     mcp = McpEndpoint(sessions, idle_timeout=idle_timeout, max_message_bytes=max_bytes, limits=limits)
 
     async def not_found(request: Any) -> Any:
-        return _json({"detail": "not found; the endpoints are /ws, /reset, /step, /state, /health, /metadata, /schema, /mcp, /openapi.json"}, 404)
+        return _json(
+            {
+                "detail": "not found; the endpoints are /ws, /reset, /step, /state, /health, /metadata, /schema, /mcp, /openapi.json"
+            },
+            404,
+        )
 
     async def websocket_session(websocket: Any) -> None:
         await websocket.accept()
@@ -232,7 +262,10 @@ def build_app(
         except SessionCapacityError as err:
             # OpenEnv's answer (its clients read the frame), then "try again later"; the session is never made
             await websocket.send_text(dumps(err.frame()))
-            await websocket.close(code=CLOSE_CAPACITY, reason=f"at capacity ({err.maximum} sessions); retry after {CAPACITY_RETRY_AFTER_S} s")
+            await websocket.close(
+                code=CLOSE_CAPACITY,
+                reason=f"at capacity ({err.maximum} sessions); retry after {CAPACITY_RETRY_AFTER_S} s",
+            )
             return
         except EnvFactoryError as err:
             await websocket.send_text(dumps(error_frame(ErrorCode.FACTORY_ERROR, str(err), factory_name=spec.env_id)))
@@ -331,13 +364,25 @@ class EnvServer(AppServer):
         if max_message_bytes is not None and not is_int(max_message_bytes, 1024):
             raise ValueError(f"max_message_bytes must be an integer of at least 1024, got {max_message_bytes!r}.")
         self.spec = describe_env(env_id, env_kwargs)
-        self.sessions = EnvSessions(self.spec, max_sessions=max_sessions, workers=workers, expert=expert, client_content=client_content)
+        self.sessions = EnvSessions(
+            self.spec, max_sessions=max_sessions, workers=workers, expert=expert, client_content=client_content
+        )
         self.max_message_bytes = max_message_bytes or self.spec.default_max_message_bytes()
         limits = ServerLimits(max_body_bytes=self.max_message_bytes)
-        app = build_app(self.sessions, idle_timeout=idle_timeout, max_message_bytes=self.max_message_bytes, limits=limits)
+        app = build_app(
+            self.sessions, idle_timeout=idle_timeout, max_message_bytes=self.max_message_bytes, limits=limits
+        )
         try:
-            super().__init__(app, host=host, port=port, limits=limits, verbose=verbose, allowed_hosts=allowed_hosts, token=token,
-                             rate_limit=rate_limit)
+            super().__init__(
+                app,
+                host=host,
+                port=port,
+                limits=limits,
+                verbose=verbose,
+                allowed_hosts=allowed_hosts,
+                token=token,
+                rate_limit=rate_limit,
+            )
         except (OSError, ValueError):
             self.sessions.shutdown()
             raise
@@ -348,7 +393,7 @@ class EnvServer(AppServer):
     @property
     def ws_url(self) -> str:
         """The session endpoint, ``ws://host:port/ws``."""
-        return "ws" + self.base_url[len("http"):] + "/ws"
+        return "ws" + self.base_url[len("http") :] + "/ws"
 
     def stop(self) -> None:
         """Stop serving: open sessions are closed (code 1012) and their envs released."""
@@ -370,16 +415,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("env_id", help="a registered id, e.g. TurnSokoban-v0")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000, OpenEnv's; 0 picks a free one)")
-    p.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, help=f"most sessions at once (default {DEFAULT_MAX_SESSIONS})")
-    p.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT, help=f"seconds a silent session lives (default {DEFAULT_IDLE_TIMEOUT:g}; 0: forever)")
-    p.add_argument("--max-message-bytes", type=int, default=None, help="largest message (default: room for the env's longest action, at least 1 MiB)")
-    p.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help=f"threads running env calls (default {DEFAULT_WORKERS})")
-    p.add_argument("--kwarg", action="append", default=[], metavar="NAME=VALUE", help="env argument, repeatable (e.g. --kwarg num_products=1000)")
-    p.add_argument("--expert", action="store_true",
-                   help="serve the oracles: the expert's action and search QA's gold answers (off: a client could copy them)")
-    p.add_argument("--client-content", action="store_true",
-                   help="accept reset options that carry content the server must process (a Sokoban level text, which it "
-                        "solves: seconds of CPU a request); off: only indexes into the env's own tasks")
+    p.add_argument(
+        "--max-sessions",
+        type=int,
+        default=DEFAULT_MAX_SESSIONS,
+        help=f"most sessions at once (default {DEFAULT_MAX_SESSIONS})",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT,
+        help=f"seconds a silent session lives (default {DEFAULT_IDLE_TIMEOUT:g}; 0: forever)",
+    )
+    p.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=None,
+        help="largest message (default: room for the env's longest action, at least 1 MiB)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=DEFAULT_WORKERS, help=f"threads running env calls (default {DEFAULT_WORKERS})"
+    )
+    p.add_argument(
+        "--kwarg",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="env argument, repeatable (e.g. --kwarg num_products=1000)",
+    )
+    p.add_argument(
+        "--expert",
+        action="store_true",
+        help="serve the oracles: the expert's action and search QA's gold answers (off: a client could copy them)",
+    )
+    p.add_argument(
+        "--client-content",
+        action="store_true",
+        help="accept reset options that carry content the server must process (a Sokoban level text, which it "
+        "solves: seconds of CPU a request); off: only indexes into the env's own tasks",
+    )
     add_allow_host_argument(p)
     add_access_arguments(p)
     p.add_argument("--verbose", action="store_true", help="log every request")
@@ -393,7 +467,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
-    for flag, value, low in (("--max-sessions", args.max_sessions, 1), ("--workers", args.workers, 1), ("--idle-timeout", args.idle_timeout, 0)):
+    for flag, value, low in (
+        ("--max-sessions", args.max_sessions, 1),
+        ("--workers", args.workers, 1),
+        ("--idle-timeout", args.idle_timeout, 0),
+    ):
         if value < low:
             parser.error(f"{flag} must be at least {low}, got {value:g}")  # before a possibly long env build
     if args.max_message_bytes is not None and args.max_message_bytes < 1024:

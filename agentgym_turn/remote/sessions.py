@@ -59,9 +59,17 @@ class ServedEnvSpec:
         """A digest of the id, the ``--kwarg`` values and the turn limit, published by ``/schema`` so that a client
         resuming an episode after a restart can tell another configuration from the one it played. scrypt, not a
         plain hash: a secret among the kwargs (a world seed) costs about 50 ms a guess to search for."""
-        canonical = json.dumps([self.env_id, json_safe(self.env_kwargs), self.max_episode_steps], sort_keys=True, default=str)
-        return hashlib.scrypt(canonical.encode("utf-8", "surrogatepass"), salt=b"agentgym-turn/served-config/v1",
-                              n=1 << 14, r=8, p=1, dklen=16).hex()
+        canonical = json.dumps(
+            [self.env_id, json_safe(self.env_kwargs), self.max_episode_steps], sort_keys=True, default=str
+        )
+        return hashlib.scrypt(
+            canonical.encode("utf-8", "surrogatepass"),
+            salt=b"agentgym-turn/served-config/v1",
+            n=1 << 14,
+            r=8,
+            p=1,
+            dklen=16,
+        ).hex()
 
     def default_max_message_bytes(self) -> int:
         """Room for the longest legal action as ASCII-escaped JSON (12 bytes per character at
@@ -116,20 +124,32 @@ class SessionCapacityError(Exception):
     """All ``max_sessions`` slots are taken."""
 
     def __init__(self, active: int, maximum: int):
-        super().__init__(f"Server at capacity: {active}/{maximum} sessions active (its cap, --max-sessions {maximum}). Cannot "
-                         f"accept new connections; retry after {CAPACITY_RETRY_AFTER_S} s, close sessions you no longer use, "
-                         "or start the server with a larger --max-sessions.")
+        super().__init__(
+            f"Server at capacity: {active}/{maximum} sessions active (its cap, --max-sessions {maximum}). Cannot "
+            f"accept new connections; retry after {CAPACITY_RETRY_AFTER_S} s, close sessions you no longer use, "
+            "or start the server with a larger --max-sessions."
+        )
         self.active, self.maximum = active, maximum
 
     def frame(self) -> dict[str, Any]:
         """The OpenEnv error frame a refused ``/ws`` session gets before its close (code 1013)."""
-        return error_frame(ErrorCode.CAPACITY_REACHED, str(self), active_sessions=self.active, max_sessions=self.maximum,
-                           retry_after_s=CAPACITY_RETRY_AFTER_S)
+        return error_frame(
+            ErrorCode.CAPACITY_REACHED,
+            str(self),
+            active_sessions=self.active,
+            max_sessions=self.maximum,
+            retry_after_s=CAPACITY_RETRY_AFTER_S,
+        )
 
     def http_body(self) -> dict[str, Any]:
         """The JSON body of a refused HTTP request (status 503, ``Retry-After`` header)."""
-        return {"detail": str(self), "code": ErrorCode.CAPACITY_REACHED, "active_sessions": self.active,
-                "max_sessions": self.maximum, "retry_after_s": CAPACITY_RETRY_AFTER_S}
+        return {
+            "detail": str(self),
+            "code": ErrorCode.CAPACITY_REACHED,
+            "active_sessions": self.active,
+            "max_sessions": self.maximum,
+            "retry_after_s": CAPACITY_RETRY_AFTER_S,
+        }
 
 
 class EnvFactoryError(Exception):
@@ -162,8 +182,15 @@ class EnvSessions:
             such request can hold a worker for seconds. An index into the env's own tasks is always accepted.
     """
 
-    def __init__(self, spec: ServedEnvSpec, *, max_sessions: int = DEFAULT_MAX_SESSIONS, workers: int = DEFAULT_WORKERS,
-                 expert: bool = False, client_content: bool = False):
+    def __init__(
+        self,
+        spec: ServedEnvSpec,
+        *,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        workers: int = DEFAULT_WORKERS,
+        expert: bool = False,
+        client_content: bool = False,
+    ):
         if not is_int(max_sessions, 1):
             raise ValueError(f"max_sessions must be a positive integer, got {max_sessions!r}.")
         if not is_int(workers, 1):
@@ -210,9 +237,11 @@ class EnvSessions:
             return
         sent = sorted(k for k in names if k in options and not is_int(options[k]))
         if sent:
-            raise PermissionError(f"reset option(s) {sent} carry content this server would have to process (a level to "
-                                  "solve, for example): refused. Pass an index into the env's own tasks, or start the server "
-                                  "with --client-content (EnvServer(..., client_content=True)) where clients are trusted.")
+            raise PermissionError(
+                f"reset option(s) {sent} carry content this server would have to process (a level to "
+                "solve, for example): refused. Pass an index into the env's own tasks, or start the server "
+                "with --client-content (EnvServer(..., client_content=True)) where clients are trusted."
+            )
 
     def client_info(self, env: Any, info: dict[str, Any]) -> dict[str, Any]:
         """``info`` as a client may see it: without the env's oracle keys unless the server serves the expert."""
@@ -263,20 +292,29 @@ class EnvSessions:
                 text, info = await self.call(env.reset, seed=reset_seed(data), options=data.get("options"))
                 session.was_reset, session.step_count = True, 0
                 session.episode_id = data.get("episode_id") or uuid.uuid4().hex
-                return {"type": "observation", "data": observation_payload(text, None, False, False, self.client_info(env, info))}
+                return {
+                    "type": "observation",
+                    "data": observation_payload(text, None, False, False, self.client_info(env, info)),
+                }
             if kind == "step":
                 text, reward, terminated, truncated, info = await self.call(env.step, data[ACTION_FIELD])
                 session.step_count += 1
                 shown = getattr(env.unwrapped, "shown_reward", None)  # what a chat view may show the agent (ChatView)
-                info = {**self.client_info(env, info),
-                        SHOWN_REWARD_KEY: float(shown(reward, terminated, truncated, info)) if callable(shown) else float(reward)}
+                info = {
+                    **self.client_info(env, info),
+                    SHOWN_REWARD_KEY: float(shown(reward, terminated, truncated, info))
+                    if callable(shown)
+                    else float(reward),
+                }
                 return {"type": "observation", "data": observation_payload(text, reward, terminated, truncated, info)}
             if kind == "state":
                 return {"type": "state", "data": await self.state(session)}
             if kind == "expert":
                 if not self.expert:
-                    raise PermissionError("This server does not serve the expert's action (an oracle that solves the task): "
-                                          "start it with --expert (EnvServer(..., expert=True)) where clients may see it.")
+                    raise PermissionError(
+                        "This server does not serve the expert's action (an oracle that solves the task): "
+                        "start it with --expert (EnvServer(..., expert=True)) where clients may see it."
+                    )
                 if not session.was_reset:
                     raise RuntimeError("Call reset before asking for the expert's action.")
                 return {"type": "expert", "data": {ACTION_FIELD: await self.call(env.unwrapped.expert_action)}}

@@ -65,8 +65,9 @@ def open_text(path: str | os.PathLike, mode: str = "r") -> io.TextIOBase:
     return open(path, mode, encoding="utf-8")
 
 
-def iter_json_objects(path: str | os.PathLike, *, max_bytes: int, max_line_chars: int, what: str,
-                      fields: str) -> Iterator[tuple[int, dict]]:
+def iter_json_objects(
+    path: str | os.PathLike, *, max_bytes: int, max_line_chars: int, what: str, fields: str
+) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` for each non-blank line of a jsonl file (``.gz`` allowed); a line
     that is not a JSON object raises :class:`DataFileError` naming ``FILE:LINE`` and the ``fields``
     expected."""
@@ -76,11 +77,17 @@ def iter_json_objects(path: str | os.PathLike, *, max_bytes: int, max_line_chars
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataFileError(f"{path}:{lineno}: not valid JSON ({exc.msg}); write one JSON object per line.") from None
+            raise DataFileError(
+                f"{path}:{lineno}: not valid JSON ({exc.msg}); write one JSON object per line."
+            ) from None
         except RecursionError:
-            raise DataFileError(f"{path}:{lineno}: JSON nested too deeply to read; expected a JSON object with {fields}.") from None
+            raise DataFileError(
+                f"{path}:{lineno}: JSON nested too deeply to read; expected a JSON object with {fields}."
+            ) from None
         except ValueError as exc:  # e.g. an integer past Python's 4,300-digit conversion limit
-            raise DataFileError(f"{path}:{lineno}: a JSON value cannot be read ({exc}); expected a JSON object with {fields}.") from None
+            raise DataFileError(
+                f"{path}:{lineno}: a JSON value cannot be read ({exc}); expected a JSON object with {fields}."
+            ) from None
         if not isinstance(row, dict):
             raise DataFileError(f"{path}:{lineno}: expected a JSON object with {fields}.")
         yield lineno, row
@@ -118,8 +125,14 @@ class Corpus:
         return split_contents(self.contents[i])[0]
 
     @classmethod
-    def from_jsonl(cls, path: str | os.PathLike, *, limit: int | None = None, max_bytes: int = MAX_CORPUS_BYTES,
-                   max_line_chars: int = MAX_PASSAGE_CHARS) -> "Corpus":
+    def from_jsonl(
+        cls,
+        path: str | os.PathLike,
+        *,
+        limit: int | None = None,
+        max_bytes: int = MAX_CORPUS_BYTES,
+        max_line_chars: int = MAX_PASSAGE_CHARS,
+    ) -> "Corpus":
         """Load a corpus jsonl (``.gz`` allowed).
 
         Each line holds ``contents`` (or ``title`` and ``text``, joined as ``"title"\\ntext``) and
@@ -132,13 +145,18 @@ class Corpus:
         """
         ids: list[str] = []
         contents: list[str] = []
-        rows = iter_json_objects(path, max_bytes=max_bytes, max_line_chars=max_line_chars, what="corpus file",
-                                 fields="'contents' (or 'title' and 'text')")
+        rows = iter_json_objects(
+            path,
+            max_bytes=max_bytes,
+            max_line_chars=max_line_chars,
+            what="corpus file",
+            fields="'contents' (or 'title' and 'text')",
+        )
         for lineno, row in rows:
             if isinstance(row.get("contents"), str):
                 text = row["contents"]
             elif isinstance(row.get("text"), str):
-                text = f"\"{row.get('title', '')}\"\n{row['text']}"
+                text = f'"{row.get("title", "")}"\n{row["text"]}'
             else:
                 raise DataFileError(f"{path}:{lineno}: a passage needs a string 'contents' (or 'title' and 'text').")
             ids.append(str(row.get("id", len(ids))))
@@ -240,13 +258,17 @@ def _person_text(world: World, i: int, rng: np.random.Generator) -> str:
     works = world.works_by_person.get(i, [])
     if works:
         shown = [world.works[j] for j in works[:3]]
-        listing = _join([f"the {w.kind} \"{w.title}\" ({w.year})" for w in shown])
+        listing = _join([f'the {w.kind} "{w.title}" ({w.year})' for w in shown])
         parts.append(f"{Pro} is known for {listing}.")
     fillers = rng.choice(len(_PERSON_FILLERS), size=2, replace=False)
     for k in fillers.tolist():
         parts.append(
             _PERSON_FILLERS[k].format(
-                P=p.last, last=p.last, pro=pro, obj=obj, poss=poss,
+                P=p.last,
+                last=p.last,
+                pro=pro,
+                obj=obj,
+                poss=poss,
                 residence=world.cities[p.residence].name,
             )
         )
@@ -292,7 +314,7 @@ def _work_text(world: World, j: int, rng: np.random.Generator) -> str:
     creator = world.people[w.creator]
     org = world.organisations[w.publisher].name
     _, creator_verb, org_verb, role = WORK_ROLES[w.kind]
-    lead = f"\"{w.title}\" is {_article(w.kind)} {w.kind} by the {creator.occupation} {creator.name}, from {w.year}."
+    lead = f'"{w.title}" is {_article(w.kind)} {w.kind} by the {creator.occupation} {creator.name}, from {w.year}.'
     if org_verb == "holds":
         org_sentence = f"It is held in the collection of {org}."
     else:
@@ -333,18 +355,18 @@ def _country_text(world: World, k: int, cities_of: dict[int, list[int]]) -> str:
 
 
 def _surname_text(world: World, surname: str, people: list[int]) -> str:
-    entries = [f"{world.people[i].name}, {_article(world.people[i].occupation)} {world.people[i].occupation}" for i in people[:6]]
+    entries = [
+        f"{world.people[i].name}, {_article(world.people[i].occupation)} {world.people[i].occupation}"
+        for i in people[:6]
+    ]
     return f"{surname} is a surname. People with the surname include " + "; ".join(entries) + "."
 
 
 def _event_text(world: World, e: int) -> str:
     ev = world.events[e]
     city = world.cities[ev.city]
-    shown = [f"\"{world.works[j].title}\" by {world.people[world.works[j].creator].short_name}" for j in ev.works]
-    return (
-        f"The {ev.name} took place in {city.name} in {ev.year}. "
-        f"Works presented there included {_join(shown)}."
-    )
+    shown = [f'"{world.works[j].title}" by {world.people[world.works[j].creator].short_name}' for j in ev.works]
+    return f"The {ev.name} took place in {city.name} in {ev.year}. Works presented there included {_join(shown)}."
 
 
 def render_corpus(world: World) -> RenderedWorld:
@@ -357,7 +379,7 @@ def render_corpus(world: World) -> RenderedWorld:
     contents: list[str] = []
 
     def add(title: str, text: str) -> int:
-        contents.append(f"\"{title}\"\n{text}")
+        contents.append(f'"{title}"\n{text}')
         return len(contents) - 1
 
     person_passage = [add(p.name, _person_text(world, i, rng)) for i, p in enumerate(world.people)]

@@ -59,8 +59,16 @@ def _fill(template: str, **fields: Any) -> str:
     return _PLACEHOLDER.sub(lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), template)
 
 
-def check_settings(*, protocol: str, topk: Any, max_searches: Any, passage_sentences: Any, prompt_template: Any,
-                   expert_recall: Any, expert_recall_rate: Any) -> None:
+def check_settings(
+    *,
+    protocol: str,
+    topk: Any,
+    max_searches: Any,
+    passage_sentences: Any,
+    prompt_template: Any,
+    expert_recall: Any,
+    expert_recall_rate: Any,
+) -> None:
     """Raise a ValueError naming the first of ``TurnSearchQAEnv``'s settings that is out of its range."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {list(PROTOCOLS)}, got {protocol!r}.")
@@ -69,7 +77,9 @@ def check_settings(*, protocol: str, topk: Any, max_searches: Any, passage_sente
     if not is_int(max_searches, 0):
         raise ValueError(f"max_searches must be a non-negative integer, got {max_searches!r}.")
     if passage_sentences is not None and not is_int(passage_sentences, 1):
-        raise ValueError(f"passage_sentences must be None (whole passages) or a positive integer, got {passage_sentences!r}.")
+        raise ValueError(
+            f"passage_sentences must be None (whole passages) or a positive integer, got {passage_sentences!r}."
+        )
     if prompt_template is not None:
         if not isinstance(prompt_template, str) or "{question}" not in prompt_template:
             raise ValueError("prompt_template must be a string containing '{question}'.")
@@ -90,171 +100,171 @@ def check_settings(*, protocol: str, topk: Any, max_searches: Any, passage_sente
 class TurnSearchQAEnv(TurnEnv):
     """Answer a question by searching a corpus, in Search-R1's turn protocol.
 
-## Description
+    ## Description
 
-Each episode asks one question. The agent may search a corpus with a free-text query, read
-the top passages, search again, and finally answer. Questions come from a generated world
-of fictional people, cities, countries, organisations and works (default), whose names are
-coined words, so nothing can be answered from memory: single-hop questions ("In which city
-was X born?"), two-hop bridge questions ("In which city was the author of the novel "W"
-born?") and comparisons ("In which city was the elder of X and Y born?"). With
-``dataset_path`` (FlashRAG jsonl) and ``corpus_path`` (wiki-18 style jsonl) or
-``retriever_url``, it runs over real NQ / HotpotQA files instead.
+    Each episode asks one question. The agent may search a corpus with a free-text query, read
+    the top passages, search again, and finally answer. Questions come from a generated world
+    of fictional people, cities, countries, organisations and works (default), whose names are
+    coined words, so nothing can be answered from memory: single-hop questions ("In which city
+    was X born?"), two-hop bridge questions ("In which city was the author of the novel "W"
+    born?") and comparisons ("In which city was the elder of X and Y born?"). With
+    ``dataset_path`` (FlashRAG jsonl) and ``corpus_path`` (wiki-18 style jsonl) or
+    ``retriever_url``, it runs over real NQ / HotpotQA files instead.
 
-## Action Space
+    ## Action Space
 
-A string, up to ``max_action_length`` (65,536) characters: the whole response of one turn,
-optionally with ``<think>...</think>``. It must hold ``<search> query </search>`` or
-``<answer> text </answer>``.
+    A string, up to ``max_action_length`` (65,536) characters: the whole response of one turn,
+    optionally with ``<think>...</think>``. It must hold ``<search> query </search>`` or
+    ``<answer> text </answer>``.
 
-With ``protocol="search_r1"`` (default) the response is read exactly as Search-R1's rollout
-reads it (:mod:`agentgym_turn.searchqa.protocol`): it is cut after its first ``</search>``
-(else its first ``</answer>``), and the action is the leftmost complete lower-case
-``<search>...</search>`` or ``<answer>...</answer>`` pair of the cut text, wherever it stands
-(inside ``<think>`` too), its content stripped; ``<answer></answer>`` is an (empty) answer. A
-response with no such pair (``<ANSWER>x</ANSWER>``, ``< answer >``, an unclosed tag) is an
-invalid turn.
+    With ``protocol="search_r1"`` (default) the response is read exactly as Search-R1's rollout
+    reads it (:mod:`agentgym_turn.searchqa.protocol`): it is cut after its first ``</search>``
+    (else its first ``</answer>``), and the action is the leftmost complete lower-case
+    ``<search>...</search>`` or ``<answer>...</answer>`` pair of the cut text, wherever it stands
+    (inside ``<think>`` too), its content stripped; ``<answer></answer>`` is an (empty) answer. A
+    response with no such pair (``<ANSWER>x</ANSWER>``, ``< answer >``, an unclosed tag) is an
+    invalid turn.
 
-With ``protocol="strict"`` the first complete pair *outside* ``<think>`` is the action; tag
-names are case-insensitive; an opening tag nested inside an open pair, a pair closed by the
-other tag (``<search>q</answer>``), an unclosed tag, empty content, or a query longer than
-2,000 characters is an invalid turn (shared parser ``agentgym_turn.core.find_tagged``).
+    With ``protocol="strict"`` the first complete pair *outside* ``<think>`` is the action; tag
+    names are case-insensitive; an opening tag nested inside an open pair, a pair closed by the
+    other tag (``<search>q</answer>``), an unclosed tag, empty content, or a query longer than
+    2,000 characters is an invalid turn (shared parser ``agentgym_turn.core.find_tagged``).
 
-## Observation Space
+    ## Observation Space
 
-A string (any Unicode text but lone surrogates and control characters other than newline,
-tab and carriage return), up to ``max_observation_length`` (65,536) characters. ``reset``
-returns the prompt: the rules and the question (``prompt_template`` replaces the wording). A
-search returns Search-R1's block
-``"\\n\\n<information>Doc 1(Title: \\"T\\") text\\nDoc 2(...) ...</information>\\n\\n"``
-with the top ``topk`` passages, their text unchanged (no-break spaces, soft hyphens, CRLF
-stay). With ``passage_sentences=N`` each passage's text is cut after its ``N``-th sentence
-(title kept): a compact style for small context windows. An invalid turn returns Search-R1's message ("My previous action is invalid ... Let
-me try again."), with the reason added under ``protocol="strict"``. A search on Search-R1's
-final turn (``"search_r1"``, see Episode End) runs nothing and returns the empty block
-``"\\n\\n<information></information>\\n\\n"``, as ``execute_predictions(do_search=False)`` does;
-under ``"strict"`` a search after the budget is spent says that only an answer is possible now.
-An answer ends the episode and returns ``""`` (``"search_r1"``: Search-R1 shows nothing more)
-or a short receipt (``"strict"``).
+    A string (any Unicode text but lone surrogates and control characters other than newline,
+    tab and carriage return), up to ``max_observation_length`` (65,536) characters. ``reset``
+    returns the prompt: the rules and the question (``prompt_template`` replaces the wording). A
+    search returns Search-R1's block
+    ``"\\n\\n<information>Doc 1(Title: \\"T\\") text\\nDoc 2(...) ...</information>\\n\\n"``
+    with the top ``topk`` passages, their text unchanged (no-break spaces, soft hyphens, CRLF
+    stay). With ``passage_sentences=N`` each passage's text is cut after its ``N``-th sentence
+    (title kept): a compact style for small context windows. An invalid turn returns Search-R1's message ("My previous action is invalid ... Let
+    me try again."), with the reason added under ``protocol="strict"``. A search on Search-R1's
+    final turn (``"search_r1"``, see Episode End) runs nothing and returns the empty block
+    ``"\\n\\n<information></information>\\n\\n"``, as ``execute_predictions(do_search=False)`` does;
+    under ``"strict"`` a search after the budget is spent says that only an answer is possible now.
+    An answer ends the episode and returns ``""`` (``"search_r1"``: Search-R1 shows nothing more)
+    or a short receipt (``"strict"``).
 
-## Starting State
+    ## Starting State
 
-A question drawn uniformly (with ``self.np_random``) from the split, or the one chosen with
-``reset(options={"question_index": i})`` (position in the split) or
-``options={"question_id": "..."}``.
+    A question drawn uniformly (with ``self.np_random``) from the split, or the one chosen with
+    ``reset(options={"question_index": i})`` (position in the split) or
+    ``options={"question_id": "..."}``.
 
-## Rewards
+    ## Rewards
 
-``protocol="search_r1"``: Search-R1 scores the whole sequence (prompt, every cut response
-and every observation shown) with ``compute_score_em``: the last ``<answer>...</answer>``
-pair of the sequence, counted only when the sequence holds at least two (the prompt's example
-``<answer> Paris </answer>`` is one), matched against the gold answers after Search-R1's
-normalisation (lower-case; ASCII punctuation, the words a/an/the and extra whitespace
-removed). Each turn earns the change of that score (the current turn's response counted, its
-observation not, as for Search-R1's final turn), so the rewards of an episode sum to the score
-Search-R1 gives it however it ends: 1.0 or 0.0, usually on the answering turn.
-``format_penalty`` defaults to 0.0 (Search-R1 has none).
+    ``protocol="search_r1"``: Search-R1 scores the whole sequence (prompt, every cut response
+    and every observation shown) with ``compute_score_em``: the last ``<answer>...</answer>``
+    pair of the sequence, counted only when the sequence holds at least two (the prompt's example
+    ``<answer> Paris </answer>`` is one), matched against the gold answers after Search-R1's
+    normalisation (lower-case; ASCII punctuation, the words a/an/the and extra whitespace
+    removed). Each turn earns the change of that score (the current turn's response counted, its
+    observation not, as for Search-R1's final turn), so the rewards of an episode sum to the score
+    Search-R1 gives it however it ends: 1.0 or 0.0, usually on the answering turn.
+    ``format_penalty`` defaults to 0.0 (Search-R1 has none).
 
-``protocol="strict"``: answering earns the exact match of the answer (1.0 or 0.0); searches
-earn 0; an invalid turn earns ``format_penalty`` (default -0.1).
+    ``protocol="strict"``: answering earns the exact match of the answer (1.0 or 0.0); searches
+    earn 0; an invalid turn earns ``format_penalty`` (default -0.1).
 
-## Episode End
+    ## Episode End
 
-Terminated when the agent answers. Truncated at the registered turn limit,
-``max_episode_steps = 5``: Search-R1 with ``max_turns=4`` (``max_searches``), four turns that
-may search and a final turn that cannot. Under ``"search_r1"`` that final turn is Search-R1's
-(``run_llm_loop``'s last rollout, ``execute_predictions(do_search=False)``): a search there is a
-valid, ineffective turn that queries nothing and returns the empty ``<information>`` block,
-and the reward scores the sequence with the turn's cut response and without that block, as
-Search-R1's scorer does; an answer or an invalid turn there acts as on any turn. Any turn
-after ``max_searches`` is such a final turn, so the registered limit should stay
-``max_searches + 1``. Under ``"strict"`` searches past ``max_searches`` are refused (a valid,
-ineffective turn with a message) and a search left in the budget runs on the final turn.
+    Terminated when the agent answers. Truncated at the registered turn limit,
+    ``max_episode_steps = 5``: Search-R1 with ``max_turns=4`` (``max_searches``), four turns that
+    may search and a final turn that cannot. Under ``"search_r1"`` that final turn is Search-R1's
+    (``run_llm_loop``'s last rollout, ``execute_predictions(do_search=False)``): a search there is a
+    valid, ineffective turn that queries nothing and returns the empty ``<information>`` block,
+    and the reward scores the sequence with the turn's cut response and without that block, as
+    Search-R1's scorer does; an answer or an invalid turn there acts as on any turn. Any turn
+    after ``max_searches`` is such a final turn, so the registered limit should stay
+    ``max_searches + 1``. Under ``"strict"`` searches past ``max_searches`` are refused (a valid,
+    ineffective turn with a message) and a search left in the budget runs on the final turn.
 
-## Information
+    ## Information
 
-Common keys: `turn`, `action_is_valid`, `action_is_effective` (a search that ran or an
-answer), `success` (`score` is 1.0), `score` (the exact match: of the answer under
-``"strict"``; of the sequence so far, as Search-R1 would score it if the episode ended now,
-under ``"search_r1"``). Extra keys:
+    Common keys: `turn`, `action_is_valid`, `action_is_effective` (a search that ran or an
+    answer), `success` (`score` is 1.0), `score` (the exact match: of the answer under
+    ``"strict"``; of the sequence so far, as Search-R1 would score it if the episode ended now,
+    under ``"search_r1"``). Extra keys:
 
-* `question_id` (str) and `question_type` (str): ``"single_hop"``, ``"bridge"``,
-  ``"comparison"``, or ``"dataset"`` for loaded files. A generated id is ``gen-<seed>-<n>``, the file's
-  ``id`` otherwise; the seed rebuilds the world and its answers, so a served env sends `question_id`
-  only with ``--expert``.
-* `searches` (int): searches run so far.
-* `em` (float) and `f1` (float): exact match and SQuAD token F1 of the answer (0.0 before it).
-* `prediction` (str): the answer scored (``"search_r1"``: the one Search-R1 reads from the
-  sequence so far; ``""`` when there is none).
-* `golden_answers` (list[str]): the gold answers (aliases included; the correct letter for multiple
-  choice). An oracle: a served env
-  (``agentgym-turn serve env``) leaves it out unless started with ``--expert``.
-* `retrieved_ids` (list[str]): ids of the passages shown this turn (``[]`` otherwise; ``""`` for a
-  passage from a retriever server that sends no id).
-* `exit_status`, `reward_valid`, `state_key` and `reward_components` (`exact_match`, `format`): the
-  fields RL infrastructure reads (``docs/turn-contract.md``); a retriever that fails ends the episode
-  with ``exit_status="infra_error"``.
+    * `question_id` (str) and `question_type` (str): ``"single_hop"``, ``"bridge"``,
+      ``"comparison"``, or ``"dataset"`` for loaded files. A generated id is ``gen-<seed>-<n>``, the file's
+      ``id`` otherwise; the seed rebuilds the world and its answers, so a served env sends `question_id`
+      only with ``--expert``.
+    * `searches` (int): searches run so far.
+    * `em` (float) and `f1` (float): exact match and SQuAD token F1 of the answer (0.0 before it).
+    * `prediction` (str): the answer scored (``"search_r1"``: the one Search-R1 reads from the
+      sequence so far; ``""`` when there is none).
+    * `golden_answers` (list[str]): the gold answers (aliases included; the correct letter for multiple
+      choice). An oracle: a served env
+      (``agentgym-turn serve env``) leaves it out unless started with ``--expert``.
+    * `retrieved_ids` (list[str]): ids of the passages shown this turn (``[]`` otherwise; ``""`` for a
+      passage from a retriever server that sends no id).
+    * `exit_status`, `reward_valid`, `state_key` and `reward_components` (`exact_match`, `format`): the
+      fields RL infrastructure reads (``docs/turn-contract.md``); a retriever that fails ends the episode
+      with ``exit_status="infra_error"``.
 
-## Arguments
+    ## Arguments
 
-```python
-import gymnasium as gym
-import agentgym_turn
+    ```python
+    import gymnasium as gym
+    import agentgym_turn
 
-env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_penalty=-0.1)
-```
+    env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_penalty=-0.1)
+    ```
 
-* ``split``: ``"train"`` (default), ``"dev"``, ``"test"`` or ``"all"`` of the generated
-  world: questions 0-499 are test, 500-999 dev, the rest train (about 7,000).
-* ``world_seed`` (0), ``world_scale`` (1.0): which world; scale multiplies its size.
-* ``question_types`` (``None``: every type): draw only questions of these types, e.g.
-  ``["single_hop"]``, a curriculum for training (``question_index`` then counts within them);
-  the split is chosen first, so a question keeps its split.
-* ``content_split`` (``None``): ``"train"``, ``"validation"`` or ``"test"``: keep only the
-  questions of ``split`` whose text falls in that split by content (80/10/10,
-  :mod:`agentgym_turn.core.splits`), the same in every world and file: a question phrased the
-  same way in two worlds is never in training for one and in test for the other.
-* ``dataset_path``, ``corpus_path``: FlashRAG question jsonl and corpus jsonl (``.gz``
-  allowed) instead of the generated world (``split`` is then ignored).
-* ``source``: the questions as one object (the first positional argument of the class):
-  ``QuestionSource(split="test", world_seed=3, question_types=("single_hop",))``; the keywords
-  above (``split`` to ``corpus_path``) build it when it is not given, and giving both is an error
-  naming them.
-* ``retriever``: ``"bm25"`` (default), ``"dense"`` (with ``encoder``: a local
-  sentence-transformers model directory or an ``Encoder`` object), or any object with
-  ``retrieve(queries, topk)``. ``index_dir``: where to save/load the index.
-* ``retriever_url``: use a Search-R1 ``/retrieve`` server instead (``agentgym-turn serve
-  retriever`` or Search-R1's own); then ``corpus_path`` is optional. ``retriever_token``: that
-  server's token (its ``--token``), sent as ``Authorization: Bearer``.
-* ``topk`` (3): passages per search. ``max_searches`` (4): search budget per episode
-  (under ``"search_r1"`` Search-R1's ``max_turns``: the turns that may search).
-* ``passage_sentences`` (``None``: whole passages): show only the first ``N`` sentences of each
-  passage (title kept), a compact style for small context windows; the generated world states
-  an entity's facts first and its filler sentences last.
-* ``expert_think`` (``True``): ``False`` makes ``expert_action()`` give the action alone,
-  without its ``<think>...</think>`` line (shorter demonstrations for small models).
-* ``expert_recall`` (``()``): question templates (names of
-  :data:`~agentgym_turn.searchqa.generator.questions.TEMPLATES`, e.g. ``["birth_year"]``) that
-  ``expert_action()`` answers at once from memory, with the gold answer and no search: a
-  demonstrator that trusts what it knows about some relations, as language models do. On the
-  world it was demonstrated on that answer is right; on any other world it is a habit to unlearn
-  (the search-QA recipe's SFT start). The default expert always searches.
-* ``expert_recall_rate`` (``1.0``): the share of those questions answered from memory; which ones
-  is fixed per question (a CRC-32 of its id), the rest searched as usual. Below 1 the habit is
-  a tendency, not a rule: a policy imitating it still searches those questions now and then.
-* ``prompt_template``: replaces the first message; ``{question}``, ``{topk}``,
-  ``{max_searches}`` (and ``{options}`` for multiple choice) are filled in, in one pass (braces
-  inside a question stay as written). Under ``"search_r1"`` it must show an example answer pair.
-* ``protocol``: ``"search_r1"`` (default: Search-R1's pipeline, tested turn for turn against
-  its code) or ``"strict"`` (our stricter parser, see Action Space).
-* ``format_penalty`` (0.0 under ``"search_r1"``, -0.1 under ``"strict"``), ``render_mode`` (``None`` or ``"ansi"``),
-  ``max_action_length``, ``max_observation_length``.
+    * ``split``: ``"train"`` (default), ``"dev"``, ``"test"`` or ``"all"`` of the generated
+      world: questions 0-499 are test, 500-999 dev, the rest train (about 7,000).
+    * ``world_seed`` (0), ``world_scale`` (1.0): which world; scale multiplies its size.
+    * ``question_types`` (``None``: every type): draw only questions of these types, e.g.
+      ``["single_hop"]``, a curriculum for training (``question_index`` then counts within them);
+      the split is chosen first, so a question keeps its split.
+    * ``content_split`` (``None``): ``"train"``, ``"validation"`` or ``"test"``: keep only the
+      questions of ``split`` whose text falls in that split by content (80/10/10,
+      :mod:`agentgym_turn.core.splits`), the same in every world and file: a question phrased the
+      same way in two worlds is never in training for one and in test for the other.
+    * ``dataset_path``, ``corpus_path``: FlashRAG question jsonl and corpus jsonl (``.gz``
+      allowed) instead of the generated world (``split`` is then ignored).
+    * ``source``: the questions as one object (the first positional argument of the class):
+      ``QuestionSource(split="test", world_seed=3, question_types=("single_hop",))``; the keywords
+      above (``split`` to ``corpus_path``) build it when it is not given, and giving both is an error
+      naming them.
+    * ``retriever``: ``"bm25"`` (default), ``"dense"`` (with ``encoder``: a local
+      sentence-transformers model directory or an ``Encoder`` object), or any object with
+      ``retrieve(queries, topk)``. ``index_dir``: where to save/load the index.
+    * ``retriever_url``: use a Search-R1 ``/retrieve`` server instead (``agentgym-turn serve
+      retriever`` or Search-R1's own); then ``corpus_path`` is optional. ``retriever_token``: that
+      server's token (its ``--token``), sent as ``Authorization: Bearer``.
+    * ``topk`` (3): passages per search. ``max_searches`` (4): search budget per episode
+      (under ``"search_r1"`` Search-R1's ``max_turns``: the turns that may search).
+    * ``passage_sentences`` (``None``: whole passages): show only the first ``N`` sentences of each
+      passage (title kept), a compact style for small context windows; the generated world states
+      an entity's facts first and its filler sentences last.
+    * ``expert_think`` (``True``): ``False`` makes ``expert_action()`` give the action alone,
+      without its ``<think>...</think>`` line (shorter demonstrations for small models).
+    * ``expert_recall`` (``()``): question templates (names of
+      :data:`~agentgym_turn.searchqa.generator.questions.TEMPLATES`, e.g. ``["birth_year"]``) that
+      ``expert_action()`` answers at once from memory, with the gold answer and no search: a
+      demonstrator that trusts what it knows about some relations, as language models do. On the
+      world it was demonstrated on that answer is right; on any other world it is a habit to unlearn
+      (the search-QA recipe's SFT start). The default expert always searches.
+    * ``expert_recall_rate`` (``1.0``): the share of those questions answered from memory; which ones
+      is fixed per question (a CRC-32 of its id), the rest searched as usual. Below 1 the habit is
+      a tendency, not a rule: a policy imitating it still searches those questions now and then.
+    * ``prompt_template``: replaces the first message; ``{question}``, ``{topk}``,
+      ``{max_searches}`` (and ``{options}`` for multiple choice) are filled in, in one pass (braces
+      inside a question stay as written). Under ``"search_r1"`` it must show an example answer pair.
+    * ``protocol``: ``"search_r1"`` (default: Search-R1's pipeline, tested turn for turn against
+      its code) or ``"strict"`` (our stricter parser, see Action Space).
+    * ``format_penalty`` (0.0 under ``"search_r1"``, -0.1 under ``"strict"``), ``render_mode`` (``None`` or ``"ansi"``),
+      ``max_action_length``, ``max_observation_length``.
 
-## Version History
+    ## Version History
 
-* v0: Initial version. Default protocol changed to Search-R1's own (``protocol="search_r1"``);
-  the earlier parser is ``protocol="strict"``.
-"""
+    * v0: Initial version. Default protocol changed to Search-R1's own (``protocol="search_r1"``);
+      the earlier parser is ``protocol="strict"``.
+    """
 
     multiple_choice = False
     reset_options = frozenset({"question_id", "question_index"})
@@ -293,18 +303,35 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         if format_penalty is None:  # Search-R1's reward has no format term; our strict parser's default is -0.1
             format_penalty = 0.0 if protocol == "search_r1" else -0.1
         questions = {name: kwargs.pop(name) for name in list(kwargs) if name in QUESTION_KEYWORDS}
-        super().__init__(format_penalty=format_penalty, render_mode=render_mode, max_action_length=max_action_length,
-                         max_observation_length=max_observation_length, **kwargs)  # an unknown keyword fails here
-        check_settings(protocol=protocol, topk=topk, max_searches=max_searches, passage_sentences=passage_sentences,
-                       prompt_template=prompt_template, expert_recall=expert_recall, expert_recall_rate=expert_recall_rate)
+        super().__init__(
+            format_penalty=format_penalty,
+            render_mode=render_mode,
+            max_action_length=max_action_length,
+            max_observation_length=max_observation_length,
+            **kwargs,
+        )  # an unknown keyword fails here
+        check_settings(
+            protocol=protocol,
+            topk=topk,
+            max_searches=max_searches,
+            passage_sentences=passage_sentences,
+            prompt_template=prompt_template,
+            expert_recall=expert_recall,
+            expert_recall_rate=expert_recall_rate,
+        )
         #: The questions asked: a :class:`QuestionSource` (built from the question keywords when not given).
         self.source = question_source(source, questions, type(self).__name__)
         self.topk, self.max_searches, self.passage_sentences = topk, max_searches, passage_sentences
         self.expert_think, self.prompt_template, self.protocol = bool(expert_think), prompt_template, protocol
         self.expert_recall = frozenset((expert_recall,) if isinstance(expert_recall, str) else expert_recall)
         self.expert_recall_rate = float(expert_recall_rate)
-        self._retrieval = dict(retriever=retriever, encoder=encoder, index_dir=index_dir, retriever_url=retriever_url,
-                               retriever_token=retriever_token)
+        self._retrieval = dict(
+            retriever=retriever,
+            encoder=encoder,
+            index_dir=index_dir,
+            retriever_url=retriever_url,
+            retriever_token=retriever_token,
+        )
         self._attach()
         self._clear_episode()
 
@@ -346,7 +373,9 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         else:
             if source.corpus is None:
                 raise ValueError("an in-process retriever needs corpus_path (or pass retriever_url).")
-            self._retriever = local_retriever(source.key, source.corpus, r, encoder=c["encoder"], index_dir=c["index_dir"])
+            self._retriever = local_retriever(
+                source.key, source.corpus, r, encoder=c["encoder"], index_dir=c["index_dir"]
+            )
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -440,7 +469,9 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             k = choice_index(m.content, q.choices) if q is not None else None
             if k is None:
                 letters = ", ".join(LETTERS[: len(q.choices)]) if q is not None else "A-D"
-                return InvalidAction(f"The answer {snippet(m.content)!r} names no option; answer with one letter of {letters}.")
+                return InvalidAction(
+                    f"The answer {snippet(m.content)!r} names no option; answer with one letter of {letters}."
+                )
             return ("answer", LETTERS[k])
         return ("answer", m.content)
 
@@ -451,8 +482,12 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         self._queries.append(query)
         for h in hits:
             self._seen.add(h.document.contents)
-        shown = [h.document.contents if self.passage_sentences is None else first_sentences(h.document.contents, self.passage_sentences)
-                 for h in hits]  # the expert still tracks whole passages (self._seen): cutting changes only what is shown
+        shown = [
+            h.document.contents
+            if self.passage_sentences is None
+            else first_sentences(h.document.contents, self.passage_sentences)
+            for h in hits
+        ]  # the expert still tracks whole passages (self._seen): cutting changes only what is shown
         return information_block(shown), [h.document.id for h in hits]
 
     def _budget_message(self) -> str:
@@ -481,7 +516,9 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             self._em = exact_match(content, q.golden_answers)
             self._f1 = token_f1(content, q.golden_answers)
         # the verdict first, the agent's words quoted after it: they cannot forge the verdict
-        receipt = f"\nExact match: {'yes' if self._em == 1.0 else 'no'}. Your final answer: {snippet(content, 200)!r}.\n"
+        receipt = (
+            f"\nExact match: {'yes' if self._em == 1.0 else 'no'}. Your final answer: {snippet(content, 200)!r}.\n"
+        )
         return TurnOutcome(receipt, self._em, True, True, {}, {"exact_match": self._em})
 
     # Search-R1: the reward is the score of the whole sequence, so each turn earns the change in that score
@@ -489,7 +526,9 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         """Score the sequence with this turn's cut response (not its observation); return the score's change."""
         q = self._question
         assert q is not None
-        if self.multiple_choice:  # no Search-R1 counterpart: read only the agent's turns, so the prompt's example letter never scores
+        if (
+            self.multiple_choice
+        ):  # no Search-R1 counterpart: read only the agent's turns, so the prompt's example letter never scores
             answer = extract_answer("".join(self._sequence[1:]) + self._cut, min_pairs=1)
         else:
             answer = extract_answer("".join(self._sequence) + self._cut)
@@ -545,11 +584,20 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         if self.protocol == "search_r1":
             change = self._rescore()
             self._record(INVALID_MESSAGE)
-            return TurnOutcome(INVALID_MESSAGE, change + self.format_penalty, False, False, {},
-                               {"exact_match": change, "format": self.format_penalty})
+            return TurnOutcome(
+                INVALID_MESSAGE,
+                change + self.format_penalty,
+                False,
+                False,
+                {},
+                {"exact_match": change, "format": self.format_penalty},
+            )
         return TurnOutcome(
             f"\nMy previous action is invalid ({problem.message.rstrip('.')}). {_HOW}\n",
-            self.format_penalty, False, False, {},
+            self.format_penalty,
+            False,
+            False,
+            {},
         )
 
     def _extra_info(self) -> dict[str, Any]:
@@ -575,8 +623,17 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
         q = self._question
         if q is None:
             return None
-        return [q.id, q.question, self._searches, sorted(self._seen), self._prediction, self._em, self._f1,
-                self._answered, self._sequence if self.protocol == "search_r1" else None]
+        return [
+            q.id,
+            q.question,
+            self._searches,
+            sorted(self._seen),
+            self._prediction,
+            self._em,
+            self._f1,
+            self._answered,
+            self._sequence if self.protocol == "search_r1" else None,
+        ]
 
     def _state_text(self) -> str:
         q = self._question
@@ -620,7 +677,8 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
             passages=self._loaded.corpus.contents if self._loaded.corpus is not None else None,
             seen=self._seen,
             queries=self._queries,
-            can_search=self._searches < self.max_searches and not (self.protocol == "search_r1" and self._final_turn(ahead=1)),
+            can_search=self._searches < self.max_searches
+            and not (self.protocol == "search_r1" and self._final_turn(ahead=1)),
             multiple_choice=self.multiple_choice,
             max_query_chars=MAX_QUERY_CHARS,
             think=self.expert_think,
@@ -630,71 +688,71 @@ env = gym.make("TurnSearchQA-v0", split="test", topk=3, max_searches=4, format_p
 class TurnSearchQAMCQEnv(TurnSearchQAEnv):
     """Multiple-choice search QA: the same world and protocol, answered with a letter A-D.
 
-## Description
+    ## Description
 
-The multiple-choice variant of :class:`TurnSearchQAEnv`, standing in for the medical
-multiple-choice sets (MedQA, MedMCQA, ...) that the ST-PPO paper trains on. Every generated
-question comes with four options: its gold and the golds of three other questions of the
-same split and template (same answer type at least), which show the same four options: the
-questions are dealt into such blocks, so every wrong option is the answer to a real question
-drawn by the same process, and any reading of the options alone (with how often each string
-recurs in the world) is right on one question of four in a block. The correct letter is
-uniform, and no options-only strategy (longest option, numeric rank, the most or least
-frequent string in the world, shape, a conditional logit and boosted trees on option
-features trained on other worlds) scores above 28% on 1,000 questions of each of three world
-seeds (``benchmarks/searchqa_mcq_leak.py``; chance is 25%). A FlashRAG file with ``choices``
-runs the same way.
+    The multiple-choice variant of :class:`TurnSearchQAEnv`, standing in for the medical
+    multiple-choice sets (MedQA, MedMCQA, ...) that the ST-PPO paper trains on. Every generated
+    question comes with four options: its gold and the golds of three other questions of the
+    same split and template (same answer type at least), which show the same four options: the
+    questions are dealt into such blocks, so every wrong option is the answer to a real question
+    drawn by the same process, and any reading of the options alone (with how often each string
+    recurs in the world) is right on one question of four in a block. The correct letter is
+    uniform, and no options-only strategy (longest option, numeric rank, the most or least
+    frequent string in the world, shape, a conditional logit and boosted trees on option
+    features trained on other worlds) scores above 28% on 1,000 questions of each of three world
+    seeds (``benchmarks/searchqa_mcq_leak.py``; chance is 25%). A FlashRAG file with ``choices``
+    runs the same way.
 
-## Action Space
+    ## Action Space
 
-As :class:`TurnSearchQAEnv`: ``<search> query </search>`` or ``<answer> X </answer>``, read by
-the chosen ``protocol``. The answer names an option by a letter alone or leading (``B``,
-``(B)``, ``B.``, ``B) text``, ``Option B``) or by the exact text of an option. Under
-``"search_r1"`` any answer ends the episode (one naming no option scores 0) and the answer
-scored is the last pair of the agent's own turns (Search-R1 has no multiple choice; the
-prompt's example letter must never score); under ``"strict"`` an answer naming no option is an
-invalid turn (the agent may answer again).
+    As :class:`TurnSearchQAEnv`: ``<search> query </search>`` or ``<answer> X </answer>``, read by
+    the chosen ``protocol``. The answer names an option by a letter alone or leading (``B``,
+    ``(B)``, ``B.``, ``B) text``, ``Option B``) or by the exact text of an option. Under
+    ``"search_r1"`` any answer ends the episode (one naming no option scores 0) and the answer
+    scored is the last pair of the agent's own turns (Search-R1 has no multiple choice; the
+    prompt's example letter must never score); under ``"strict"`` an answer naming no option is an
+    invalid turn (the agent may answer again).
 
-## Observation Space
+    ## Observation Space
 
-As :class:`TurnSearchQAEnv`; the prompt lists the options as ``A. ...`` lines.
+    As :class:`TurnSearchQAEnv`; the prompt lists the options as ``A. ...`` lines.
 
-## Starting State
+    ## Starting State
 
-As :class:`TurnSearchQAEnv`.
+    As :class:`TurnSearchQAEnv`.
 
-## Rewards
+    ## Rewards
 
-1.0 for the correct letter, 0.0 for another; ``format_penalty`` (default -0.1) for an
-invalid turn. Random guessing scores 0.25 on average.
+    1.0 for the correct letter, 0.0 for another; ``format_penalty`` (default -0.1) for an
+    invalid turn. Random guessing scores 0.25 on average.
 
-## Episode End
+    ## Episode End
 
-As :class:`TurnSearchQAEnv`: terminated on an answer, truncated after ``max_episode_steps =
-5`` turns (at most ``max_searches = 4`` searches).
+    As :class:`TurnSearchQAEnv`: terminated on an answer, truncated after ``max_episode_steps =
+    5`` turns (at most ``max_searches = 4`` searches).
 
-## Information
+    ## Information
 
-Common keys `turn`, `action_is_valid`, `action_is_effective`, `success`, `score` (1.0 for
-the correct letter), and as in :class:`TurnSearchQAEnv`: `question_id`, `question_type`,
-`searches`, `em`, `f1` (equal to `em` here), `prediction` (the chosen letter),
-`golden_answers` (the correct letter), `retrieved_ids`, `exit_status`, `reward_valid`, `state_key`
-and `reward_components` (`exact_match`, `format`).
+    Common keys `turn`, `action_is_valid`, `action_is_effective`, `success`, `score` (1.0 for
+    the correct letter), and as in :class:`TurnSearchQAEnv`: `question_id`, `question_type`,
+    `searches`, `em`, `f1` (equal to `em` here), `prediction` (the chosen letter),
+    `golden_answers` (the correct letter), `retrieved_ids`, `exit_status`, `reward_valid`, `state_key`
+    and `reward_components` (`exact_match`, `format`).
 
-## Arguments
+    ## Arguments
 
-```python
-import gymnasium as gym
-import agentgym_turn
+    ```python
+    import gymnasium as gym
+    import agentgym_turn
 
-env = gym.make("TurnSearchQA-MCQ-v0", split="test")
-```
+    env = gym.make("TurnSearchQA-MCQ-v0", split="test")
+    ```
 
-The arguments of :class:`TurnSearchQAEnv`.
+    The arguments of :class:`TurnSearchQAEnv`.
 
-## Version History
+    ## Version History
 
-* v0: Initial version.
-"""
+    * v0: Initial version.
+    """
 
     multiple_choice = True

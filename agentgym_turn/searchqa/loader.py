@@ -144,7 +144,9 @@ def _check_ids(questions: list[Question], wheres: list[str]) -> None:
     first: dict[str, str] = {}
     for q, where in zip(questions, wheres):
         if q.id in first:
-            raise DataFileError(f"{where}: duplicate question id {q.id!r} (first at {first[q.id]}); ids must be unique.")
+            raise DataFileError(
+                f"{where}: duplicate question id {q.id!r} (first at {first[q.id]}); ids must be unique."
+            )
         first[q.id] = where
 
 
@@ -158,8 +160,13 @@ def load_flashrag(path: str | os.PathLike, *, limit: int | None = None) -> list[
     path = Path(path)
     out: list[Question] = []
     wheres: list[str] = []
-    rows = iter_json_objects(path, max_bytes=MAX_QUESTION_FILE_BYTES, max_line_chars=_MAX_LINE_CHARS, what="question file",
-                             fields="'question' and 'golden_answers'")
+    rows = iter_json_objects(
+        path,
+        max_bytes=MAX_QUESTION_FILE_BYTES,
+        max_line_chars=_MAX_LINE_CHARS,
+        what="question file",
+        fields="'question' and 'golden_answers'",
+    )
     for lineno, row in rows:
         where = f"{path}:{lineno}"
         out.append(_question(row, where, f"{path.stem}-{lineno - 1}", path.name.split(".")[0]))
@@ -184,6 +191,7 @@ def load_search_r1_parquet(path: str | os.PathLike, *, limit: int | None = None)
         raise DataFileError(f"{path}: more than {MAX_QUESTION_FILE_BYTES:,} bytes, the limit; split the file.")
     require("parquet", f"the parquet question file {path.name}")
     import pyarrow.parquet as pq
+
     try:
         table = pq.read_table(path)
     except Exception as err:  # pyarrow raises several types for a damaged file

@@ -78,7 +78,10 @@ def format_information(hits: Sequence[Hit]) -> str:
 def hits_to_json(hits: Sequence[Sequence[Hit]], *, return_scores: bool) -> list[list[dict[str, Any]]]:
     """The ``result`` field of a ``/retrieve`` response."""
     if return_scores:
-        return [[{"document": {"id": h.document.id, "contents": h.document.contents}, "score": float(h.score)} for h in row] for row in hits]
+        return [
+            [{"document": {"id": h.document.id, "contents": h.document.contents}, "score": float(h.score)} for h in row]
+            for row in hits
+        ]
     return [[{"id": h.document.id, "contents": h.document.contents} for h in row] for row in hits]
 
 
@@ -113,7 +116,9 @@ def write_index_stamp(index_dir: str | os.PathLike, corpus: Corpus, name: str = 
     (Path(index_dir) / name).write_text(json.dumps(stamp))
 
 
-def check_index_stamp(index_dir: str | os.PathLike, corpus: Corpus, what: str, name: str = _STAMP, **extra: Any) -> None:
+def check_index_stamp(
+    index_dir: str | os.PathLike, corpus: Corpus, what: str, name: str = _STAMP, **extra: Any
+) -> None:
     """Raise ``ValueError`` naming ``index_dir`` unless its index was saved for ``corpus`` (and ``extra``)."""
     path = Path(index_dir) / name
     fix = "delete the directory (it is rebuilt) or choose another index_dir"
@@ -153,8 +158,14 @@ class BM25Retriever(_LockedPickle):
         self._lock = threading.Lock()  # the stemmer and numba kernels are not re-entrant
 
     @classmethod
-    def build(cls, corpus: Corpus, *, index_dir: str | os.PathLike | None = None, show_progress: bool | None = None,
-              warmup: bool = True) -> "BM25Retriever":
+    def build(
+        cls,
+        corpus: Corpus,
+        *,
+        index_dir: str | os.PathLike | None = None,
+        show_progress: bool | None = None,
+        warmup: bool = True,
+    ) -> "BM25Retriever":
         """Index ``corpus``; with ``index_dir``, load the index saved there or build and save it.
 
         A saved index is used only if it was saved for this very corpus (its
@@ -248,8 +259,15 @@ class SentenceTransformerEncoder:
         device: Torch device string (default: the library's choice).
     """
 
-    def __init__(self, model_path: str | os.PathLike, *, query_prefix: str = "", passage_prefix: str = "",
-                 batch_size: int = 64, device: str | None = None):
+    def __init__(
+        self,
+        model_path: str | os.PathLike,
+        *,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        batch_size: int = 64,
+        device: str | None = None,
+    ):
         path = Path(model_path)
         if not path.is_dir():
             raise FileNotFoundError(
@@ -258,6 +276,7 @@ class SentenceTransformerEncoder:
             )
         require("dense", "TurnSearchQA's dense retriever")
         from sentence_transformers import SentenceTransformer
+
         try:
             self.model = SentenceTransformer(str(path), device=device, local_files_only=True)
         except TypeError:  # older sentence-transformers without local_files_only
@@ -269,8 +288,13 @@ class SentenceTransformerEncoder:
 
     def encode(self, texts: Sequence[str], *, is_query: bool) -> np.ndarray:
         prefix = self.query_prefix if is_query else self.passage_prefix
-        emb = self.model.encode([prefix + t for t in texts], batch_size=self.batch_size,
-                                normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        emb = self.model.encode(
+            [prefix + t for t in texts],
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return np.asarray(emb, dtype=np.float32)
 
 
@@ -287,7 +311,9 @@ class DenseRetriever(_LockedPickle):
     Ties are broken by passage order, so rankings are deterministic.
     """
 
-    def __init__(self, corpus: Corpus, encoder: Encoder, *, embeddings: np.ndarray | None = None, batch_size: int = 256):
+    def __init__(
+        self, corpus: Corpus, encoder: Encoder, *, embeddings: np.ndarray | None = None, batch_size: int = 256
+    ):
         self.corpus = corpus
         self.encoder = encoder
         if embeddings is None:
@@ -303,7 +329,9 @@ class DenseRetriever(_LockedPickle):
         self._lock = threading.Lock()
 
     @classmethod
-    def build(cls, corpus: Corpus, encoder: Encoder, *, cache_path: str | os.PathLike | None = None) -> "DenseRetriever":
+    def build(
+        cls, corpus: Corpus, encoder: Encoder, *, cache_path: str | os.PathLike | None = None
+    ) -> "DenseRetriever":
         """Like the constructor, loading/saving the passage embeddings at ``cache_path`` (``.npy``).
 
         Saved embeddings are used only for the corpus and encoder they were computed for (a
@@ -334,7 +362,9 @@ class DenseRetriever(_LockedPickle):
             part = np.argpartition(-row, k - 1)[:k] if k < row.shape[0] else np.arange(row.shape[0])
             # best first; equal scores in passage order
             order = part[np.lexsort((part, -row[part]))]
-            out.append([Hit(Document(self.corpus.ids[i], self.corpus.contents[i]), float(row[i])) for i in order.tolist()])
+            out.append(
+                [Hit(Document(self.corpus.ids[i], self.corpus.contents[i]), float(row[i])) for i in order.tolist()]
+            )
         return out
 
 
@@ -354,7 +384,7 @@ def _document_from_json(doc: Any) -> Document:
     contents = doc.get("contents")
     if not isinstance(contents, str):
         if isinstance(doc.get("text"), str):  # title/text documents without contents
-            contents = f"\"{doc.get('title', '')}\"\n{doc['text']}"
+            contents = f'"{doc.get("title", "")}"\n{doc["text"]}'
         else:
             raise RetrieverError("a retrieved document has no 'contents' (nor 'title' and 'text')")
     return Document(str(doc.get("id", "")), contents)
@@ -375,7 +405,9 @@ def parse_retrieve_response(payload: Any, num_queries: int) -> list[list[Hit]]:
         for item in row:
             if isinstance(item, dict) and "document" in item:
                 score = item.get("score", 0.0)
-                hits.append(Hit(_document_from_json(item["document"]), float(score) if isinstance(score, (int, float)) else 0.0))
+                hits.append(
+                    Hit(_document_from_json(item["document"]), float(score) if isinstance(score, (int, float)) else 0.0)
+                )
             else:
                 hits.append(Hit(_document_from_json(item), 0.0))
         out.append(hits)
@@ -457,7 +489,9 @@ class HTTPRetriever:
                 data = resp.read()
             except TimeoutError as exc:  # socket.timeout: a slow server is not retried, so the wait stays bounded
                 self.close()
-                raise RetrieverError(f"the retriever at {self.url} did not answer within {self.timeout:g} s ({exc or 'timed out'})") from exc
+                raise RetrieverError(
+                    f"the retriever at {self.url} did not answer within {self.timeout:g} s ({exc or 'timed out'})"
+                ) from exc
             except (OSError, http.client.HTTPException) as exc:
                 last = exc
                 self.close()

@@ -36,8 +36,16 @@ from typing import Any, Sequence
 
 from ..core.args import is_int
 from ..serving import (
-    AppServer, HTTPError, RateLimit, ServerLimits, access_options, add_access_arguments, add_allow_host_argument, json_error_handlers,
-    parse_json, read_body,
+    AppServer,
+    HTTPError,
+    RateLimit,
+    ServerLimits,
+    access_options,
+    add_access_arguments,
+    add_allow_host_argument,
+    json_error_handlers,
+    parse_json,
+    read_body,
 )
 from .retrieval import Retriever, hits_to_json
 
@@ -133,7 +141,9 @@ class _Answer:
         gone: asyncio.Task | None = None  # once the answer has begun: done when the client has gone
         try:
             for start in range(0, len(queries), per_call):
-                hits = await loop.run_in_executor(_retrieval_pool(), self.retriever.retrieve, queries[start : start + per_call], topk)
+                hits = await loop.run_in_executor(
+                    _retrieval_pool(), self.retriever.retrieve, queries[start : start + per_call], topk
+                )
                 for row in hits:
                     if not first:
                         body += b","
@@ -141,10 +151,18 @@ class _Answer:
                     body += _render(hits_to_json([row], return_scores=return_scores)[0]).encode("utf-8")
                     if len(body) >= ANSWER_PIECE_BYTES:
                         if gone is None:
-                            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+                            await send(
+                                {
+                                    "type": "http.response.start",
+                                    "status": 200,
+                                    "headers": [(b"content-type", b"application/json")],
+                                }
+                            )
                             gone = loop.create_task(_until_disconnected(receive))
                         piece, body = bytes(body), bytearray()
-                        await send({"type": "http.response.body", "body": piece, "more_body": True})  # waits while the client does not read
+                        await send(
+                            {"type": "http.response.body", "body": piece, "more_body": True}
+                        )  # waits while the client does not read
                         if gone.done():  # aborted (send deadline) or closed by the client: build no more
                             return
         except Exception as exc:  # report, keep serving
@@ -158,8 +176,13 @@ class _Answer:
                 gone.cancel()
         body += b"]}"
         if gone is None:
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-length", b"%d" % len(body)), (b"content-type", b"application/json")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-length", b"%d" % len(body)), (b"content-type", b"application/json")],
+                }
+            )
         await send({"type": "http.response.body", "body": bytes(body), "more_body": False})
 
 
@@ -235,8 +258,17 @@ class RetrievalServer(AppServer):
             raise ValueError(f"default_topk must be an integer from 1 to {MAX_TOPK}, got {default_topk!r}.")
         limits = limits or ServerLimits(max_body_bytes=MAX_BODY_BYTES)
         app = build_app(retriever, default_topk=default_topk, limits=limits)
-        super().__init__(app, host=host, port=port, limits=limits, verbose=verbose, http_parser=http_parser, allowed_hosts=allowed_hosts,
-                         token=token, rate_limit=rate_limit)
+        super().__init__(
+            app,
+            host=host,
+            port=port,
+            limits=limits,
+            verbose=verbose,
+            http_parser=http_parser,
+            allowed_hosts=allowed_hosts,
+            token=token,
+            rate_limit=rate_limit,
+        )
 
     @property
     def url(self) -> str:
@@ -251,22 +283,35 @@ class RetrievalServer(AppServer):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="agentgym-turn serve retriever",
-        description="Serve a corpus over Search-R1's /retrieve protocol (POST {\"queries\", \"topk\", \"return_scores\"}).",
+        description='Serve a corpus over Search-R1\'s /retrieve protocol (POST {"queries", "topk", "return_scores"}).',
     )
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--corpus", metavar="PATH", help="corpus jsonl ({\"id\", \"contents\"} lines, wiki-18 format; .gz allowed)")
+    src.add_argument(
+        "--corpus", metavar="PATH", help='corpus jsonl ({"id", "contents"} lines, wiki-18 format; .gz allowed)'
+    )
     src.add_argument("--generated", action="store_true", help="serve the generated TurnSearchQA world's corpus")
     p.add_argument("--world-seed", type=int, default=0, help="seed of the generated world (default 0)")
-    p.add_argument("--world-scale", type=float, default=1.0, help="size multiplier of the generated world (default 1.0)")
+    p.add_argument(
+        "--world-scale", type=float, default=1.0, help="size multiplier of the generated world (default 1.0)"
+    )
     p.add_argument("--retriever", choices=("bm25", "dense"), default="bm25", help="ranking (default bm25)")
-    p.add_argument("--encoder", metavar="DIR", help="local sentence-transformers model directory (for --retriever dense; never downloaded)")
+    p.add_argument(
+        "--encoder",
+        metavar="DIR",
+        help="local sentence-transformers model directory (for --retriever dense; never downloaded)",
+    )
     p.add_argument("--index-dir", metavar="DIR", help="save the index here, or load it if it is there")
     p.add_argument("--topk", type=int, default=3, help="passages per query when a request gives no topk (default 3)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
-    p.add_argument("--processes", type=int, default=1, metavar="N",
-                   help="serve from N processes sharing the port and the index (forked copies; POSIX): requests use N cores "
-                        "(default 1)")
+    p.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve from N processes sharing the port and the index (forked copies; POSIX): requests use N cores "
+        "(default 1)",
+    )
     add_allow_host_argument(p)
     add_access_arguments(p)
     p.add_argument("--verbose", action="store_true", help="log every request")
@@ -301,13 +346,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if callable(warm):
         warm()
     try:
-        server = RetrievalServer(retriever, host=args.host, port=args.port, default_topk=args.topk, verbose=args.verbose,
-                                 allowed_hosts=args.allow_host, **access)
+        server = RetrievalServer(
+            retriever,
+            host=args.host,
+            port=args.port,
+            default_topk=args.topk,
+            verbose=args.verbose,
+            allowed_hosts=args.allow_host,
+            **access,
+        )
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     copies = f" from {args.processes} processes" if args.processes > 1 else ""
-    return server.run_until_interrupted(f"Serving {len(corpus):,} passages at {server.url}{copies} (Ctrl-C stops)", args.processes)
+    return server.run_until_interrupted(
+        f"Serving {len(corpus):,} passages at {server.url}{copies} (Ctrl-C stops)", args.processes
+    )
 
 
 if __name__ == "__main__":

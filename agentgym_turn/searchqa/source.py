@@ -48,8 +48,12 @@ def generated_source(seed: int = 0, scale: float = 1.0) -> Source:
 
     def build() -> Source:
         if scale >= PROGRESS_MIN_SCALE:  # generating and indexing take over ~2 s: say so
-            print(f"agentgym-turn: generating search-QA world seed={seed} scale={scale} "
-                  f"(about {round(6000 * scale):,} passages) ...", file=sys.stderr, flush=True)
+            print(
+                f"agentgym-turn: generating search-QA world seed={seed} scale={scale} "
+                f"(about {round(6000 * scale):,} passages) ...",
+                file=sys.stderr,
+                flush=True,
+            )
         world = generate_world(WorldConfig.scaled(scale, seed=seed))
         rendered = render_corpus(world)
         return Source(key, generate_questions(world, rendered), rendered.corpus, rendered)
@@ -83,8 +87,9 @@ def file_source(dataset_path: str | os.PathLike, corpus_path: str | os.PathLike 
     return SOURCES.get(key, build)
 
 
-def local_retriever(corpus_key: Hashable, corpus: Corpus, kind: str, *, encoder: Any = None,
-                    index_dir: str | os.PathLike | None = None):
+def local_retriever(
+    corpus_key: Hashable, corpus: Corpus, kind: str, *, encoder: Any = None, index_dir: str | os.PathLike | None = None
+):
     """A BM25 or dense retriever over ``corpus``, shared per process.
 
     ``kind`` is ``"bm25"`` or ``"dense"``. A dense retriever needs ``encoder``: a local
@@ -98,13 +103,17 @@ def local_retriever(corpus_key: Hashable, corpus: Corpus, kind: str, *, encoder:
         return SOURCES.get(key, lambda: BM25Retriever.build(corpus, index_dir=index_dir))
     if kind == "dense":
         if encoder is None:
-            raise ValueError("retriever='dense' needs encoder=: a local sentence-transformers model path or an Encoder object.")
+            raise ValueError(
+                "retriever='dense' needs encoder=: a local sentence-transformers model path or an Encoder object."
+            )
         if isinstance(encoder, (str, os.PathLike)):
             cache = Path(index_dir) / "embeddings.npy" if index_dir is not None else None
             if cache is not None:
                 cache.parent.mkdir(parents=True, exist_ok=True)
             key = ("dense", corpus_key, str(Path(encoder).resolve()), str(cache))
-            return SOURCES.get(key, lambda: DenseRetriever.build(corpus, SentenceTransformerEncoder(encoder), cache_path=cache))
+            return SOURCES.get(
+                key, lambda: DenseRetriever.build(corpus, SentenceTransformerEncoder(encoder), cache_path=cache)
+            )
         return DenseRetriever(corpus, encoder)
     raise ValueError(f"retriever must be 'bm25', 'dense' or a Retriever object, got {kind!r}.")
 
@@ -140,8 +149,10 @@ class QuestionSource:
         raw = self.question_types
         types = None if raw is None else (raw,) if isinstance(raw, str) else tuple(raw)
         if types is not None and (not types or not set(types) <= {*QUESTION_TYPES, "dataset"}):
-            raise ValueError(f"question_types must be None (every type) or a non-empty list of {[*QUESTION_TYPES, 'dataset']}, "
-                             f"got {raw!r}.")
+            raise ValueError(
+                f"question_types must be None (every type) or a non-empty list of {[*QUESTION_TYPES, 'dataset']}, "
+                f"got {raw!r}."
+            )
         object.__setattr__(self, "question_types", types)
         object.__setattr__(self, "world_seed", int(self.world_seed))
         object.__setattr__(self, "world_scale", float(self.world_scale))
@@ -160,9 +171,11 @@ class QuestionSource:
         if self.content_split is not None:  # held out by the question's text, across worlds and files
             questions = [q for q in questions if content_split(q.question) == self.content_split]
         if not questions:
-            raise ValueError("the chosen split holds no questions" + ("" if self.question_types is None else
-                             f" of question_types={list(self.question_types)}")
-                             + ("" if self.content_split is None else f" with content_split={self.content_split!r}"))
+            raise ValueError(
+                "the chosen split holds no questions"
+                + ("" if self.question_types is None else f" of question_types={list(self.question_types)}")
+                + ("" if self.content_split is None else f" with content_split={self.content_split!r}")
+            )
         return source, questions
 
 

@@ -68,9 +68,7 @@ class Board:
         self.target_mask = mask_of(self.targets)
         self.wall_mask = mask_of(i for i, free in enumerate(self.free) if not free)
         self.push_dist = [self._pull_distances(t) for t in self.targets]
-        self.dead = [
-            self.free[i] and all(pd[i] >= UNREACHABLE for pd in self.push_dist) for i in range(self.n)
-        ]
+        self.dead = [self.free[i] and all(pd[i] >= UNREACHABLE for pd in self.push_dist) for i in range(self.n)]
         self.floor_cells = [i for i in range(self.n) if self.free[i]]
         # Bitmasks for bit-parallel flood fills (see solver.solve).
         self.free_mask = mask_of(self.floor_cells)

@@ -32,9 +32,7 @@ RAGEN_SYMBOLS: Mapping[str, str] = MappingProxyType(dict(zip(CELL_KINDS, "#_OXâˆ
 #: The Boxoban / XSB file symbols: ``# (space) . $ * @ +``.
 BOXOBAN_SYMBOLS: Mapping[str, str] = MappingProxyType(dict(zip(CELL_KINDS, "# .$*@+")))
 #: Named vocabularies accepted by ``symbols=``.
-SYMBOL_SETS: Mapping[str, Mapping[str, str]] = MappingProxyType(
-    {"ragen": RAGEN_SYMBOLS, "boxoban": BOXOBAN_SYMBOLS}
-)
+SYMBOL_SETS: Mapping[str, Mapping[str, str]] = MappingProxyType({"ragen": RAGEN_SYMBOLS, "boxoban": BOXOBAN_SYMBOLS})
 
 #: Words of the legend, per cell kind, for prompts.
 CELL_WORDS: Mapping[str, str] = MappingProxyType(

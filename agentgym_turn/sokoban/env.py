@@ -56,7 +56,9 @@ _SPLIT_DRAWS = 1000
 def checked_style(prompt_style: Any, symbols: Any) -> dict[str, str]:
     """The grid's symbols for ``symbols=``, after checking ``prompt_style``; a ValueError names the bad one."""
     if not isinstance(prompt_style, str) or prompt_style not in PROMPT_STYLES:
-        raise ValueError(f"prompt_style={prompt_style!r} is not a style; choose one of {', '.join(map(repr, PROMPT_STYLES))}.")
+        raise ValueError(
+            f"prompt_style={prompt_style!r} is not a style; choose one of {', '.join(map(repr, PROMPT_STYLES))}."
+        )
     try:
         return resolve_symbols(symbols)
     except (TypeError, ValueError) as exc:
@@ -66,165 +68,173 @@ def checked_style(prompt_style: Any, symbols: Any) -> dict[str, str]:
 class TurnSokobanEnv(TurnEnv):
     """Push every box onto a target; each turn the agent sends a few moves as text.
 
-## Description
+    ## Description
 
-Sokoban as in gym-sokoban and RAGEN's text setting, which the Turn-PPO paper's Sokoban
-numbers follow. The player walks on floor cells and pushes (never pulls) one box at a
-time; a push into a wall or another box does nothing. Levels come from a seeded
-generator (gym-sokoban's method: random-walk room, reverse play from the solved state)
-that also certifies them: every generated level ships with a plan that was replayed to
-the solved state, and the solver proves the shortest plan's length within a budget
-(`optimal_moves`, `optimal_certified`). Levels can also be loaded from Boxoban files.
+    Sokoban as in gym-sokoban and RAGEN's text setting, which the Turn-PPO paper's Sokoban
+    numbers follow. The player walks on floor cells and pushes (never pulls) one box at a
+    time; a push into a wall or another box does nothing. Levels come from a seeded
+    generator (gym-sokoban's method: random-walk room, reverse play from the solved state)
+    that also certifies them: every generated level ships with a plan that was replayed to
+    the solved state, and the solver proves the shortest plan's length within a budget
+    (`optimal_moves`, `optimal_certified`). Levels can also be loaded from Boxoban files.
 
-## Action Space
+    ## Action Space
 
-Any string (`TurnText`). A valid response holds one or more moves, `Up`, `Down`, `Left`
-or `Right` (any letter case), separated by `||` inside `<answer>...</answer>`, e.g.
-`<answer>Right || Right || Up</answer>`; text outside the first answer pair and
-`<think>...</think>` blocks are ignored. At most `max_actions_per_turn` moves are played
-per turn (the rest are ignored and the message says so), and no more than the moves left
-in the episode. A response without a valid answer is an invalid turn: nothing moves, the
-reward is `format_penalty`, and the message says what was wrong.
+    Any string (`TurnText`). A valid response holds one or more moves, `Up`, `Down`, `Left`
+    or `Right` (any letter case), separated by `||` inside `<answer>...</answer>`, e.g.
+    `<answer>Right || Right || Up</answer>`; text outside the first answer pair and
+    `<think>...</think>` blocks are ignored. At most `max_actions_per_turn` moves are played
+    per turn (the rest are ignored and the message says so), and no more than the moves left
+    in the episode. A response without a valid answer is an invalid turn: nothing moves, the
+    reward is `format_penalty`, and the message says what was wrong.
 
-With `prompt_style="ragen"` responses are read as RAGEN's code reads them (see
-`agentgym_turn.sokoban.ragen`): a `<think>...</think>` block must come right before the
-answer (only whitespace between), tags are lower-case, the first 5 pieces between `||` are
-kept, and the pieces that are moves are played while the others cost `format_penalty`
-(`Up || Jump || Left` plays Up and Left and adds -0.1). A turn with no move is invalid.
+    With `prompt_style="ragen"` responses are read as RAGEN's code reads them (see
+    `agentgym_turn.sokoban.ragen`): a `<think>...</think>` block must come right before the
+    answer (only whitespace between), tags are lower-case, the first 5 pieces between `||` are
+    kept, and the pieces that are moves are played while the others cost `format_penalty`
+    (`Up || Jump || Left` plays Up and Left and adds -0.1). A turn with no move is invalid.
 
-## Observation Space
+    ## Observation Space
 
-Text (`TurnText`). With `prompt_style="full"` (the default, RAGEN-like) the first
-message states the task, the legend, the rules, the answer format and the move budget,
-then the grid; later messages report the moves played, their reward, what happened, the
-moves left and the grid. Grid cells use RAGEN's symbols by default (`#` wall, `_` floor,
-`O` target, `X` box, `√` box on target, `P` player, `S` player on target; `symbols=`
-changes them) and are separated by one space in the full style.
+    Text (`TurnText`). With `prompt_style="full"` (the default, RAGEN-like) the first
+    message states the task, the legend, the rules, the answer format and the move budget,
+    then the grid; later messages report the moves played, their reward, what happened, the
+    moves left and the grid. Grid cells use RAGEN's symbols by default (`#` wall, `_` floor,
+    `O` target, `X` box, `√` box on target, `P` player, `S` player on target; `symbols=`
+    changes them) and are separated by one space in the full style.
 
-`prompt_style="compact"` (for small models with short contexts) uses this stable format
-for every message, the first one included::
+    `prompt_style="compact"` (for small models with short contexts) uses this stable format
+    for every message, the first one included::
 
-    [status line]          only when something ended the turn: "solved", "deadlock",
-                           "out of moves", or "invalid: answer like <answer>Up || Left</answer>"
-    turn T moves M         T: the turn about to be played (1 at reset); M: moves left
-                           ("moves M" is left out when the episode has no move cap)
-    ######                 the grid, one symbol per cell, no separators
-    #_OX_#
-    ...
+        [status line]          only when something ended the turn: "solved", "deadlock",
+                               "out of moves", or "invalid: answer like <answer>Up || Left</answer>"
+        turn T moves M         T: the turn about to be played (1 at reset); M: moves left
+                               ("moves M" is left out when the episode has no move cap)
+        ######                 the grid, one symbol per cell, no separators
+        #_OX_#
+        ...
 
-`prompt_style="ragen"` gives RAGEN's messages for `SimpleSokoban` byte for byte: its
-instruction, symbol meanings, actions and budget, then `Turn k:`, `State:`, the grid (no
-separators), the actions left and its format reminder; later messages start with
-`Reward:` and the turn's reward as RAGEN prints it (a float sum, e.g. `-0.30000000000000004`).
-RAGEN's system message ("You're a helpful assistant. ") is the trainer's to add.
+    `prompt_style="ragen"` gives RAGEN's messages for `SimpleSokoban` byte for byte: its
+    instruction, symbol meanings, actions and budget, then `Turn k:`, `State:`, the grid (no
+    separators), the actions left and its format reminder; later messages start with
+    `Reward:` and the turn's reward as RAGEN prints it (a float sum, e.g. `-0.30000000000000004`).
+    RAGEN's system message ("You're a helpful assistant. ") is the trainer's to add.
 
-## Starting State
+    ## Starting State
 
-A level generated from `self.np_random` (reset with a seed for a fixed level): a
-`dim` room with `num_boxes` boxes off their targets and the player off the targets,
-whose shortest solution has `min_moves..max_moves` moves (by default at most 10, RAGEN's
-episode cap). The level a seed gives depends only on the level parameters (`dim`,
-`num_boxes`, `min_moves`, `max_moves`, `num_gen_steps`, and `solver_budget` only when
-`min_moves > 1` and a proof runs out), never on the episode's move cap, the prompt or the
-rewards. With `levels=` a level of
-the file(s) is drawn instead; `reset(options={"level": ...})` picks one (an index into
-`levels`, a level text in Boxoban/XSB symbols, or a `Level`).
-With `split="train"`, `"validation"` or `"test"`, only levels of that split are played: a
-level's split follows from its content (`agentgym_turn.sokoban.splits`: 80/10/10 by a CRC-32
-of the level's text), so the splits share no level whatever seeds drew them; generation draws
-again until a level of the split comes up, and `levels=` keeps the file's levels of the split.
+    A level generated from `self.np_random` (reset with a seed for a fixed level): a
+    `dim` room with `num_boxes` boxes off their targets and the player off the targets,
+    whose shortest solution has `min_moves..max_moves` moves (by default at most 10, RAGEN's
+    episode cap). The level a seed gives depends only on the level parameters (`dim`,
+    `num_boxes`, `min_moves`, `max_moves`, `num_gen_steps`, and `solver_budget` only when
+    `min_moves > 1` and a proof runs out), never on the episode's move cap, the prompt or the
+    rewards. With `levels=` a level of
+    the file(s) is drawn instead; `reset(options={"level": ...})` picks one (an index into
+    `levels`, a level text in Boxoban/XSB symbols, or a `Level`).
+    With `split="train"`, `"validation"` or `"test"`, only levels of that split are played: a
+    level's split follows from its content (`agentgym_turn.sokoban.splits`: 80/10/10 by a CRC-32
+    of the level's text), so the splits share no level whatever seeds drew them; generation draws
+    again until a level of the split comes up, and `levels=` keeps the file's levels of the split.
 
-## Rewards
+    ## Rewards
 
-Per move, gym-sokoban's constants: -0.1 for every move (also one that bumps a wall),
-+1 when the move pushes a box onto a target, -1 when it pushes one off, and +10 more
-when the move puts the last box on its target. A turn's reward is the sum over its moves
-(computed in tenths, so it is exact); an invalid turn gets `format_penalty` (-0.1).
+    Per move, gym-sokoban's constants: -0.1 for every move (also one that bumps a wall),
+    +1 when the move pushes a box onto a target, -1 when it pushes one off, and +10 more
+    when the move puts the last box on its target. A turn's reward is the sum over its moves
+    (computed in tenths, so it is exact); an invalid turn gets `format_penalty` (-0.1).
 
-## Episode End
+    ## Episode End
 
-`terminated` when all boxes are on targets (success), when a box is provably stuck
-(`terminate_on_deadlock=True`, the default: a box on a dead square, from which no target
-can be reached, or boxes frozen against walls and each other off target;
-`info["deadlocked"]`), or when the episode's moves are used up. `truncated` when the
-registered turn limit (`max_episode_steps`) is reached.
+    `terminated` when all boxes are on targets (success), when a box is provably stuck
+    (`terminate_on_deadlock=True`, the default: a box on a dead square, from which no target
+    can be reached, or boxes frozen against walls and each other off target;
+    `info["deadlocked"]`), or when the episode's moves are used up. `truncated` when the
+    registered turn limit (`max_episode_steps`) is reached.
 
-## Information
+    ## Information
 
-Every `reset` and `step` returns:
+    Every `reset` and `step` returns:
 
-* `turn`: turns played so far (0 after reset).
-* `action_is_valid`: the response held a valid answer.
-* `action_is_effective`: the state changed this turn.
-* `success`: all boxes are on targets.
-* `score`: the episode's return so far (format penalties included).
-* `boxes_on_target`: boxes on targets now.
-* `moves`: moves played in the episode so far.
-* `moves_left`: moves the episode still allows (-1 without a cap).
-* `executed_moves`: the moves played this turn, e.g. `["Up", "Left"]`.
-* `deadlocked`: a box is provably stuck (the level can no longer be solved).
-* `optimal_moves`: the proven shortest solution length of the level from its start; -1
-  when the solver could not prove one within `solver_budget` (never an upper bound).
-* `optimal_certified`: the solver proved `env.solution` optimal (then `optimal_moves` is its
-  length).
-* `solution_moves`: length of the shortest plan known for the level (`env.solution`), optimal
-  or not.
-* `level_name`: `"file.txt;index"` for a level loaded from a file, else `""`.
-* `exit_status`, `reward_valid`, `state_key` and `reward_components` (`step`, `box_on_target`,
-  `box_off_target`, `finish`, `format`): the fields RL infrastructure reads (``docs/turn-contract.md``).
+    * `turn`: turns played so far (0 after reset).
+    * `action_is_valid`: the response held a valid answer.
+    * `action_is_effective`: the state changed this turn.
+    * `success`: all boxes are on targets.
+    * `score`: the episode's return so far (format penalties included).
+    * `boxes_on_target`: boxes on targets now.
+    * `moves`: moves played in the episode so far.
+    * `moves_left`: moves the episode still allows (-1 without a cap).
+    * `executed_moves`: the moves played this turn, e.g. `["Up", "Left"]`.
+    * `deadlocked`: a box is provably stuck (the level can no longer be solved).
+    * `optimal_moves`: the proven shortest solution length of the level from its start; -1
+      when the solver could not prove one within `solver_budget` (never an upper bound).
+    * `optimal_certified`: the solver proved `env.solution` optimal (then `optimal_moves` is its
+      length).
+    * `solution_moves`: length of the shortest plan known for the level (`env.solution`), optimal
+      or not.
+    * `level_name`: `"file.txt;index"` for a level loaded from a file, else `""`.
+    * `exit_status`, `reward_valid`, `state_key` and `reward_components` (`step`, `box_on_target`,
+      `box_off_target`, `finish`, `format`): the fields RL infrastructure reads (``docs/turn-contract.md``).
 
-## Arguments
+    ## Arguments
 
-```python
-import gymnasium as gym
-import agentgym_turn
-env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5,
-               max_actions_per_episode=10, prompt_style="full", max_episode_steps=5)
-```
+    ```python
+    import gymnasium as gym
+    import agentgym_turn
 
-* `dim`: `(rows, cols)` of the grid, outer walls included, or one int for a square.
-* `num_boxes`: boxes (and targets) per generated level.
-* `max_actions_per_turn`: moves played per turn at most (RAGEN: 5).
-* `max_actions_per_episode`: moves per episode at most (RAGEN: 10); None for no cap.
-* `min_moves`, `max_moves`: range of the optimal solution length of generated levels
-  (default 1..10); `max_moves=None`: no upper limit. Keep `max_moves` at most
-  `max_actions_per_episode` so every level can be solved in time.
-* `prompt_style`: `"full"` (default), `"compact"` or `"ragen"` (see Observation Space).
-* `symbols`: `"ragen"`, `"boxoban"`, a 7-character string in the order wall, floor,
-  target, box, box on target, player, player on target, or a mapping of some of those.
-* `terminate_on_deadlock`: end the episode as soon as a box is provably stuck.
-* `levels`: a Boxoban-format file or directory, or a list of `Level`; replaces generation.
-* `verify_levels`: solve every level of `levels` when the env is made, so a level with no
-  solution (or none found within `solver_budget`) fails at once, naming its file and line;
-  `False` defers that to the reset that draws the level.
-* `solver_budget`: push states the solver may expand per level: to certify a generated
-  level, to solve a loaded one (then as much again for a weighted search), and for each
-  re-plan of `expert_action()`. It bounds the solver's work.
-* `num_gen_steps`: random-walk steps carving a room (gym-sokoban: `1.7 * (rows + cols)`).
-* `source`: where levels come from, as one object (the first positional argument of
-  `TurnSokobanEnv`): `SokobanGenerator(dim=(8, 8), num_boxes=2, max_moves=30)` or
-  `LevelFile.load("levels.txt", solver_budget=50_000)`. The level keywords above (`dim`,
-  `num_boxes`, `min_moves`, `max_moves`, `num_gen_steps`, `levels`, `verify_levels`) build it
-  when it is not given; giving both is an error naming the keywords. The env's
-  `solver_budget` still bounds `expert_action()`.
-* `split`: `None` (every level, the default), `"train"`, `"validation"` or `"test"`: play
-  only levels of that split, disjoint by content (see Starting State). A level given in
-  `reset(options={"level": ...})` is played whatever its split.
-* `format_penalty`: reward of an invalid turn (-0.1).
-* `show_border`: `False` leaves the outer ring of the grid out of observations when it is all
-  wall (every generated level's is), e.g. a 6x6 level shows its 4x4 inside: 20 fewer tokens
-  per observation for a small model (`"ansi"` renders what observations show; `"rgb_array"`
-  always draws the whole grid).
-* `render_mode`: `"ansi"` (the text grid) or `"rgb_array"` (16 px per cell).
-* `max_episode_steps` (of `gymnasium.make`): the turn limit.
+    env = gym.make(
+        "TurnSokoban-v0",
+        dim=(6, 6),
+        num_boxes=1,
+        max_actions_per_turn=5,
+        max_actions_per_episode=10,
+        prompt_style="full",
+        max_episode_steps=5,
+    )
+    ```
 
-## Version History
+    * `dim`: `(rows, cols)` of the grid, outer walls included, or one int for a square.
+    * `num_boxes`: boxes (and targets) per generated level.
+    * `max_actions_per_turn`: moves played per turn at most (RAGEN: 5).
+    * `max_actions_per_episode`: moves per episode at most (RAGEN: 10); None for no cap.
+    * `min_moves`, `max_moves`: range of the optimal solution length of generated levels
+      (default 1..10); `max_moves=None`: no upper limit. Keep `max_moves` at most
+      `max_actions_per_episode` so every level can be solved in time.
+    * `prompt_style`: `"full"` (default), `"compact"` or `"ragen"` (see Observation Space).
+    * `symbols`: `"ragen"`, `"boxoban"`, a 7-character string in the order wall, floor,
+      target, box, box on target, player, player on target, or a mapping of some of those.
+    * `terminate_on_deadlock`: end the episode as soon as a box is provably stuck.
+    * `levels`: a Boxoban-format file or directory, or a list of `Level`; replaces generation.
+    * `verify_levels`: solve every level of `levels` when the env is made, so a level with no
+      solution (or none found within `solver_budget`) fails at once, naming its file and line;
+      `False` defers that to the reset that draws the level.
+    * `solver_budget`: push states the solver may expand per level: to certify a generated
+      level, to solve a loaded one (then as much again for a weighted search), and for each
+      re-plan of `expert_action()`. It bounds the solver's work.
+    * `num_gen_steps`: random-walk steps carving a room (gym-sokoban: `1.7 * (rows + cols)`).
+    * `source`: where levels come from, as one object (the first positional argument of
+      `TurnSokobanEnv`): `SokobanGenerator(dim=(8, 8), num_boxes=2, max_moves=30)` or
+      `LevelFile.load("levels.txt", solver_budget=50_000)`. The level keywords above (`dim`,
+      `num_boxes`, `min_moves`, `max_moves`, `num_gen_steps`, `levels`, `verify_levels`) build it
+      when it is not given; giving both is an error naming the keywords. The env's
+      `solver_budget` still bounds `expert_action()`.
+    * `split`: `None` (every level, the default), `"train"`, `"validation"` or `"test"`: play
+      only levels of that split, disjoint by content (see Starting State). A level given in
+      `reset(options={"level": ...})` is played whatever its split.
+    * `format_penalty`: reward of an invalid turn (-0.1).
+    * `show_border`: `False` leaves the outer ring of the grid out of observations when it is all
+      wall (every generated level's is), e.g. a 6x6 level shows its 4x4 inside: 20 fewer tokens
+      per observation for a small model (`"ansi"` renders what observations show; `"rgb_array"`
+      always draws the whole grid).
+    * `render_mode`: `"ansi"` (the text grid) or `"rgb_array"` (16 px per cell).
+    * `max_episode_steps` (of `gymnasium.make`): the turn limit.
 
-* v0: Initial version. Later in v0 (levels and observations of the registered ids unchanged):
-  `prompt_style="ragen"`, `info["solution_moves"]`, `verify_levels`; `optimal_moves` is -1
-  unless proven; `max_moves` defaults to 10 rather than the episode's move cap; level files
-  are checked at load; `split` (train, validation and test levels disjoint by content).
-"""
+    ## Version History
+
+    * v0: Initial version. Later in v0 (levels and observations of the registered ids unchanged):
+      `prompt_style="ragen"`, `info["solution_moves"]`, `verify_levels`; `optimal_moves` is -1
+      unless proven; `max_moves` defaults to 10 rather than the episode's move cap; level files
+      are checked at load; `split` (train, validation and test levels disjoint by content).
+    """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4, "reward_components": REWARD_COMPONENTS}
     #: The level source and its loaded levels: read-only, shared by forks and left out of snapshots.
@@ -254,8 +264,16 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         if not is_number(format_penalty, numpy=True):
             raise ValueError(f"format_penalty must be a finite number (RAGEN: -0.1), got {format_penalty!r}.")
         levels = {name: kwargs.pop(name) for name in list(kwargs) if name in LEVEL_KEYWORDS}
-        kwargs.update({name: int_arg(name, kwargs[name], 1) for name in ("max_action_length", "max_observation_length") if name in kwargs})
-        super().__init__(format_penalty=format_penalty, render_mode=render_mode, **kwargs)  # an unknown keyword fails here
+        kwargs.update(
+            {
+                name: int_arg(name, kwargs[name], 1)
+                for name in ("max_action_length", "max_observation_length")
+                if name in kwargs
+            }
+        )
+        super().__init__(
+            format_penalty=format_penalty, render_mode=render_mode, **kwargs
+        )  # an unknown keyword fails here
         self.max_actions_per_turn = int_arg("max_actions_per_turn", max_actions_per_turn, 1)
         self.max_actions_per_episode = int_arg("max_actions_per_episode", max_actions_per_episode, 1, allow_none=True)
         self.prompt_style, self.symbols = prompt_style, checked_style(prompt_style, symbols)
@@ -276,7 +294,9 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
             return None
         levels = [level for level in self.source.levels if self.split is None or level_split(level) == self.split]
         if not levels:
-            raise ValueError(f"split={self.split!r}: none of the {len(self.source.levels)} levels of levels= is in that split.")
+            raise ValueError(
+                f"split={self.split!r}: none of the {len(self.source.levels)} levels of levels= is in that split."
+            )
         return levels
 
     def _clear_episode(self) -> None:
@@ -310,17 +330,23 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
                 gen = self.source.level(int(self.np_random.integers(0, 2**63 - 1)))
                 if self.split is None or level_split(gen.level) == self.split:
                     return gen.level, gen.solution, gen.certified
-            raise RuntimeError(f"split={self.split!r}: {_SPLIT_DRAWS} generated levels in a row fell in other splits; "
-                               "this generator's settings leave too few distinct levels to split.")
+            raise RuntimeError(
+                f"split={self.split!r}: {_SPLIT_DRAWS} generated levels in a row fell in other splits; "
+                "this generator's settings leave too few distinct levels to split."
+            )
         if choice is None:
             level = self.levels[int(self.np_random.integers(len(self.levels)))]
         elif isinstance(choice, Level):
             level = choice
         elif is_int(choice, numpy=True):
             if self.levels is None:
-                raise ValueError("options['level'] is an index, but the env has no levels= to index; pass levels= or a level text.")
+                raise ValueError(
+                    "options['level'] is an index, but the env has no levels= to index; pass levels= or a level text."
+                )
             if not -len(self.levels) <= int(choice) < len(self.levels):
-                raise IndexError(f"options['level']={choice} is out of range: levels= holds {len(self.levels)} levels (0..{len(self.levels) - 1}).")
+                raise IndexError(
+                    f"options['level']={choice} is out of range: levels= holds {len(self.levels)} levels (0..{len(self.levels) - 1})."
+                )
             level = self.levels[int(choice)]
         elif isinstance(choice, str):
             level = parse_level(choice, "options")
@@ -331,7 +357,9 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
 
     def _solve_level(self, level: Level) -> SolveResult:
         """Solve a loaded level within ``solver_budget`` (cached); raise if it cannot be played."""
-        source = self.source if isinstance(self.source, LevelFile) else LevelFile((level,), self.solver_budget, verify=False)
+        source = (
+            self.source if isinstance(self.source, LevelFile) else LevelFile((level,), self.solver_budget, verify=False)
+        )
         return source.solution(level)
 
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -366,7 +394,9 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         assert isinstance(m, TagMatch)
         pieces = split_moves(m.content)
         if not pieces:
-            return InvalidAction(f"The answer holds no move. Moves are Up, Down, Left, Right, separated by ||, e.g. {_EXAMPLE}.")
+            return InvalidAction(
+                f"The answer holds no move. Moves are Up, Down, Left, Right, separated by ||, e.g. {_EXAMPLE}."
+            )
         moves = []
         for piece in pieces:
             move = MOVE_BY_NAME.get(piece.lower())
@@ -402,7 +432,9 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
             executed.append(MOVE_NAMES[move])
             self._follow_plan(move, res.moved)
             if res.pushed_to >= 0:
-                for k, t in enumerate(_reward.push_components_tenths(board.target_mask, res.boxes, res.player, res.pushed_to)):
+                for k, t in enumerate(
+                    _reward.push_components_tenths(board.target_mask, res.boxes, res.player, res.pushed_to)
+                ):
                     terms[k] += t
             self._boxes, self._player = res.boxes, res.player
             if res.pushed_to >= 0:
@@ -418,18 +450,26 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         self._executed = executed
         self._reward_tenths += tenths
         reward = tenths / 10
-        components = {"step": (tenths - sum(terms)) / 10, "box_on_target": terms[0] / 10, "box_off_target": terms[1] / 10,
-                      "finish": terms[2] / 10}
+        components = {
+            "step": (tenths - sum(terms)) / 10,
+            "box_on_target": terms[0] / 10,
+            "box_off_target": terms[1] / 10,
+            "finish": terms[2] / 10,
+        }
         if action.penalized:
             self._penalties += self.format_penalty
             reward = round(reward + self.format_penalty, 10)  # -0.3, not -0.30000000000000004
             components["format"] = self.format_penalty
         out_of_moves = (
-            self.max_actions_per_episode is not None and self._moves >= self.max_actions_per_episode and not self._solved
+            self.max_actions_per_episode is not None
+            and self._moves >= self.max_actions_per_episode
+            and not self._solved
         )
         terminated = self._solved or (self._deadlocked and self.terminate_on_deadlock) or out_of_moves
         if self.prompt_style == "ragen":
-            observation = ragen_reward_text(move_tenths) + ragen_turn_block(self.turn + 1, self._grid(), self._ragen_left())
+            observation = ragen_reward_text(move_tenths) + ragen_turn_block(
+                self.turn + 1, self._grid(), self._ragen_left()
+            )
         else:
             on_after = bin(self._boxes & board.target_mask).count("1")
             observation = self._turn_message(executed, tenths, on_after - on_before, notes, out_of_moves)
@@ -451,7 +491,9 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
     # ------------------------------------------------------------------ text
     def _grid(self) -> str:
         assert self._board is not None
-        return "\n".join(grid_rows(self._board, self._boxes, self._player, self.symbols, self._sep, crop_border=not self.show_border))
+        return "\n".join(
+            grid_rows(self._board, self._boxes, self._player, self.symbols, self._sep, crop_border=not self.show_border)
+        )
 
     def _moves_left(self) -> int:
         if self.max_actions_per_episode is None:
@@ -481,7 +523,9 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
 
     def _first_message(self) -> str:
         if self.prompt_style == "ragen":
-            cap = self.max_actions_per_episode if self.max_actions_per_episode is not None else self.max_actions_per_turn
+            cap = (
+                self.max_actions_per_episode if self.max_actions_per_episode is not None else self.max_actions_per_turn
+            )
             return ragen_prefix(self.symbols, cap) + ragen_turn_block(1, self._grid(), self._ragen_left())
         if self.prompt_style == "compact":
             return self._state_text()
@@ -516,7 +560,9 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
             f"{self._state_text()}"
         )
 
-    def _turn_message(self, executed: list[str], tenths: int, on_change: int, notes: list[str], out_of_moves: bool) -> str:
+    def _turn_message(
+        self, executed: list[str], tenths: int, on_change: int, notes: list[str], out_of_moves: bool
+    ) -> str:
         if self.prompt_style == "compact":
             status = ""
             if self._solved:
@@ -625,7 +671,16 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         if self._board is None or self.level is None:
             return None
         board = self._board  # its targets (ascending) and wall mask are computed once per layout
-        return [board.rows, board.cols, board.targets, board.wall_mask, self._boxes, self._player, self._moves, self._deadlocked]
+        return [
+            board.rows,
+            board.cols,
+            board.targets,
+            board.wall_mask,
+            self._boxes,
+            self._player,
+            self._moves,
+            self._deadlocked,
+        ]
 
     def task_key(self) -> str | None:
         """The current level's Boxoban text (walls, targets, boxes, player at the start): equal for two
@@ -647,7 +702,9 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
         verdict = self.expert_verdict()
         if verdict != "solvable":
             why = no_plan_reason(self._hopeless.get((self._boxes, self._player), ""), self.solver_budget)
-            return f"<think>{why}</think><answer>{MOVE_NAMES[idle_move(self._board, self._boxes, self._player)]}</answer>"
+            return (
+                f"<think>{why}</think><answer>{MOVE_NAMES[idle_move(self._board, self._boxes, self._player)]}</answer>"
+            )
         assert self._plan
         take = self.max_actions_per_turn
         left = self._moves_left()
@@ -658,7 +715,9 @@ env = gym.make("TurnSokoban-v0", dim=(6, 6), num_boxes=1, max_actions_per_turn=5
     def _replan(self) -> list[int]:
         """A plan from the current state (empty, with the verdict recorded, when there is none)."""
         assert self._board is not None
-        plan, why = plan_from(self._board, self._boxes, self._player, deadlocked=self._deadlocked, solver_budget=self.solver_budget)
+        plan, why = plan_from(
+            self._board, self._boxes, self._player, deadlocked=self._deadlocked, solver_budget=self.solver_budget
+        )
         if why:
             self._hopeless[(self._boxes, self._player)] = why
         return plan

@@ -99,7 +99,9 @@ def default_gen_steps(rows: int, cols: int) -> int:
     return int(1.7 * (rows + cols))
 
 
-def room_topology(rng: np.random.Generator, rows: int, cols: int, num_steps: int, p_change_directions: float = 0.35) -> np.ndarray:
+def room_topology(
+    rng: np.random.Generator, rows: int, cols: int, num_steps: int, p_change_directions: float = 0.35
+) -> np.ndarray:
     """Carve a room by a random walk stamping 3x3 masks; returns a ``(rows, cols)`` floor mask."""
     floor = np.zeros((rows, cols), dtype=bool)
     changes = rng.random(num_steps)
@@ -250,7 +252,8 @@ def generate_level(
         # Start the player anywhere in its room within the move budget (not on a target).
         dist = player_distances(board, best.boxes, best.player)
         room = [
-            c for c in board.floor_cells
+            c
+            for c in board.floor_cells
             if dist[c] >= 0 and best.length + dist[c] <= cap and not (board.target_mask >> c) & 1
         ]
         start = room[int(rng.integers(len(room)))]
@@ -275,7 +278,12 @@ def generate_level(
             continue
         level = Level(rows, cols, walls, targets, frozenset(cells_of(best.boxes)), start)
         return GeneratedLevel(
-            level, tuple(solution), bool(result.optimal), int(min(result.lower_bound, len(solution))), attempt, expansions
+            level,
+            tuple(solution),
+            bool(result.optimal),
+            int(min(result.lower_bound, len(solution))),
+            attempt,
+            expansions,
         )
     raise GenerationError(
         f"no {rows}x{cols} level with {num_boxes} box(es) and an optimal solution of "

@@ -70,7 +70,9 @@ class Level:
     def __post_init__(self) -> None:
         n = self.rows * self.cols
         if self.rows < 3 or self.cols < 3 or len(self.walls) != n:
-            raise LevelFormatError(f"a level needs at least 3x3 cells and {n} wall flags, got {self.rows}x{self.cols} / {len(self.walls)}.")
+            raise LevelFormatError(
+                f"a level needs at least 3x3 cells and {n} wall flags, got {self.rows}x{self.cols} / {len(self.walls)}."
+            )
         cells = {self.player, *self.targets, *self.boxes}
         if any(not 0 <= c < n or self.walls[c] for c in cells):
             raise LevelFormatError("the player, boxes and targets must lie on floor cells inside the grid.")
@@ -160,7 +162,9 @@ def _parse_rows(rows: list[tuple[int, str]], name: str, source: str) -> Level:
             if kind[3]:
                 players.append(i)
     if len(players) != 1:
-        raise LevelFormatError(f"{_where(source, first_line, name)}: expected one player (@ or +), found {len(players)}.")
+        raise LevelFormatError(
+            f"{_where(source, first_line, name)}: expected one player (@ or +), found {len(players)}."
+        )
     player = players[0]
     # The player's room: floor connected to the player. Outside floor becomes wall; a room that
     # runs into the missing end of a short row is an error (padding it would open a wall).
@@ -193,8 +197,16 @@ def _parse_rows(rows: list[tuple[int, str]], name: str, source: str) -> Level:
         )
     walls = [w or i not in inside for i, w in enumerate(walls)]
     try:
-        return Level(height, width, tuple(walls), frozenset(targets), frozenset(boxes), player, name,
-                     f"{source}:{first_line}" if source else "")
+        return Level(
+            height,
+            width,
+            tuple(walls),
+            frozenset(targets),
+            frozenset(boxes),
+            player,
+            name,
+            f"{source}:{first_line}" if source else "",
+        )
     except LevelFormatError as exc:
         raise LevelFormatError(f"{_where(source, first_line, name)}: {exc}") from None
 
@@ -264,17 +276,23 @@ def load_levels(path: str | os.PathLike | Iterable[str | os.PathLike]) -> list[L
         if p.is_dir():
             files = sorted(q for q in p.iterdir() if q.name.endswith((".txt", ".txt.gz")))
             if not files:
-                raise DataFileError(f"{p}: no .txt level files in this directory; give a level file or a directory of them.")
+                raise DataFileError(
+                    f"{p}: no .txt level files in this directory; give a level file or a directory of them."
+                )
         else:
             files = [p]
     else:
         files = [Path(q) for q in path]
     levels: list[Level] = []
     for f in files:
-        lines = iter_text_lines(f, max_bytes=MAX_LEVEL_FILE_BYTES, max_line_chars=MAX_ROW_CHARS, what="Sokoban level file")
+        lines = iter_text_lines(
+            f, max_bytes=MAX_LEVEL_FILE_BYTES, max_line_chars=MAX_ROW_CHARS, what="Sokoban level file"
+        )
         levels.extend(_parse_lines(lines, str(f), f.name.removesuffix(".gz")))
     if not levels:
-        raise LevelFormatError(f"{', '.join(str(f) for f in files)}: no levels found; see the Boxoban format in docs/envs/sokoban.md.")
+        raise LevelFormatError(
+            f"{', '.join(str(f) for f in files)}: no levels found; see the Boxoban format in docs/envs/sokoban.md."
+        )
     return levels
 
 

@@ -120,7 +120,7 @@ def ragen_prefix(symbols: Mapping[str, str], max_actions_per_episode: int) -> st
     return (
         f"{RAGEN_INSTRUCTION}\nThe meaning of each symbol in the state is:\n{vocab}"
         "\nYour available actions are:\nUp, Down, Left, Right"
-        f"\nYou can make up to {max_actions_per_episode} actions, separated by the action separator \" {ACTION_SEP} \"\n"
+        f'\nYou can make up to {max_actions_per_episode} actions, separated by the action separator " {ACTION_SEP} "\n'
     )
 
 

@@ -28,15 +28,14 @@ def _static_codes(board: Board) -> tuple[int, ...]:
     cached = getattr(board, "_static_codes", None)
     if cached is None:
         tm = board.target_mask
-        cached = tuple(
-            WALL if not board.free[i] else (TARGET if (tm >> i) & 1 else FLOOR) for i in range(board.n)
-        )
+        cached = tuple(WALL if not board.free[i] else (TARGET if (tm >> i) & 1 else FLOOR) for i in range(board.n))
         board._static_codes = cached
     return cached
 
 
-def grid_rows(board: Board, boxes: int, player: int, symbols: Mapping[str, str], sep: str = "",
-              crop_border: bool = False) -> list[str]:
+def grid_rows(
+    board: Board, boxes: int, player: int, symbols: Mapping[str, str], sep: str = "", crop_border: bool = False
+) -> list[str]:
     """The grid as text rows, one symbol per cell, cells joined by ``sep``.
 
     ``crop_border``: leave out the outermost ring of cells when every one of them is a wall
@@ -74,7 +73,14 @@ def _tiles() -> np.ndarray:
     target = floor.copy()
     target[(radius >= t * 0.22) & (radius <= t * 0.36)] = (214, 48, 49)
     box_mask = (yy >= 2) & (yy <= t - 3) & (xx >= 2) & (xx <= t - 3)
-    box_edge = box_mask & ((yy <= 3) | (yy >= t - 4) | (xx <= 3) | (xx >= t - 4) | (np.abs(yy - xx) <= 0) | (np.abs(yy + xx - (t - 1)) <= 0))
+    box_edge = box_mask & (
+        (yy <= 3)
+        | (yy >= t - 4)
+        | (xx <= 3)
+        | (xx >= t - 4)
+        | (np.abs(yy - xx) <= 0)
+        | (np.abs(yy + xx - (t - 1)) <= 0)
+    )
     box = floor.copy()
     box[box_mask] = (214, 153, 68)
     box[box_edge] = (133, 87, 35)
@@ -86,7 +92,15 @@ def _tiles() -> np.ndarray:
     player[body] = (45, 95, 200)
     player_on = target.copy()
     player_on[body] = (45, 95, 200)
-    sprites = {WALL: wall, FLOOR: floor, TARGET: target, BOX: box, BOX_ON_TARGET: box_on, PLAYER: player, PLAYER_ON_TARGET: player_on}
+    sprites = {
+        WALL: wall,
+        FLOOR: floor,
+        TARGET: target,
+        BOX: box,
+        BOX_ON_TARGET: box_on,
+        PLAYER: player,
+        PLAYER_ON_TARGET: player_on,
+    }
     out = np.stack([sprites[k] for k in range(7)])
     out.setflags(write=False)
     return out

@@ -322,7 +322,11 @@ def solve(
                         best_g[key] = ng
                         parent[key] = ((bx, pl), frm, d)
                         heapq.heappush(heap, (ng + child_key, -ng, nbx, b, to))
-            frontier = ((frontier >> cols) | (frontier << cols) | ((frontier >> 1) & nl) | ((frontier << 1) & nf)) & open_ & ~seen
+            frontier = (
+                ((frontier >> cols) | (frontier << cols) | ((frontier >> 1) & nl) | ((frontier << 1) & nf))
+                & open_
+                & ~seen
+            )
             seen |= frontier
             k += 1
 
@@ -347,7 +351,9 @@ def _push_sources(board: Board, boxes: int, open_: int) -> tuple[int, int, int, 
     )
 
 
-def _result_without_goal(incumbent: tuple[int, ...] | None, bound: int, proven_lb: int, expansions: int, exhausted: bool) -> SolveResult:
+def _result_without_goal(
+    incumbent: tuple[int, ...] | None, bound: int, proven_lb: int, expansions: int, exhausted: bool
+) -> SolveResult:
     """The result of a search that reached no goal: out of budget, or with its queue empty."""
     if exhausted:
         lb = min(proven_lb, bound)

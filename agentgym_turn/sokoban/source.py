@@ -111,7 +111,11 @@ class LevelFile:
     verify: bool = True
 
     def __post_init__(self) -> None:
-        if not isinstance(self.levels, tuple) or not self.levels or not all(isinstance(lv, Level) for lv in self.levels):
+        if (
+            not isinstance(self.levels, tuple)
+            or not self.levels
+            or not all(isinstance(lv, Level) for lv in self.levels)
+        ):
             raise ValueError(
                 "levels must be a level file, a directory of level files, or a non-empty list of Level objects; "
                 f"got {type(self.levels).__name__}."
@@ -121,7 +125,9 @@ class LevelFile:
                 self.solution(level)  # raises, naming file and line, if the level is not playable
 
     @classmethod
-    def load(cls, levels: str | os.PathLike | Sequence[Level] | Any, *, solver_budget: int, verify: bool = True) -> "LevelFile":
+    def load(
+        cls, levels: str | os.PathLike | Sequence[Level] | Any, *, solver_budget: int, verify: bool = True
+    ) -> "LevelFile":
         """The levels of a Boxoban file, a directory of them, or a list of :class:`Level`."""
         if isinstance(levels, (str, os.PathLike)):
             return cls(tuple(load_levels(levels)), solver_budget, verify)
@@ -162,8 +168,13 @@ def solve_loaded_level(level: Level, solver_budget: int) -> SolveResult:
 #: The keywords of ``TurnSokobanEnv`` (and ``gymnasium.make``) that build its level source, with their defaults:
 #: ``source=`` replaces them. ``dim`` to ``num_gen_steps`` make a :class:`SokobanGenerator`; ``levels`` a :class:`LevelFile`.
 LEVEL_KEYWORDS: dict[str, Any] = {
-    "dim": (6, 6), "num_boxes": 1, "min_moves": 1, "max_moves": DEFAULT_MAX_MOVES, "num_gen_steps": None,
-    "levels": None, "verify_levels": True,
+    "dim": (6, 6),
+    "num_boxes": 1,
+    "min_moves": 1,
+    "max_moves": DEFAULT_MAX_MOVES,
+    "num_gen_steps": None,
+    "levels": None,
+    "verify_levels": True,
 }
 
 
@@ -176,6 +187,15 @@ def level_source(source: Any, keywords: dict[str, Any], solver_budget: int) -> S
         verify = bool_arg("verify_levels", kw["verify_levels"])
         if kw["levels"] is not None:
             return LevelFile.load(kw["levels"], solver_budget=solver_budget, verify=verify)
-        return SokobanGenerator(kw["dim"], kw["num_boxes"], kw["min_moves"], kw["max_moves"], kw["num_gen_steps"], solver_budget)
+        return SokobanGenerator(
+            kw["dim"], kw["num_boxes"], kw["min_moves"], kw["max_moves"], kw["num_gen_steps"], solver_budget
+        )
 
-    return source_arg(source, keywords, defaults=LEVEL_KEYWORDS, build=build, kinds=(SokobanGenerator, LevelFile), env="TurnSokobanEnv")
+    return source_arg(
+        source,
+        keywords,
+        defaults=LEVEL_KEYWORDS,
+        build=build,
+        kinds=(SokobanGenerator, LevelFile),
+        env="TurnSokobanEnv",
+    )

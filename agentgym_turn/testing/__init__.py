@@ -13,4 +13,13 @@ from .aec import AECReport, check_text_aec_env
 from .checker import CheckReport, TurnContractError, Violation, check_turn_env
 from .fuzz import fixed_adversarial_responses, random_responses
 
-__all__ = ["AECReport", "check_text_aec_env", "CheckReport", "TurnContractError", "Violation", "check_turn_env", "fixed_adversarial_responses", "random_responses"]
+__all__ = [
+    "AECReport",
+    "check_text_aec_env",
+    "CheckReport",
+    "TurnContractError",
+    "Violation",
+    "check_turn_env",
+    "fixed_adversarial_responses",
+    "random_responses",
+]

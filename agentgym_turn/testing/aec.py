@@ -63,7 +63,9 @@ def _check_state(env: Any, where: str) -> None:
         space = env.observation_space(agent)
         if not isinstance(obs, str) or not space.contains(obs):
             _fail("observation", where, f"observe({agent!r}) = {snippet(repr(obs))} is not in {space}")
-        if not isinstance(env.terminations[agent], (bool, np.bool_)) or not isinstance(env.truncations[agent], (bool, np.bool_)):
+        if not isinstance(env.terminations[agent], (bool, np.bool_)) or not isinstance(
+            env.truncations[agent], (bool, np.bool_)
+        ):
             _fail("flags", where, f"terminations/truncations of {agent!r} are not booleans")
         if not isinstance(env.infos[agent], dict):
             _fail("info", where, f"infos[{agent!r}] is not a dict")
@@ -72,7 +74,9 @@ def _check_state(env: Any, where: str) -> None:
             _fail("reward", where, f"rewards[{agent!r}] = {reward!r} is not a finite number")
 
 
-def _episode(env_fn: Callable[[], Any], seed: int, moves: Callable[[Any, int], Any], max_steps: int, report: AECReport | None) -> list[tuple]:
+def _episode(
+    env_fn: Callable[[], Any], seed: int, moves: Callable[[Any, int], Any], max_steps: int, report: AECReport | None
+) -> list[tuple]:
     """Play one episode; return its record (for the determinism check)."""
     env = env_fn()
     env.reset(seed=seed)
@@ -94,7 +98,11 @@ def _episode(env_fn: Callable[[], Any], seed: int, moves: Callable[[Any, int], A
         if obs != env.observe(agent):
             _fail("last", where, "last() observation differs from observe(agent_selection)")
         if not math.isclose(float(reward), owed.get(agent, 0.0), abs_tol=1e-9):
-            _fail("cumulative reward", where, f"last() reward {reward} is not the {owed.get(agent, 0.0)} the agent got since its last move")
+            _fail(
+                "cumulative reward",
+                where,
+                f"last() reward {reward} is not the {owed.get(agent, 0.0)} the agent got since its last move",
+            )
         if set(info) != keys.get(agent, set(info)):
             _fail("info keys", where, f"info keys changed: {sorted(set(info) ^ keys[agent])}")
         action = None if terminated or truncated else moves(env, live)
@@ -113,13 +121,26 @@ def _episode(env_fn: Callable[[], Any], seed: int, moves: Callable[[Any, int], A
             live += 1
             if report is not None:
                 report.steps += 1
-        record.append((agent, repr(action), tuple(env.agents), env.agent_selection if env.agents else None,
-                       tuple(env.observe(a) for a in env.agents), tuple(float(env.rewards[a]) for a in env.agents),
-                       tuple(bool(env.terminations[a]) for a in env.agents), tuple(bool(env.truncations[a]) for a in env.agents),
-                       tuple(repr(sorted(env.infos[a].items())) for a in env.agents)))
+        record.append(
+            (
+                agent,
+                repr(action),
+                tuple(env.agents),
+                env.agent_selection if env.agents else None,
+                tuple(env.observe(a) for a in env.agents),
+                tuple(float(env.rewards[a]) for a in env.agents),
+                tuple(bool(env.terminations[a]) for a in env.agents),
+                tuple(bool(env.truncations[a]) for a in env.agents),
+                tuple(repr(sorted(env.infos[a].items())) for a in env.agents),
+            )
+        )
     else:
         if env.agents:
-            _fail("episode end", f"seed {seed}", f"agents {env.agents} still live after {max_steps} steps; bound the episode (max_cycles)")
+            _fail(
+                "episode end",
+                f"seed {seed}",
+                f"agents {env.agents} still live after {max_steps} steps; bound the episode (max_cycles)",
+            )
     if getattr(env, "render_mode", None) == "ansi" and not isinstance(env.render(), str):
         _fail("render", f"seed {seed}", "render() with render_mode='ansi' did not return a str")
     env.close()
@@ -161,7 +182,9 @@ def check_text_aec_env(
             return move
 
         first = _episode(env_fn, seed, moves, max_steps, report)
-        replay = _episode(env_fn, seed, lambda env, step: choices[step] if step < len(choices) else None, max_steps, None)
+        replay = _episode(
+            env_fn, seed, lambda env, step: choices[step] if step < len(choices) else None, max_steps, None
+        )
         for i, (a, b) in enumerate(zip(first, replay)):
             if a != b:
                 _fail("determinism", f"seed {seed}, step {i}", "the same seed and moves gave a different step")

@@ -125,7 +125,9 @@ class _Checker:
             self.problem(check, f"info is {type(info).__name__}, expected a dict.", where)
             return
         if env is not None:  # the contract fields, where the env returns them
-            for what in (info_problems(env, info) if reward is None else step_problems(env, reward, info, env_error=False)):
+            for what in (
+                info_problems(env, info) if reward is None else step_problems(env, reward, info, env_error=False)
+            ):
                 self.problem("contract", what, where)
             if reward is not None and info.get("exit_status") == "env_error":  # a turn that raised, caught by TurnEnv
                 self.problem(check, env_error_problem(env), where)
@@ -143,7 +145,9 @@ class _Checker:
         if "available_actions" in info:
             acts = info["available_actions"]
             if not isinstance(acts, (list, tuple)) or not all(isinstance(a, str) for a in acts):
-                self.problem(check, "info['available_actions'] must be a list of str.", f"{where}: {snippet(repr(acts))}")
+                self.problem(
+                    check, "info['available_actions'] must be a list of str.", f"{where}: {snippet(repr(acts))}"
+                )
         keys = frozenset(info)
         if self.info_keys is None:
             self.info_keys = keys
@@ -172,10 +176,16 @@ class _Checker:
         obs, reward, terminated, truncated, info = result
         self.check_observation(check, where, env, obs)
         if not isinstance(reward, Real) or isinstance(reward, bool) or not math.isfinite(float(reward)):
-            self.problem(check, f"reward is {type(reward).__name__}, not a finite number.", f"{where}: reward={snippet(repr(reward))}")
+            self.problem(
+                check,
+                f"reward is {type(reward).__name__}, not a finite number.",
+                f"{where}: reward={snippet(repr(reward))}",
+            )
         for name, flag in (("terminated", terminated), ("truncated", truncated)):
             if not isinstance(flag, (bool, np.bool_)):
-                self.problem(check, f"{name} is {type(flag).__name__}, expected bool.", f"{where}: {name}={snippet(repr(flag))}")
+                self.problem(
+                    check, f"{name} is {type(flag).__name__}, expected bool.", f"{where}: {name}={snippet(repr(flag))}"
+                )
         self.check_info(check, where, info, env, reward)
         return True
 
@@ -235,7 +245,10 @@ class _Checker:
                 check_env(env.unwrapped)
             self.report.warnings.extend(_ANSI.sub("", str(w.message)) for w in caught)
         except Exception as exc:
-            self.problem("gymnasium", f"gymnasium.utils.env_checker.check_env failed: {type(exc).__name__}: {snippet(str(exc), 300)}")
+            self.problem(
+                "gymnasium",
+                f"gymnasium.utils.env_checker.check_env failed: {type(exc).__name__}: {snippet(str(exc), 300)}",
+            )
         finally:
             env.close()
 
@@ -317,7 +330,9 @@ class _Checker:
                 if k == 0:
                     fields = ("call", "observation", "info")
                 diff = [f for f, u, v in zip(fields, x, y) if not data_equivalence(u, v)]
-                self.problem(check, f"{label} diverge at {what} ({', '.join(diff)} {'differs' if len(diff) == 1 else 'differ'}).")
+                self.problem(
+                    check, f"{label} diverge at {what} ({', '.join(diff)} {'differs' if len(diff) == 1 else 'differ'})."
+                )
                 return False
         if len(a) != len(b):
             self.problem(check, f"{label} end after different numbers of turns ({len(a) - 1} vs {len(b) - 1}).")
@@ -363,7 +378,9 @@ class _Checker:
         try:
             clone = pickle.loads(pickle.dumps(env))
         except Exception as exc:
-            self.problem("pickle", f"the env cannot be pickled mid-episode: {type(exc).__name__}: {snippet(str(exc), 200)}")
+            self.problem(
+                "pickle", f"the env cannot be pickled mid-episode: {type(exc).__name__}: {snippet(str(exc), 200)}"
+            )
             return
         a, b = [], []
         for response in script[2:]:
@@ -389,7 +406,11 @@ class _Checker:
             _, _, terminated, truncated, _ = env.step(response)
             if terminated or truncated:
                 env.reset(seed=self.seed)
-        probe = script[1:6] if not callable(expert) else [expert(), near_miss(expert(), np.random.default_rng(self.seed)), *script[1:4]]
+        probe = (
+            script[1:6]
+            if not callable(expert)
+            else [expert(), near_miss(expert(), np.random.default_rng(self.seed)), *script[1:4]]
+        )
         for what in snapshot_problems(env, probe, self.seed):
             self.problem("snapshot", what, f"seed={self.seed}, after 2 turns")
         env.close()
@@ -421,11 +442,16 @@ class _Checker:
                         probe = [env.unwrapped.expert_action(), *probe]
                     why = same_future(seen[key].fork(1)[0], env.unwrapped.fork(1)[0], probe)
                     if why is not None:
-                        self.problem("state_key", f"two states with the same state_key have different futures ({why}).",
-                                     f"seed={seed}, turn {turn}, key {key}")
+                        self.problem(
+                            "state_key",
+                            f"two states with the same state_key have different futures ({why}).",
+                            f"seed={seed}, turn {turn}, key {key}",
+                        )
                 elif key not in seen:
                     seen[key] = env.unwrapped.fork(1)[0]
-                result = self.step("state_key", f"seed={seed}, turn {turn + 1}", env, self._walk(env, info, rng, script, use_expert))
+                result = self.step(
+                    "state_key", f"seed={seed}, turn {turn + 1}", env, self._walk(env, info, rng, script, use_expert)
+                )
                 if result is None or result[2] or result[3]:
                     break
                 info = result[4]
@@ -452,14 +478,24 @@ class _Checker:
         for turn in range(1, cap + 1):
             response = env.unwrapped.expert_action()
             if not isinstance(response, str):
-                self.problem("expert", f"expert_action() returned {type(response).__name__}, expected str.", f"seed={seed}, turn {turn}")
+                self.problem(
+                    "expert",
+                    f"expert_action() returned {type(response).__name__}, expected str.",
+                    f"seed={seed}, turn {turn}",
+                )
                 return info, False, False
-            result = self.step("expert", f"seed={seed}, expert turn {turn}, response {snippet(repr(response))}", env, response)
+            result = self.step(
+                "expert", f"seed={seed}, expert turn {turn}, response {snippet(repr(response))}", env, response
+            )
             if result is None:
                 return None, False, False
             _, _, terminated, truncated, info = result
             if isinstance(info, dict) and info.get("action_is_valid", True) is False:
-                self.problem("expert", "the env rejected the expert's own action.", f"seed={seed}, turn {turn}, response {snippet(repr(response))}")
+                self.problem(
+                    "expert",
+                    "the env rejected the expert's own action.",
+                    f"seed={seed}, turn {turn}, response {snippet(repr(response))}",
+                )
                 return info, False, False
             if terminated or truncated:
                 return info, True, bool(terminated)
@@ -484,7 +520,11 @@ class _Checker:
                 self.report.expert_successes += 1
             elif isinstance(success, (bool, np.bool_)) or success is None:
                 state = "ended" if ended else f"did not end within {cap} turns"
-                self.problem("expert", f"following expert_action() {state} without success.", f"seed={seed}: info={snippet(repr(info), 160)}")
+                self.problem(
+                    "expert",
+                    f"following expert_action() {state} without success.",
+                    f"seed={seed}: info={snippet(repr(info), 160)}",
+                )
             # a non-bool success was reported by check_info as a wrong type; not also as a failure
 
     def check_after_end(self) -> None:
@@ -496,7 +536,11 @@ class _Checker:
             seed = self.seed
             _, ended, terminated = self._play_expert(env, seed, cap)
             if ended:
-                self._steps_past_end(env, f"after the expert's episode seed={seed} was {'terminated' if terminated else 'truncated'}", strict=terminated)
+                self._steps_past_end(
+                    env,
+                    f"after the expert's episode seed={seed} was {'terminated' if terminated else 'truncated'}",
+                    strict=terminated,
+                )
         spec = getattr(env, "spec", None)
         if spec is not None and spec.max_episode_steps:
             seed = self.seed + 1
@@ -506,7 +550,9 @@ class _Checker:
                 if result is None:
                     break
                 if result[2] or result[3]:
-                    self._steps_past_end(env, f"after seed={seed} ended at turn {turn + 1} (invalid turns only)", strict=bool(result[2]))
+                    self._steps_past_end(
+                        env, f"after seed={seed} ended at turn {turn + 1} (invalid turns only)", strict=bool(result[2])
+                    )
                     break
         env.close()
 
@@ -521,22 +567,35 @@ class _Checker:
                 try:
                     response = expert()
                 except Exception as exc:
-                    self.problem("after_end", f"expert_action() raised {type(exc).__name__} after the end; return any response instead.", label)
-            result = self.step("after_end", f"{label}, step {k + 1} past the end, response {snippet(repr(response))}", env, response)
+                    self.problem(
+                        "after_end",
+                        f"expert_action() raised {type(exc).__name__} after the end; return any response instead.",
+                        label,
+                    )
+            result = self.step(
+                "after_end", f"{label}, step {k + 1} past the end, response {snippet(repr(response))}", env, response
+            )
             if result is None:
                 return
             _, reward, terminated, truncated, _ = result
             if not (terminated or truncated):
-                self.problem("after_end", "a step after the end returned terminated=False and truncated=False; keep the episode over until reset().", label)
+                self.problem(
+                    "after_end",
+                    "a step after the end returned terminated=False and truncated=False; keep the episode over until reset().",
+                    label,
+                )
             if isinstance(reward, Real) and reward != 0:
-                message = "a step after the end paid a nonzero reward (the episode keeps playing); return 0.0 until reset()."
+                message = (
+                    "a step after the end paid a nonzero reward (the episode keeps playing); return 0.0 until reset()."
+                )
                 if strict:
                     self.problem("after_end", message, f"{label}: reward={reward!r}")
                 elif not any(w.startswith("after truncation") for w in self.report.warnings):
                     self.report.warnings.append(
                         f"after truncation by the turn limit a further step plays on ({label}: reward={reward!r}); expected of "
                         "any env under Gymnasium's TimeLimit, which the inner env cannot see: call reset() after truncated "
-                        "(docs/turn-contract.md, Turn limit). Not a violation.")
+                        "(docs/turn-contract.md, Turn limit). Not a violation."
+                    )
 
     def check_render(self) -> None:
         env = self.fresh()

@@ -28,8 +28,10 @@ def info_problems(env: gym.Env, info: dict[str, Any]) -> list[str]:
         if status not in EXIT_STATUSES:
             out.append(f"info['exit_status'] is {status!r}, not one of {list(EXIT_STATUSES)}.")
         elif "reward_valid" in info and info["reward_valid"] is not (status not in FAULT_STATUSES):
-            out.append(f"info['reward_valid'] is {info['reward_valid']!r} with exit_status {status!r}: it must be False "
-                       "exactly for a fault (env_error, infra_error).")
+            out.append(
+                f"info['reward_valid'] is {info['reward_valid']!r} with exit_status {status!r}: it must be False "
+                "exactly for a fault (env_error, infra_error)."
+            )
     if "reward_valid" in info and not isinstance(info["reward_valid"], bool):
         out.append(f"info['reward_valid'] is {type(info['reward_valid']).__name__}, expected bool.")
     if "reward_components" in info:
@@ -37,11 +39,15 @@ def info_problems(env: gym.Env, info: dict[str, Any]) -> list[str]:
         declared = tuple(env.metadata.get("reward_components", ()) or ())
         if not isinstance(parts, dict) or not all(isinstance(k, str) for k in parts):
             out.append("info['reward_components'] must be a dict of name -> float.")
-        elif not all(isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(float(v)) for v in parts.values()):
+        elif not all(
+            isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(float(v)) for v in parts.values()
+        ):
             out.append("info['reward_components'] holds a value that is not a finite number.")
         elif declared and tuple(parts) != declared:
-            out.append(f"info['reward_components'] names {list(parts)}, but metadata['reward_components'] declares "
-                       f"{list(declared)}: give every declared name, in order (0.0 where it does not apply).")
+            out.append(
+                f"info['reward_components'] names {list(parts)}, but metadata['reward_components'] declares "
+                f"{list(declared)}: give every declared name, in order (0.0 where it does not apply)."
+            )
     if "state_key" in info and (not isinstance(info["state_key"], str) or not info["state_key"]):
         out.append(f"info['state_key'] is {info['state_key']!r}, expected a non-empty str.")
     return out
@@ -55,10 +61,14 @@ def step_problems(env: gym.Env, reward: Any, info: dict[str, Any], *, env_error:
     if isinstance(parts, dict) and isinstance(reward, Real) and all(isinstance(v, Real) for v in parts.values()):
         total = math.fsum(float(v) for v in parts.values())
         if abs(total - float(reward)) > COMPONENT_TOLERANCE:
-            out.append(f"info['reward_components'] sum to {total!r}, the reward is {float(reward)!r}: the parts must sum "
-                       f"to the reward (within {COMPONENT_TOLERANCE}).")
+            out.append(
+                f"info['reward_components'] sum to {total!r}, the reward is {float(reward)!r}: the parts must sum "
+                f"to the reward (within {COMPONENT_TOLERANCE})."
+            )
     if info.get("exit_status") in FAULT_STATUSES and isinstance(reward, Real) and reward != 0:
-        out.append(f"a turn with exit_status {info['exit_status']!r} paid {reward!r}: a fault pays 0.0 (and reward_valid=False).")
+        out.append(
+            f"a turn with exit_status {info['exit_status']!r} paid {reward!r}: a fault pays 0.0 (and reward_valid=False)."
+        )
     if env_error and info.get("exit_status") == "env_error":
         out.append(env_error_problem(env))
     return out
@@ -67,9 +77,15 @@ def step_problems(env: gym.Env, reward: Any, info: dict[str, Any], *, env_error:
 def env_error_problem(env: gym.Env) -> str:
     """What to say of a turn that ended with ``exit_status="env_error"``: which exception the env's own code raised."""
     exc = getattr(env.unwrapped, "last_error", None)
-    raised = f"step raised {type(exc).__name__} inside the turn ({str(exc)[:160]!r})" if exc is not None else "the env's own code raised inside the turn"
-    return (f"{raised}; TurnEnv ended the episode with exit_status 'env_error'. Any string must be a legal action: return an "
-            "invalid turn (message, format_penalty, info['action_is_valid']=False) instead.")
+    raised = (
+        f"step raised {type(exc).__name__} inside the turn ({str(exc)[:160]!r})"
+        if exc is not None
+        else "the env's own code raised inside the turn"
+    )
+    return (
+        f"{raised}; TurnEnv ended the episode with exit_status 'env_error'. Any string must be a legal action: return an "
+        "invalid turn (message, format_penalty, info['action_is_valid']=False) instead."
+    )
 
 
 def _trace(env: Any, responses: Sequence[Any]) -> list[tuple]:
@@ -118,5 +134,7 @@ def snapshot_problems(env: gym.Env, responses: Sequence[Any], seed: int) -> list
         out.append("after restore(snapshot), the env does not continue as it did from the snapshot.")
     again = [(base.reset(), _trace(base, responses)) for _ in range(3)]
     if not data_equivalence(again, first_after):
-        out.append("after restore(snapshot), a reset without a seed draws another episode: the snapshot must hold the RNG state.")
+        out.append(
+            "after restore(snapshot), a reset without a seed draws another episode: the snapshot must hold the RNG state."
+        )
     return out

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +31,30 @@ TARGET_ID = "agentgym_turn_validate/Target-v0"
 @dataclass(frozen=True)
 class LearnBudget:
     """The hill-climb's size. SFT runs ``sft_chunk`` steps at a time on ``sft_episodes`` expert episodes of training
-    tasks until the policy, sampling as RL will, reaches ``start_level`` of the metric on ``tasks_per_iteration``
-    training tasks (at most ``sft_max_steps``): a start RL can move in either direction. Then ``iterations`` of
-    ``algo``, each on ``tasks_per_iteration`` tasks; ``eval_tasks`` held-out tasks, played greedily before and after."""
+    tasks until the policy, sampling as RL will, reaches ``start_level`` of the metric on 64 training tasks (at most
+    ``sft_max_steps``): a start RL can move in either direction. Then ``iterations`` of ``algo``, each on
+    ``tasks_per_iteration`` tasks, and ``eval_tasks`` held-out tasks played greedily before and after. ``None`` takes
+    the env's recipe where it has one (its RL settings and budget, measured on its validation split, and its suite's
+    SFT ceiling), else the defaults: at most 200 SFT steps, 50 iterations of 64 tasks, 16 a minibatch (200 optimizer
+    steps: RFC 008's "a policy improves in a few hundred steps"), 128 held-out tasks."""
 
     sft_episodes: int = 256
     sft_chunk: int = 10
-    sft_max_steps: int = 200
+    sft_max_steps: int | None = None
     start_level: float = 0.5
-    #: 200 optimizer steps of RL (four an iteration): RFC 008's "a policy improves in a few hundred steps".
-    iterations: int = 50
-    tasks_per_iteration: int = 64
-    eval_tasks: int = 128
+    iterations: int | None = None
+    tasks_per_iteration: int | None = None
+    eval_tasks: int | None = None
     algo: str = "turn-ppo"
     #: Longest response per turn, in tokens (a recipe's own setting wins).
     max_new_tokens: int = 32
+    #: Trainer config fields over the hill-climb's (e.g. ``{"lr": 1e-4}``).
+    settings: dict = field(default_factory=dict)
+
+
+#: The hill-climb's size for an env without a recipe (see :class:`LearnBudget`).
+GENERIC = {"sft_max_steps": 200, "iterations": 50, "tasks_per_iteration": 64, "eval_tasks": 128}
+PROBE_TASKS = 64
 
 
 def trainer_env(spec: str | None) -> tuple[str | None, dict[str, Any], str]:
@@ -62,30 +71,26 @@ def trainer_env(spec: str | None) -> tuple[str | None, dict[str, Any], str]:
     return spec, {}, ""
 
 
-def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: int, out: Path) -> tuple[Any, str]:
-    """The run's config and the held-out metric: the env's recipe at ``budget``'s size where one exists, else the
-    Turn-PPO preset with the recipes' shared settings against one iteration's noise."""
+def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: int, out: Path) -> tuple[Any, str, int]:
+    """The run's config, the held-out metric and the most SFT steps: the env's recipe (its RL settings and budget) where one exists, else
+    the Turn-PPO preset with the recipes' shared settings against one iteration's noise, at :data:`GENERIC`'s size."""
     from reference_trainer.config import Config
     from reference_trainer.recipes import RECIPES
     from reference_trainer.recipes.base import NOISE_CONTROL
 
-    # four optimizer steps an iteration from the first (a recipe's warm-up and minibatch are sized for its longer runs)
-    size = dict(
-        iterations=budget.iterations,
-        sft_validate_every=0,
-        eval_every=0,
-        eval_episodes=budget.eval_tasks,
-        progress=False,
-        threads=1,
-        tasks_per_iteration=budget.tasks_per_iteration,
-        num_envs=budget.tasks_per_iteration,
-        minibatch_size=max(1, budget.tasks_per_iteration // 4),
-        lr_warmup_steps=0,
-        out=str(out),
-    )
+    given = {
+        "iterations": budget.iterations,
+        "tasks_per_iteration": budget.tasks_per_iteration,
+        "num_envs": budget.tasks_per_iteration,
+        "eval_episodes": budget.eval_tasks,
+    }
+    run = dict(sft_validate_every=0, eval_every=0, progress=False, threads=1, out=str(out))
     recipe = next((r for r in RECIPES.values() if r.env_id == env_id and r.suite_learning and not env_kwargs), None)
     if recipe is not None:
-        return recipe.build(budget.algo, seed=seed, sft_episodes=budget.sft_episodes, **size), recipe.metric
+        over = {k: v for k, v in given.items() if v is not None}
+        cfg = recipe.build(budget.algo, seed=seed, sft_episodes=budget.sft_episodes, **run, **over, **budget.settings)
+        return cfg, recipe.metric, budget.sft_max_steps or recipe.suite_sft_steps or cfg.train.sft_steps
+    size = {**GENERIC, **{k: v for k, v in vars(budget).items() if k in GENERIC and v is not None}}
     cfg = Config.from_preset(
         budget.algo,
         env=env_id,
@@ -94,25 +99,33 @@ def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: 
         temperature=0.8,
         max_new_tokens=budget.max_new_tokens,
         sft_episodes=budget.sft_episodes,
-        sft_batch_size=32,
-        **NOISE_CONTROL,
-        **size,
+        **{
+            "sft_batch_size": 32,
+            **NOISE_CONTROL,
+            "iterations": size["iterations"],
+            "tasks_per_iteration": size["tasks_per_iteration"],
+            "num_envs": size["tasks_per_iteration"],
+            "minibatch_size": max(1, size["tasks_per_iteration"] // 4),
+            "eval_episodes": size["eval_tasks"],
+            **run,
+            **budget.settings,
+        },
     )
-    return cfg, "score"
+    return cfg, "score", size["sft_max_steps"]
 
 
-def _climb(trainer: Any, budget: LearnBudget, metric: str) -> dict[str, Any]:
+def _climb(trainer: Any, budget: LearnBudget, metric: str, sft_max_steps: int) -> dict[str, Any]:
     """SFT to the start level, held-out evaluation, RL, held-out evaluation; what each step measured."""
     from reference_trainer.rollout import episode_metrics
 
-    probe_seeds = list(range(trainer.cfg.train.eval_seed - budget.tasks_per_iteration, trainer.cfg.train.eval_seed))
+    probe_seeds = list(range(trainer.cfg.train.eval_seed - PROBE_TASKS, trainer.cfg.train.eval_seed))
     levels: list[float] = []
-    while len(levels) * budget.sft_chunk < budget.sft_max_steps and (not levels or levels[-1] < budget.start_level):
+    while len(levels) * budget.sft_chunk < sft_max_steps and (not levels or levels[-1] < budget.start_level):
         trainer.sft(steps=budget.sft_chunk)
         levels.append(episode_metrics(trainer.rollout(probe_seeds))[metric])
     start = trainer.evaluate()
     start_outcomes = trainer.last_eval_outcomes
-    rollout_levels = [trainer.train_iteration()[f"rollout/{metric}"] for _ in range(budget.iterations)]
+    rollout_levels = [trainer.train_iteration()[f"rollout/{metric}"] for _ in range(trainer.cfg.train.iterations)]
     end = trainer.evaluate()
     return {
         "sft_steps": len(levels) * budget.sft_chunk,
@@ -145,12 +158,12 @@ def check_learnability(
         probe.close()
     with tempfile.TemporaryDirectory(prefix="learnability-") as tmp:
         out = Path(work_dir or tmp)
-        cfg, metric = _config(env_id, env_kwargs, budget, seed, out / "run")
+        cfg, metric, sft_max_steps = _config(env_id, env_kwargs, budget, seed, out / "run")
         cfg.model.tiny.dir = str(out / "tiny")  # a target registered under TARGET_ID must never share a cached build
         t0 = time.perf_counter()
         trainer = Trainer(cfg)
         try:
-            run = _climb(trainer, budget, metric)
+            run = _climb(trainer, budget, metric, sft_max_steps)
         finally:
             trainer.close()
         seconds = time.perf_counter() - t0
@@ -160,6 +173,8 @@ def check_learnability(
     evidence = {
         "metric": metric,
         "budget": asdict(budget),
+        "iterations": cfg.train.iterations,
+        "tasks_per_iteration": cfg.rollout.tasks_per_iteration,
         "env_id": env_id,
         "seconds": round(seconds, 1),
         **run,
@@ -169,7 +184,7 @@ def check_learnability(
     }
     what = (
         f"held-out {metric} {run['start']:.3f} after {run['sft_steps']} SFT steps -> {run['end']:.3f} after "
-        f"{budget.iterations} RL iterations: {100 * ci.mean:+.1f} points (95% {100 * ci.low:+.1f} to "
+        f"{cfg.train.iterations} RL iterations of {cfg.rollout.tasks_per_iteration} tasks: {100 * ci.mean:+.1f} points (95% {100 * ci.low:+.1f} to "
         f"{100 * ci.high:+.1f}, {ci.n} tasks)"
     )
     if min(before) >= 1.0 - 1e-9:

@@ -206,7 +206,9 @@ def _tree(pattern: str, flags: int) -> Any:
     return P.parse(pattern, flags)
 
 
-def regex_steps(pattern: re.Pattern[str] | str, text: str, *, mode: str = "finditer", max_steps: int = DEFAULT_MAX_STEPS) -> int:
+def regex_steps(
+    pattern: re.Pattern[str] | str, text: str, *, mode: str = "finditer", max_steps: int = DEFAULT_MAX_STEPS
+) -> int:
     """Node attempts a backtracking engine makes running ``pattern`` over ``text``.
 
     ``mode``: ``"finditer"`` (every match, each search starting where the last match ended;
@@ -362,7 +364,9 @@ def pump_inputs(pattern: re.Pattern[str] | str, extra: Iterable[str] = ()) -> di
     words = _literal_words(P.parse(compiled.pattern, compiled.flags))
     # bounded: a pattern with huge character classes would otherwise give thousands of families
     words = sorted(words, key=lambda w: -len(w))[:MAX_WORDS]
-    pumps = list(dict.fromkeys(list(words) + [w + " " for w in words if len(w) > 1] + list(GENERIC_PUMPS) + list(extra)))
+    pumps = list(
+        dict.fromkeys(list(words) + [w + " " for w in words if len(w) > 1] + list(GENERIC_PUMPS) + list(extra))
+    )
     prefixes = [""] + [w for w in words if len(w) > 1 or not w.isspace()][:MAX_PREFIXES]
     families: dict[str, Callable[[int], str]] = {}
     for prefix in prefixes:

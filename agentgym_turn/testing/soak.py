@@ -150,7 +150,11 @@ def _env_episode(port: int, rng: random.Random, held: list) -> int:
     with ws_connect(port) as ws:
         frame(ws, "reset", {"seed": rng.randrange(10**6)})
         for _ in range(rng.randint(1, 4)):
-            frame(ws, "step", {"message": rng.choice(["<answer>Up</answer>", "<answer>Left || Down</answer>", "nonsense"])})
+            frame(
+                ws,
+                "step",
+                {"message": rng.choice(["<answer>Up</answer>", "<answer>Left || Down</answer>", "nonsense"])},
+            )
     return 1
 
 
@@ -177,14 +181,18 @@ def _half_open(port: int, rng: random.Random, held: list) -> int:
 
 
 def _stateless_reset(port: int, rng: random.Random, held: list) -> int:
-    status, _ = _http(port, "POST", "/reset", json.dumps({"seed": rng.randrange(10**6)}), {"Content-Type": "application/json"})
+    status, _ = _http(
+        port, "POST", "/reset", json.dumps({"seed": rng.randrange(10**6)}), {"Content-Type": "application/json"}
+    )
     if status not in (200, 503):
         raise RuntimeError(f"POST /reset answered {status}")
     return 1
 
 
 # ---------------------------------------------------------------------------- site scenarios
-def _http(port: int, method: str, path: str, body: str | None = None, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+def _http(
+    port: int, method: str, path: str, body: str | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
         conn.request(method, path, body=body, headers=headers or {})
@@ -195,13 +203,17 @@ def _http(port: int, method: str, path: str, body: str | None = None, headers: d
 
 
 def _site_session(port: int, rng: random.Random, held: list) -> int:
-    status, data = _http(port, "POST", "/sessions", json.dumps({"seed": rng.randrange(10**6)}), {"Content-Type": "application/json"})
+    status, data = _http(
+        port, "POST", "/sessions", json.dumps({"seed": rng.randrange(10**6)}), {"Content-Type": "application/json"}
+    )
     if status == 503:
         return 0
     if status != 201:
         raise RuntimeError(f"POST /sessions answered {status}")
     sid = json.loads(data)["session"]
-    for path, body in [("/search", "search_query=" + rng.choice(["red shoes", "laptop bag", "tea"])), ("", None)][: rng.randint(1, 2)]:
+    for path, body in [("/search", "search_query=" + rng.choice(["red shoes", "laptop bag", "tea"])), ("", None)][
+        : rng.randint(1, 2)
+    ]:
         method = "POST" if body else "GET"
         headers = {"Content-Type": "application/x-www-form-urlencoded"} if body else {}
         status, _ = _http(port, method, f"/s/{sid}{path}", body, headers)
@@ -212,7 +224,9 @@ def _site_session(port: int, rng: random.Random, held: list) -> int:
 
 def _site_cut_body(port: int, rng: random.Random, held: list) -> int:
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    sock.sendall(b"POST /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"seed\": ")
+    sock.sendall(
+        b'POST /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"seed": '
+    )
     sock.close()
     return 0
 
@@ -228,8 +242,14 @@ SCENARIOS: dict[str, tuple[str, float, Callable[[int, random.Random, list], int]
 }
 
 
-def _client(index: int, deadline: float, ports: dict[str, int], tally: Tally, seed: int,
-            scenarios: dict[str, tuple[str, float, Callable[[int, random.Random, list], int]]]) -> None:
+def _client(
+    index: int,
+    deadline: float,
+    ports: dict[str, int],
+    tally: Tally,
+    seed: int,
+    scenarios: dict[str, tuple[str, float, Callable[[int, random.Random, list], int]]],
+) -> None:
     rng = random.Random(seed * 1000 + index)
     names = list(scenarios)
     weights = [scenarios[n][1] for n in names]
@@ -272,9 +292,15 @@ def slope_per_1000(samples: list[tuple[float, int, float]], start: float) -> flo
     return 1000 * sum((n - mean_n) * (mb - mean_mb) for n, mb in points) / var if var else None
 
 
-def soak(servers: dict[str, "ServedProcess"], seconds: float, clients: int, seed: int = 0, *,
-         scenarios: dict[str, tuple[str, float, Callable[[int, random.Random, list], int]]] | None = None,
-         idle_timeout: float = IDLE_TIMEOUT_S) -> dict[str, Any]:
+def soak(
+    servers: dict[str, "ServedProcess"],
+    seconds: float,
+    clients: int,
+    seed: int = 0,
+    *,
+    scenarios: dict[str, tuple[str, float, Callable[[int, random.Random, list], int]]] | None = None,
+    idle_timeout: float = IDLE_TIMEOUT_S,
+) -> dict[str, Any]:
     """Churn ``servers`` (``{name: ServedProcess}``, the names :data:`SCENARIOS` play against) for ``seconds`` with
     ``clients`` threads, wait out ``idle_timeout`` twice, and report per server (the module docstring). The servers
     are the caller's to stop."""
@@ -283,8 +309,10 @@ def soak(servers: dict[str, "ServedProcess"], seconds: float, clients: int, seed
     tally = Tally()
     started = time.monotonic()
     deadline = started + seconds
-    threads = [threading.Thread(target=_client, args=(i, deadline, ports, tally, seed, scenarios), daemon=True)
-               for i in range(clients)]
+    threads = [
+        threading.Thread(target=_client, args=(i, deadline, ports, tally, seed, scenarios), daemon=True)
+        for i in range(clients)
+    ]
     for t in threads:
         t.start()
     samples: dict[str, list[tuple[float, int, float]]] = {name: [] for name in servers}
@@ -293,7 +321,9 @@ def soak(servers: dict[str, "ServedProcess"], seconds: float, clients: int, seed
         with tally.lock:
             counts = dict(tally.sessions)
         for name, served in servers.items():
-            samples[name].append((now, counts[name], rss_mb(served.proc.pid) if served.proc is not None else float("nan")))
+            samples[name].append(
+                (now, counts[name], rss_mb(served.proc.pid) if served.proc is not None else float("nan"))
+            )
         time.sleep(min(5.0, max(0.5, seconds / 20)))
     for t in threads:
         t.join(timeout=60)
@@ -304,15 +334,24 @@ def soak(servers: dict[str, "ServedProcess"], seconds: float, clients: int, seed
         rss = [mb for _, _, mb in samples[name]]
         report[name] = {
             "sessions": tally.sessions[name],
-            "rss_start_mb": round(rss[0], 1), "rss_end_mb": round(rss[-1], 1), "rss_peak_mb": round(max(rss), 1),
-            "slope_mb_per_1000_sessions": (None if (s := slope_per_1000(samples[name], seconds / 3)) is None else round(s, 3)),
+            "rss_start_mb": round(rss[0], 1),
+            "rss_end_mb": round(rss[-1], 1),
+            "rss_peak_mb": round(max(rss), 1),
+            "slope_mb_per_1000_sessions": (
+                None if (s := slope_per_1000(samples[name], seconds / 3)) is None else round(s, 3)
+            ),
             "live_sessions_after_drain": int(health.get("sessions", -1)),
-            "client_errors": len(tally.errors[name]), "error_examples": tally.errors[name][:5],
+            "client_errors": len(tally.errors[name]),
+            "error_examples": tally.errors[name][:5],
             "clients_idled": tally.idled[name],
             "server_tracebacks": served.tracebacks,
             "samples": [[round(t, 1), n, round(mb, 1)] for t, n, mb in samples[name]],
         }
-    return {"seconds": seconds, "clients": clients, "seed": seed, "idle_timeout_s": idle_timeout,
-            "scenarios": dict(sorted(tally.scenarios.items())), "servers": report}
-
-
+    return {
+        "seconds": seconds,
+        "clients": clients,
+        "seed": seed,
+        "idle_timeout_s": idle_timeout,
+        "scenarios": dict(sorted(tally.scenarios.items())),
+        "servers": report,
+    }

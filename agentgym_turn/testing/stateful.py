@@ -51,7 +51,6 @@ from . import strategies as st_turn
 from .contract_checks import info_problems, same_future, step_problems
 
 
-
 @dataclass
 class MachineStats:
     """What a machine class did over all its runs (shared by every instance of the class)."""
@@ -78,7 +77,9 @@ def check_transition(env: gym.Env, result: Any, where: str) -> tuple[str, float,
 
     Raises ``AssertionError`` naming ``where`` and the value at fault.
     """
-    assert isinstance(result, tuple) and len(result) == 5, f"{where}: step returned {type(result).__name__}, expected a 5-tuple"
+    assert isinstance(result, tuple) and len(result) == 5, (
+        f"{where}: step returned {type(result).__name__}, expected a 5-tuple"
+    )
     obs, reward, terminated, truncated, info = result
     check_observation(env, obs, where)
     assert isinstance(reward, (float, np.floating)) and not isinstance(reward, bool), (
@@ -193,7 +194,9 @@ def turn_contract_machine(
                 result = self.env.reset(seed=seed)
             except Exception as exc:
                 raise AssertionError(f"{where} raised {type(exc).__name__}: {snippet(str(exc), 200)}") from exc
-            assert isinstance(result, tuple) and len(result) == 2, f"{where} returned {type(result).__name__}, expected (obs, info)"
+            assert isinstance(result, tuple) and len(result) == 2, (
+                f"{where} returned {type(result).__name__}, expected (obs, info)"
+            )
             obs, info = result
             check_observation(self.env, obs, where)
             assert isinstance(info, dict), f"{where}: info is {type(info).__name__}, expected dict"
@@ -232,7 +235,10 @@ def turn_contract_machine(
 
         def _step(self, response: Any, kind: str) -> None:
             after_end = self.over
-            where = _where(f"seed={self.seed}, step {len(self.responses) + 1}" + (" (after the end)" if after_end else ""), response)
+            where = _where(
+                f"seed={self.seed}, step {len(self.responses) + 1}" + (" (after the end)" if after_end else ""),
+                response,
+            )
             try:
                 result = self.env.step(response)
             except Exception as exc:
@@ -247,8 +253,14 @@ def turn_contract_machine(
             if self.twin is not None:
                 twin = self.twin.step(response)
                 stats.forked_steps += 1
-                assert data_equivalence(twin, result), f"{where}: a fork of the env, given the same response, returned another result"
-            elif not after_end and self.rng.random() < fork_weight and callable(getattr(self.env.unwrapped, "fork", None)):
+                assert data_equivalence(twin, result), (
+                    f"{where}: a fork of the env, given the same response, returned another result"
+                )
+            elif (
+                not after_end
+                and self.rng.random() < fork_weight
+                and callable(getattr(self.env.unwrapped, "fork", None))
+            ):
                 self.twin = fork_env(self.env, 1)[0]  # it plays the rest of the episode beside the env
             if not after_end:
                 self._probe_key(info, where)
@@ -284,7 +296,9 @@ def turn_contract_machine(
                 if not data_equivalence(got, self.transcript[k]):
                     fields = ("response", "observation", "reward", "terminated", "truncated", "info")
                     diff = [f for f, a, b in zip(fields, got, self.transcript[k]) if not data_equivalence(a, b)]
-                    raise AssertionError(f"{label}: step {k} differs in {', '.join(diff)} (response {snippet(repr(response), 80)})")
+                    raise AssertionError(
+                        f"{label}: step {k} differs in {', '.join(diff)} (response {snippet(repr(response), 80)})"
+                    )
 
         # ------------------------------------------------------------ rules
         @initialize(seed=st_turn.seeds(), mix_seed=st.integers(0, 2**63 - 1))

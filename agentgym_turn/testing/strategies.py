@@ -26,11 +26,41 @@ from .fuzz import FRAGMENTS, argument_span
 #: Single code points that break naive text handling: NUL and other controls, lone surrogates,
 #: combining marks, zero-width and bidi characters, BOM, line/paragraph separators, noncharacters.
 NASTY_CHARACTERS: tuple[str, ...] = (
-    "\x00", "\x01", "\x07", "\x08", "\x0b", "\x0c", "\r", "\x1b", "\x7f", "\x85", "\x9f",
-    "\ud800", "\udbff", "\udc00", "\udfff",
-    "\u0301", "\u0308", "\u20dd", "\u0e47",
-    "\u00a0", "\u00ad", "\u200b", "\u200c", "\u200d", "\u2028", "\u2029", "\u202e", "\u2066",
-    "\ufeff", "\ufffd", "\ufffe", "\uffff", "\U0001f600", "\U000e0001", "\U0010ffff",
+    "\x00",
+    "\x01",
+    "\x07",
+    "\x08",
+    "\x0b",
+    "\x0c",
+    "\r",
+    "\x1b",
+    "\x7f",
+    "\x85",
+    "\x9f",
+    "\ud800",
+    "\udbff",
+    "\udc00",
+    "\udfff",
+    "\u0301",
+    "\u0308",
+    "\u20dd",
+    "\u0e47",
+    "\u00a0",
+    "\u00ad",
+    "\u200b",
+    "\u200c",
+    "\u200d",
+    "\u2028",
+    "\u2029",
+    "\u202e",
+    "\u2066",
+    "\ufeff",
+    "\ufffd",
+    "\ufffe",
+    "\uffff",
+    "\U0001f600",
+    "\U000e0001",
+    "\U0010ffff",
 )
 
 
@@ -56,7 +86,9 @@ def tag_soup(extra: Sequence[str] = (), max_pieces: int = 12) -> st.SearchStrate
     return st.lists(piece, max_size=max_pieces).map("".join)
 
 
-def tagged(tags: Sequence[str] = ("answer", "search", "think"), inner: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[str]:
+def tagged(
+    tags: Sequence[str] = ("answer", "search", "think"), inner: st.SearchStrategy[str] | None = None
+) -> st.SearchStrategy[str]:
     """``<tag>inner</tag>`` with random tag case and spacing, possibly unclosed or doubled."""
     inner = inner if inner is not None else st.one_of(any_text(40), tag_soup(max_pieces=4))
 
@@ -73,7 +105,9 @@ def tagged(tags: Sequence[str] = ("answer", "search", "think"), inner: st.Search
     return build()
 
 
-def bracketed(verbs: Sequence[str] = ("search", "click"), inner: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[str]:
+def bracketed(
+    verbs: Sequence[str] = ("search", "click"), inner: st.SearchStrategy[str] | None = None
+) -> st.SearchStrategy[str]:
     """``verb[inner]`` with random verb case, spaces and bracket balance."""
     inner = inner if inner is not None else st.one_of(any_text(40), tag_soup(max_pieces=4))
     return st.builds(
@@ -96,7 +130,11 @@ def huge_text(min_size: int = 100_000, max_size: int = 1_100_000) -> st.SearchSt
     )
 
 
-def responses(tags: Sequence[str] = ("answer", "search", "think"), verbs: Sequence[str] = ("search", "click"), extra: Sequence[str] = ()) -> st.SearchStrategy[str]:
+def responses(
+    tags: Sequence[str] = ("answer", "search", "think"),
+    verbs: Sequence[str] = ("search", "click"),
+    extra: Sequence[str] = (),
+) -> st.SearchStrategy[str]:
     """The union: arbitrary text, tag soup, tagged and bracketed responses, and rarely huge ones."""
     return st.one_of(
         any_text(),
@@ -124,7 +162,11 @@ def near_valid(template: str) -> st.SearchStrategy[str]:
         st.sampled_from((" ", "\n", "\t", "0", "-1", "None", "?", "Up", "click", "B", "[]", "<answer>", "||")),
         unicode_text(30),
         fragments(),
-        st.builds(lambda c, k: argument[:k] + c + argument[k:], st.sampled_from(NASTY_CHARACTERS), st.integers(0, len(argument))),
+        st.builds(
+            lambda c, k: argument[:k] + c + argument[k:],
+            st.sampled_from(NASTY_CHARACTERS),
+            st.integers(0, len(argument)),
+        ),
         st.builds(lambda n: " || ".join([argument] * n), st.integers(2, 40)),
         st.just(argument.swapcase()),
         st.just(argument[::-1]),
@@ -134,7 +176,9 @@ def near_valid(template: str) -> st.SearchStrategy[str]:
     @st.composite
     def build(draw: st.DrawFn) -> str:
         text = head + draw(replacement) + tail
-        how = draw(st.sampled_from(("argument", "argument", "argument", "truncate", "double", "think", "insert", "case")))
+        how = draw(
+            st.sampled_from(("argument", "argument", "argument", "truncate", "double", "think", "insert", "case"))
+        )
         if how == "truncate":
             return text[: draw(st.integers(0, max(len(text) - 1, 0)))]
         if how == "double":
@@ -152,7 +196,21 @@ def near_valid(template: str) -> st.SearchStrategy[str]:
 
 
 #: Fillers for :func:`long_response`: plain text and the runs that make naive parsers backtrack.
-LONG_FILLERS: tuple[str, ...] = (" ", "x", "<", "[", "search[", "click[", "<answer>", "<think>", "option ", "||", "\ud800", "\u0301", "🙂")
+LONG_FILLERS: tuple[str, ...] = (
+    " ",
+    "x",
+    "<",
+    "[",
+    "search[",
+    "click[",
+    "<answer>",
+    "<think>",
+    "option ",
+    "||",
+    "\ud800",
+    "\u0301",
+    "🙂",
+)
 
 
 def long_response(lengths: Sequence[int]) -> st.SearchStrategy[str]:
@@ -163,7 +221,13 @@ def long_response(lengths: Sequence[int]) -> st.SearchStrategy[str]:
     Use ``(max_length - 1, max_length, max_length + 1)`` for the action-length limit and
     ``(1_048_576,)`` for 1 MB.
     """
-    wrappers = (("", ""), ("<answer>", "</answer>"), ("<answer>option", "!</answer>"), ("<search>", "</search>"), ("click[", "]"))
+    wrappers = (
+        ("", ""),
+        ("<answer>", "</answer>"),
+        ("<answer>option", "!</answer>"),
+        ("<search>", "</search>"),
+        ("click[", "]"),
+    )
 
     @st.composite
     def build(draw: st.DrawFn) -> str:

@@ -61,8 +61,10 @@ RFC_IDS: dict[str, tuple[str, ...]] = {
     "soak": (),  # RFC 008 names no served-churn check
 }
 #: Numpy's dispatched SIMD features and ATen's kernel level switched off in the fresh process of ``determinism``.
-PLAIN_CPU_ENV = {"NPY_DISABLE_CPU_FEATURES": "AVX512F AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR AVX2 FMA3 F16C AVX",
-                 "ATEN_CPU_CAPABILITY": "default"}
+PLAIN_CPU_ENV = {
+    "NPY_DISABLE_CPU_FEATURES": "AVX512F AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR AVX2 FMA3 F16C AVX",
+    "ATEN_CPU_CAPABILITY": "default",
+}
 #: The fresh process's string-hash seed: another than this process's, so an env that seeds from ``hash()`` shows.
 FRESH_HASH_SEED = "20261206"
 #: Turns an episode may take when the env names no limit.
@@ -100,13 +102,24 @@ class ValidationReport:
         return next(v for v in self.verdicts if v.check == check)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"env": self.env, "ok": self.ok, "settings": self.settings, "verdicts": [asdict(v) for v in self.verdicts]}
+        return {
+            "env": self.env,
+            "ok": self.ok,
+            "settings": self.settings,
+            "verdicts": [asdict(v) for v in self.verdicts],
+        }
 
     def to_markdown(self) -> str:
-        rows = [f"# validate {self.env}: {'pass' if self.ok else 'FAIL'}", "",
-                "| check | verdict | seconds | RFC 008 ids | why |", "|---|---|---|---|---|"]
-        rows += [f"| {v.check} | {v.status} | {v.seconds:.1f} | {', '.join(v.rfc_ids)} | {v.summary.replace('|', '/')} |"
-                 for v in self.verdicts]
+        rows = [
+            f"# validate {self.env}: {'pass' if self.ok else 'FAIL'}",
+            "",
+            "| check | verdict | seconds | RFC 008 ids | why |",
+            "|---|---|---|---|---|",
+        ]
+        rows += [
+            f"| {v.check} | {v.status} | {v.seconds:.1f} | {', '.join(v.rfc_ids)} | {v.summary.replace('|', '/')} |"
+            for v in self.verdicts
+        ]
         return "\n".join(rows) + "\n"
 
     def write(self, out_dir: str | os.PathLike) -> tuple[Path, Path]:
@@ -129,7 +142,11 @@ def resolve_target(target: Any) -> tuple[Callable[[], gym.Env], str, str | None]
             import agentgym_turn  # noqa: F401  (registers the remote client's id)
 
             return (lambda: gym.make("agentgym_turn/Remote-v0", base_url=target)), target, target
-        if ":" in target and target.split(":")[0].replace(".", "").replace("_", "").isalnum() and "/" not in target.split(":")[0]:
+        if (
+            ":" in target
+            and target.split(":")[0].replace(".", "").replace("_", "").isalnum()
+            and "/" not in target.split(":")[0]
+        ):
             module, attr = target.split(":", 1)
             made = getattr(importlib.import_module(module), attr)
             return made, target, target
@@ -140,7 +157,9 @@ def resolve_target(target: Any) -> tuple[Callable[[], gym.Env], str, str | None]
     if isinstance(target, gym.Env):
         if target.spec is not None:
             spec = target.spec
-            same = spec.id in gym.registry and gym.spec(spec.id).kwargs == spec.kwargs  # made as registered: the id says it all
+            same = (
+                spec.id in gym.registry and gym.spec(spec.id).kwargs == spec.kwargs
+            )  # made as registered: the id says it all
             return (lambda: gym.make(spec)), spec.id, spec.id if same else None
         import copy
 
@@ -148,7 +167,9 @@ def resolve_target(target: Any) -> tuple[Callable[[], gym.Env], str, str | None]
         return (lambda: copy.deepcopy(template)), type(target.unwrapped).__name__, None
     if callable(target):
         return target, getattr(target, "__name__", "factory"), None
-    raise TypeError(f"validate takes an env id, 'module:factory', a URL, a zero-argument factory or an env; got {type(target).__name__}.")
+    raise TypeError(
+        f"validate takes an env id, 'module:factory', a URL, a zero-argument factory or an env; got {type(target).__name__}."
+    )
 
 
 def turn_cap(env: gym.Env) -> int:
@@ -180,7 +201,9 @@ def _step_record(obs: Any, reward: Any, terminated: Any, truncated: Any, info: A
 def play(env: gym.Env, seed: int, policy: Policy, rng: np.random.Generator, *, max_turns: int | None = None) -> Episode:
     """Play one episode of ``env`` from ``reset(seed=seed)`` with ``policy(env, observation, turn, rng) -> response``."""
     obs, info = env.reset(seed=seed)
-    digest = hashlib.blake2b(_step_record(obs, 0.0, False, False, info).encode("utf-8", "surrogatepass"), digest_size=16)
+    digest = hashlib.blake2b(
+        _step_record(obs, 0.0, False, False, info).encode("utf-8", "surrogatepass"), digest_size=16
+    )
     responses, observations, rewards, success = [], [obs], [], bool(info.get("success", False))
     for turn in range(max_turns or turn_cap(env)):
         response = policy(env, obs, turn, rng)
@@ -234,13 +257,16 @@ def check_contract(factory: Callable[[], gym.Env], seed: int) -> tuple[str, str,
     return "fail", f"{len(report.problems)} contract problem(s): {report.problems[0]}", evidence
 
 
-def check_determinism(factory: Callable[[], gym.Env], spec: str | None, seeds: list[int], oracle: Policy,
-                      fresh_process: bool) -> tuple[str, str, dict[str, Any]]:
+def check_determinism(
+    factory: Callable[[], gym.Env], spec: str | None, seeds: list[int], oracle: Policy, fresh_process: bool
+) -> tuple[str, str, dict[str, Any]]:
     rng = np.random.default_rng(seeds[0])
     env = factory()
     try:
-        runs = [play(env, s, oracle if k % 2 == 0 else floor_policies(env.action_space.max_length)["random"], rng)
-                for k, s in enumerate(seeds)]
+        runs = [
+            play(env, s, oracle if k % 2 == 0 else floor_policies(env.action_space.max_length)["random"], rng)
+            for k, s in enumerate(seeds)
+        ]
         again = [replay(env, ep.seed, ep.responses) for ep in runs]  # the same env, reset again with the same seed
     finally:
         env.close()
@@ -256,12 +282,19 @@ def check_determinism(factory: Callable[[], gym.Env], spec: str | None, seeds: l
             evidence["differs"] = {"where": name, "seeds": differ}
             return "fail", f"{name} gave another transcript for seeds {differ[:5]} with the same responses", evidence
     if not fresh_process or spec is None:
-        evidence["fresh_process"] = "not run: " + ("turned off" if not fresh_process else "the env is an object, not an id, factory path or URL")
+        evidence["fresh_process"] = "not run: " + (
+            "turned off" if not fresh_process else "the env is an object, not an id, factory path or URL"
+        )
         return "pass", f"{len(runs)} episodes replay exactly in a re-reset and a fresh env in this process", evidence
     job = json.dumps({"spec": spec, "episodes": [[ep.seed, ep.responses] for ep in runs]}, default=repr)
-    proc = subprocess.run([sys.executable, "-m", "agentgym_turn.testing.validate", "--replay-stdin"], input=job, text=True,
-                          capture_output=True, env={**os.environ, **PLAIN_CPU_ENV, "PYTHONHASHSEED": _other_hash_seed()},
-                          timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentgym_turn.testing.validate", "--replay-stdin"],
+        input=job,
+        text=True,
+        capture_output=True,
+        env={**os.environ, **PLAIN_CPU_ENV, "PYTHONHASHSEED": _other_hash_seed()},
+        timeout=600,
+    )
     if proc.returncode != 0:
         evidence["fresh_process"] = proc.stderr[-2000:]
         return "fail", "the fresh process could not replay the episodes (its error is in the evidence)", evidence
@@ -270,7 +303,11 @@ def check_determinism(factory: Callable[[], gym.Env], spec: str | None, seeds: l
     evidence["fresh_process"] = {"env": PLAIN_CPU_ENV, "differs": differ}
     if differ:
         return "fail", f"a fresh process (SIMD dispatch off) gave another transcript for seeds {differ[:5]}", evidence
-    return "pass", f"{len(runs)} episodes replay exactly: re-reset, fresh env, fresh process with SIMD dispatch off", evidence
+    return (
+        "pass",
+        f"{len(runs)} episodes replay exactly: re-reset, fresh env, fresh process with SIMD dispatch off",
+        evidence,
+    )
 
 
 def _other_hash_seed() -> str:
@@ -280,8 +317,13 @@ def _other_hash_seed() -> str:
 def check_oracle(episodes: list[Episode]) -> tuple[str, str, dict[str, Any]]:
     failed = [ep.seed for ep in episodes if not ep.success]
     returns = [ep.ret for ep in episodes]
-    evidence = {"tasks": len(episodes), "successes": len(episodes) - len(failed), "failed_seeds": failed[:20],
-                "mean_return": float(np.mean(returns)), "min_success_return": min((ep.ret for ep in episodes if ep.success), default=None)}
+    evidence = {
+        "tasks": len(episodes),
+        "successes": len(episodes) - len(failed),
+        "failed_seeds": failed[:20],
+        "mean_return": float(np.mean(returns)),
+        "min_success_return": min((ep.ret for ep in episodes if ep.success), default=None),
+    }
     if failed:
         worst = next(ep for ep in episodes if not ep.success)
         evidence["failed_transcript"] = _transcript(worst)
@@ -289,14 +331,19 @@ def check_oracle(episodes: list[Episode]) -> tuple[str, str, dict[str, Any]]:
     return "pass", f"the oracle succeeds on all {len(episodes)} tasks (mean return {np.mean(returns):.3g})", evidence
 
 
-def check_floors(factory: Callable[[], gym.Env], seeds: list[int], oracle_return: float, margin: float) -> tuple[str, str, dict[str, Any]]:
+def check_floors(
+    factory: Callable[[], gym.Env], seeds: list[int], oracle_return: float, margin: float
+) -> tuple[str, str, dict[str, Any]]:
     env = factory()
     try:
         rng = np.random.default_rng(seeds[0] + 1)
         floors = {}
         for name, policy in floor_policies(env.action_space.max_length).items():
             eps = [play(env, s, policy, rng) for s in seeds]
-            floors[name] = {"mean_return": float(np.mean([e.ret for e in eps])), "success": float(np.mean([e.success for e in eps]))}
+            floors[name] = {
+                "mean_return": float(np.mean([e.ret for e in eps])),
+                "success": float(np.mean([e.success for e in eps])),
+            }
     finally:
         env.close()
     bar = oracle_return - margin * max(abs(oracle_return), 1e-9)
@@ -304,7 +351,11 @@ def check_floors(factory: Callable[[], gym.Env], seeds: list[int], oracle_return
     evidence = {"oracle_mean_return": oracle_return, "margin": margin, "bar": bar, "floors": floors}
     if over:
         return "fail", f"{', '.join(over)} score(s) within {margin:.0%} of the oracle's return or succeed", evidence
-    return "pass", f"every trivial policy scores below {bar:.3g} ({margin:.0%} under the oracle's {oracle_return:.3g}) and never succeeds", evidence
+    return (
+        "pass",
+        f"every trivial policy scores below {bar:.3g} ({margin:.0%} under the oracle's {oracle_return:.3g}) and never succeeds",
+        evidence,
+    )
 
 
 def check_soak(spec: str | None, minutes: float, clients: int, idle_timeout: float) -> tuple[str, str, dict[str, Any]]:
@@ -320,8 +371,22 @@ def check_soak(spec: str | None, minutes: float, clients: int, idle_timeout: flo
             return "skip", f"the soak churns loopback servers only (http://127.0.0.1:PORT), not {spec}", {}
         served, owned = soak.ServedProcess.at(url.port), False
     else:
-        served = soak.ServedProcess([sys.executable, "-m", "agentgym_turn", "serve", "env", spec, "--port", "0", "--idle-timeout",
-                                     str(idle_timeout), "--max-sessions", "256"])
+        served = soak.ServedProcess(
+            [
+                sys.executable,
+                "-m",
+                "agentgym_turn",
+                "serve",
+                "env",
+                spec,
+                "--port",
+                "0",
+                "--idle-timeout",
+                str(idle_timeout),
+                "--max-sessions",
+                "256",
+            ]
+        )
         owned = True
     try:
         scenarios = {name: v for name, v in soak.SCENARIOS.items() if v[0] == "env"}
@@ -332,21 +397,44 @@ def check_soak(spec: str | None, minutes: float, clients: int, idle_timeout: flo
     r = result["servers"]["env"]
     judged = owned and minutes >= MEMORY_SOAK_MINUTES
     slope, bound = r["slope_mb_per_1000_sessions"], SOAK_SLOPE_MB
-    evidence = {**{k: v for k, v in r.items() if k != "samples"}, "slope_bound_mb_per_1000": bound, "memory_judged": judged,
-                "scenarios": result["scenarios"], "idle_timeout_s": idle_timeout}
-    problems = [f"{r['live_sessions_after_drain']} sessions still live after the drain"] if r["live_sessions_after_drain"] else []
+    evidence = {
+        **{k: v for k, v in r.items() if k != "samples"},
+        "slope_bound_mb_per_1000": bound,
+        "memory_judged": judged,
+        "scenarios": result["scenarios"],
+        "idle_timeout_s": idle_timeout,
+    }
+    problems = (
+        [f"{r['live_sessions_after_drain']} sessions still live after the drain"]
+        if r["live_sessions_after_drain"]
+        else []
+    )
     problems += [f"{r['client_errors']} client errors (e.g. {r['error_examples'][:1]})"] if r["client_errors"] else []
     problems += [f"{r['server_tracebacks']} tracebacks in the server's log"] if r["server_tracebacks"] else []
-    problems += [f"memory grew {slope:+.2f} MB per 1,000 sessions (bound {bound:g})"] if judged and slope is not None and slope > bound else []
+    problems += (
+        [f"memory grew {slope:+.2f} MB per 1,000 sessions (bound {bound:g})"]
+        if judged and slope is not None and slope > bound
+        else []
+    )
     if problems:
         return "fail", "; ".join(problems), evidence
-    memory = "" if not owned or slope is None else (f", memory {slope:+.3f} MB per 1,000 sessions (bound {bound:g})" if judged else
-                                                    f", memory {slope:+.2f} MB per 1,000 sessions (warm-up: judged from {MEMORY_SOAK_MINUTES} minutes)")
+    memory = (
+        ""
+        if not owned or slope is None
+        else (
+            f", memory {slope:+.3f} MB per 1,000 sessions (bound {bound:g})"
+            if judged
+            else f", memory {slope:+.2f} MB per 1,000 sessions (warm-up: judged from {MEMORY_SOAK_MINUTES} minutes)"
+        )
+    )
     return "pass", f"{r['sessions']:,} sessions of churn: none left after the drain, no error{memory}", evidence
 
 
 def _transcript(ep: Episode, limit: int = 400) -> list[dict[str, Any]]:
-    return [{"response": r[:limit], "reward": w, "observation": o[:limit]} for r, w, o in zip(ep.responses, ep.rewards, ep.observations[1:])]
+    return [
+        {"response": r[:limit], "reward": w, "observation": o[:limit]}
+        for r, w, o in zip(ep.responses, ep.rewards, ep.observations[1:])
+    ]
 
 
 def _exploit_pool(max_length: int, first_observation: str, expert_responses: list[str]) -> list[str]:
@@ -358,12 +446,20 @@ def _exploit_pool(max_length: int, first_observation: str, expert_responses: lis
         start, end = argument_span(r)
         head, content, tail = r[:start], r[start:end], r[end:]
         shifted = "".join(chr(ord(c) + 1) if c.isalnum() else c for c in content)
-        pool += [r, (r + "\n") * 3, r[::-1]] + [head + c + tail for c in (content[::-1], shifted, "x" * len(content), "")]
+        pool += [r, (r + "\n") * 3, r[::-1]] + [
+            head + c + tail for c in (content[::-1], shifted, "x" * len(content), "")
+        ]
     return list(dict.fromkeys(p[:max_length] for p in pool))
 
 
-def check_gameability(factory: Callable[[], gym.Env], seeds: list[int], oracle: Policy, oracle_eps: list[Episode],
-                      episodes: int, seed: int) -> tuple[str, str, dict[str, Any]]:
+def check_gameability(
+    factory: Callable[[], gym.Env],
+    seeds: list[int],
+    oracle: Policy,
+    oracle_eps: list[Episode],
+    episodes: int,
+    seed: int,
+) -> tuple[str, str, dict[str, Any]]:
     successes = [ep.ret for ep in oracle_eps if ep.success]
     if not successes:
         return "skip", "no oracle success to compare with (see the oracle check)", {}
@@ -380,6 +476,7 @@ def check_gameability(factory: Callable[[], gym.Env], seeds: list[int], oracle: 
         def run(task: int, prefix: int, plan: list[str]) -> Episode:
             def policy(e: gym.Env, obs: str, turn: int, r: np.random.Generator) -> str:
                 return oracle(e, obs, turn, r) if turn < prefix else plan[(turn - prefix) % len(plan)]
+
             return play(env, task, policy, rng)
 
         def consider(ep: Episode, task: int, prefix: int, plan: list[str]) -> None:
@@ -395,13 +492,15 @@ def check_gameability(factory: Callable[[], gym.Env], seeds: list[int], oracle: 
         starts: list[tuple[int, int, list[str]]] = []
         for ep in oracle_eps:  # the oracle's play with a step skipped, or jumping to its last response (tools unused)
             n = len(ep.responses)
-            starts += [(ep.seed, k, ep.responses[k + 1:] or ep.responses[-1:]) for k in range(n - 1)]
+            starts += [(ep.seed, k, ep.responses[k + 1 :] or ep.responses[-1:]) for k in range(n - 1)]
             starts += [(ep.seed, k, ep.responses[-1:]) for k in range(n - 1)]
         starts += [(seeds[0], 0, [p]) for p in pool]  # every generic exploit, from the first turn
         for task, prefix, plan in starts[:episodes]:
             consider(run(task, prefix, plan), task, prefix, plan)
             searched += 1
-        while searched < episodes:  # guided: mutate the best plans (or a pool entry), from any point of the oracle's play
+        while (
+            searched < episodes
+        ):  # guided: mutate the best plans (or a pool entry), from any point of the oracle's play
             if best and rng.random() < 0.8:
                 _, task, prefix, plan = best[int(rng.integers(len(best)))]
                 plan = list(plan)
@@ -423,21 +522,44 @@ def check_gameability(factory: Callable[[], gym.Env], seeds: list[int], oracle: 
     finally:
         env.close()
     top = best_ep.ret if best_ep is not None else None
-    evidence: dict[str, Any] = {"episodes": searched, "threshold": threshold, "best_failure_return": top,
-                                "exploit": _transcript(best_ep) if best_ep is not None else None,
-                                "exploit_seed": best_ep.seed if best_ep is not None else None}
+    evidence: dict[str, Any] = {
+        "episodes": searched,
+        "threshold": threshold,
+        "best_failure_return": top,
+        "exploit": _transcript(best_ep) if best_ep is not None else None,
+        "exploit_seed": best_ep.seed if best_ep is not None else None,
+    }
     if top is None:
         return "pass", f"no failing episode in {searched} searched (every one succeeded)", evidence
     if top >= threshold - 1e-9:
-        return "fail", f"a failing episode returned {top:.3g}, as much as the least-paid success ({threshold:.3g})", evidence
-    return "pass", f"the best failing episode of {searched} returned {top:.3g}, below the least-paid success ({threshold:.3g})", evidence
+        return (
+            "fail",
+            f"a failing episode returned {top:.3g}, as much as the least-paid success ({threshold:.3g})",
+            evidence,
+        )
+    return (
+        "pass",
+        f"the best failing episode of {searched} returned {top:.3g}, below the least-paid success ({threshold:.3g})",
+        evidence,
+    )
 
 
 # ---------------------------------------------------------------------- entry point
-def validate(env: Any, *, seed: int = 0, tasks: int = 8, margin: float = 0.1, search_episodes: int = 200,
-             oracle: Callable[[gym.Env], str] | None = None, checks: Sequence[str] = CHECKS,
-             fresh_process: bool = True, soak_minutes: float = 0.0, soak_clients: int = 4,
-             soak_idle_timeout: float = 4.0, learn_budget: LearnBudget | None = None) -> ValidationReport:
+def validate(
+    env: Any,
+    *,
+    seed: int = 0,
+    tasks: int = 8,
+    margin: float = 0.1,
+    search_episodes: int = 200,
+    oracle: Callable[[gym.Env], str] | None = None,
+    checks: Sequence[str] = CHECKS,
+    fresh_process: bool = True,
+    soak_minutes: float = 0.0,
+    soak_clients: int = 4,
+    soak_idle_timeout: float = 4.0,
+    learn_budget: LearnBudget | None = None,
+) -> ValidationReport:
     """Certify ``env`` (an env id, ``"module:factory"``, a served env's URL, a zero-argument factory or an env).
 
     ``tasks`` seeds (``seed, seed + 1, ...``) are played by the oracle and by each trivial policy; ``margin`` is
@@ -454,10 +576,19 @@ def validate(env: Any, *, seed: int = 0, tasks: int = 8, margin: float = 0.1, se
     if unknown:
         raise ValueError(f"unknown checks {unknown}; choose among {[*CHECKS, *OPTIONAL_CHECKS]}.")
     factory, name, spec = resolve_target(env)
-    report = ValidationReport(name, {"seed": seed, "tasks": tasks, "margin": margin, "search_episodes": search_episodes,
-                                     "checks": list(checks), "oracle": "given" if oracle is not None else "expert_action()",
-                                     "soak_minutes": soak_minutes,
-                                     "learn_budget": asdict(learn_budget or LearnBudget()) if "learnability" in checks else None})
+    report = ValidationReport(
+        name,
+        {
+            "seed": seed,
+            "tasks": tasks,
+            "margin": margin,
+            "search_episodes": search_episodes,
+            "checks": list(checks),
+            "oracle": "given" if oracle is not None else "expert_action()",
+            "soak_minutes": soak_minutes,
+            "learn_budget": asdict(learn_budget or LearnBudget()) if "learnability" in checks else None,
+        },
+    )
     seeds = list(range(seed, seed + tasks))
     policy = expert_policy(oracle)
     if list(checks) == ["soak"]:  # a served env alone: nothing to play in this process
@@ -478,20 +609,42 @@ def validate(env: Any, *, seed: int = 0, tasks: int = 8, margin: float = 0.1, se
             report.verdicts.append(_timed(check, lambda: check_contract(factory, seed)))
         elif check == "determinism":
             played: Policy = policy if has_oracle else floor_policies(10_000)["random"]
-            report.verdicts.append(_timed(check, lambda: check_determinism(factory, spec, seeds[:4], played, fresh_process)))
+            report.verdicts.append(
+                _timed(check, lambda: check_determinism(factory, spec, seeds[:4], played, fresh_process))
+            )
         elif check == "oracle":
             report.verdicts.append(_timed(check, lambda: check_oracle(oracle_eps) if has_oracle else no_oracle))
         elif check == "floors":
             mean = float(np.mean([ep.ret for ep in oracle_eps])) if oracle_eps else 0.0
-            report.verdicts.append(_timed(check, lambda: check_floors(factory, seeds, mean, margin) if has_oracle else no_oracle))
+            report.verdicts.append(
+                _timed(check, lambda: check_floors(factory, seeds, mean, margin) if has_oracle else no_oracle)
+            )
         elif check == "gameability":
-            report.verdicts.append(_timed(check, lambda: check_gameability(factory, seeds, policy, oracle_eps, search_episodes, seed)
-                                          if has_oracle else no_oracle))
+            report.verdicts.append(
+                _timed(
+                    check,
+                    lambda: (
+                        check_gameability(factory, seeds, policy, oracle_eps, search_episodes, seed)
+                        if has_oracle
+                        else no_oracle
+                    ),
+                )
+            )
         elif check == "learnability":
-            report.verdicts.append(_timed(check, lambda: check_learnability(spec, seed=seed, budget=learn_budget or LearnBudget())
-                                          if has_oracle else no_oracle))
+            report.verdicts.append(
+                _timed(
+                    check,
+                    lambda: (
+                        check_learnability(spec, seed=seed, budget=learn_budget or LearnBudget())
+                        if has_oracle
+                        else no_oracle
+                    ),
+                )
+            )
         elif check == "soak":
-            report.verdicts.append(_timed(check, lambda: check_soak(spec, soak_minutes, soak_clients, soak_idle_timeout)))
+            report.verdicts.append(
+                _timed(check, lambda: check_soak(spec, soak_minutes, soak_clients, soak_idle_timeout))
+            )
     return report
 
 

@@ -9,10 +9,37 @@
 No torch: a tokenizer is any object with Hugging Face's ``encode``/``decode``/``apply_chat_template``.
 """
 
-from .assembly import (COMPACT, ROLE_ACTION, ROLE_OBSERVATION, ROLE_TEMPLATE, ChatFormat, ChatTemplateError, Conversation, EpisodeTokens,
-                       TokenEpisode, TurnSpan, as_token_ids, continues_with)
+from .assembly import (
+    COMPACT,
+    ROLE_ACTION,
+    ROLE_OBSERVATION,
+    ROLE_TEMPLATE,
+    ChatFormat,
+    ChatTemplateError,
+    Conversation,
+    EpisodeTokens,
+    TokenEpisode,
+    TurnSpan,
+    as_token_ids,
+    continues_with,
+)
 from .audit import DIVERGENCE_KINDS, Divergence, TemplateAudit, audit_template
 
-__all__ = ["COMPACT", "ROLE_ACTION", "ROLE_OBSERVATION", "ROLE_TEMPLATE", "ChatFormat", "ChatTemplateError", "Conversation",
-           "EpisodeTokens", "TokenEpisode", "TurnSpan", "as_token_ids", "continues_with", "DIVERGENCE_KINDS", "Divergence", "TemplateAudit",
-           "audit_template"]
+__all__ = [
+    "COMPACT",
+    "ROLE_ACTION",
+    "ROLE_OBSERVATION",
+    "ROLE_TEMPLATE",
+    "ChatFormat",
+    "ChatTemplateError",
+    "Conversation",
+    "EpisodeTokens",
+    "TokenEpisode",
+    "TurnSpan",
+    "as_token_ids",
+    "continues_with",
+    "DIVERGENCE_KINDS",
+    "Divergence",
+    "TemplateAudit",
+    "audit_template",
+]

@@ -90,10 +90,17 @@ class ChatFormat:
         p = [_PLACEHOLDER.format(i) for i in range(4)]
         head = [{"role": "system", "content": system_prompt}] if system_prompt else []
         first = _render(tokenizer, head + [{"role": "user", "content": p[0]}], True)
-        with_answer = _render(tokenizer, head + [{"role": "user", "content": p[0]}, {"role": "assistant", "content": p[1]}], False)
+        with_answer = _render(
+            tokenizer, head + [{"role": "user", "content": p[0]}, {"role": "assistant", "content": p[1]}], False
+        )
         second = _render(
             tokenizer,
-            head + [{"role": "user", "content": p[0]}, {"role": "assistant", "content": p[1]}, {"role": "user", "content": p[2]}],
+            head
+            + [
+                {"role": "user", "content": p[0]},
+                {"role": "assistant", "content": p[1]},
+                {"role": "user", "content": p[2]},
+            ],
             True,
         )
         if not (with_answer.startswith(first) and second.startswith(with_answer)):
@@ -148,7 +155,9 @@ class ChatFormat:
 
     # ------------------------------------------------------------------ encoding
     def _encode_template(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(_clean(text), add_special_tokens=False)) if text else []  # a system prompt may hold lone surrogates
+        return (
+            list(self.tokenizer.encode(_clean(text), add_special_tokens=False)) if text else []
+        )  # a system prompt may hold lone surrogates
 
     def encode_content(self, text: str) -> list[int]:
         """Ids of message content: special-token strings in it stay plain text; whitespace the template trims
@@ -168,8 +177,9 @@ class ChatFormat:
         ids = self.tokenizer(cleaned, add_special_tokens=False, split_special_tokens=True)["input_ids"]
         return [list(row) if text else [] for row, text in zip(ids, texts)]
 
-    def prompt_pieces(self, observation: str, system_prompt: str | None = None,
-                      content_ids: list[int] | None = None) -> list[tuple[list[int], int]]:
+    def prompt_pieces(
+        self, observation: str, system_prompt: str | None = None, content_ids: list[int] | None = None
+    ) -> list[tuple[list[int], int]]:
         """The first state: ``[(ids, role), ...]`` for system prompt, first observation, generation prompt.
 
         ``system_prompt`` is a per-episode system message (the env's instructions, see
@@ -200,10 +210,16 @@ class ChatFormat:
             ps, p0 = _PLACEHOLDER.format("S"), _PLACEHOLDER.format("U")
             text = _render(self.tokenizer, [{"role": "system", "content": ps}, {"role": "user", "content": p0}], True)
             if text.count(ps) != 1 or text.count(p0) != 1 or text.index(ps) > text.index(p0):
-                raise ChatTemplateError("The chat template does not render a system message before the first user message.")
+                raise ChatTemplateError(
+                    "The chat template does not render a system message before the first user message."
+                )
             before, rest = text.split(ps)
             between, after = rest.split(p0)
-            self._system_split = (self._encode_template(before), self._encode_template(between), self._encode_template(after))
+            self._system_split = (
+                self._encode_template(before),
+                self._encode_template(between),
+                self._encode_template(after),
+            )
         return self._system_split
 
     def observation_pieces(self, observation: str, content_ids: list[int] | None = None) -> list[tuple[list[int], int]]:
@@ -244,7 +260,9 @@ class ChatFormat:
             ids = ids[:-1]
         return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
-    def messages(self, observations: Sequence[str], responses: Sequence[str], system_prompt: str = "") -> list[dict[str, str]]:
+    def messages(
+        self, observations: Sequence[str], responses: Sequence[str], system_prompt: str = ""
+    ) -> list[dict[str, str]]:
         """The conversation as chat messages (for ``apply_chat_template`` and for reading);
         ``system_prompt`` is the conversation's per-episode system message, if any."""
         system = "\n\n".join(s for s in (self.system_prompt, system_prompt) if s)
@@ -289,8 +307,13 @@ class Conversation:
             self.roles.extend([role] * len(ids))
             self.turn_ids.extend([turn] * len(ids))
 
-    def add_observation(self, fmt: ChatFormat, observation: str, system_prompt: str | None = None,
-                        pieces: Sequence[tuple[Sequence[int], int]] | None = None) -> None:
+    def add_observation(
+        self,
+        fmt: ChatFormat,
+        observation: str,
+        system_prompt: str | None = None,
+        pieces: Sequence[tuple[Sequence[int], int]] | None = None,
+    ) -> None:
         """Append the state's new message (the first one opens the conversation, with
         ``system_prompt`` as a per-episode system message when given). ``pieces``: the observation's
         ``fmt.observation_pieces`` (``fmt.prompt_pieces`` for the first) when the caller has them already."""
@@ -301,7 +324,6 @@ class Conversation:
             self.system_prompt = system_prompt or ""
         self.observations.append(observation)
         self.extend(pieces, self.num_turns)
-
 
     def add_response(self, fmt: ChatFormat, response_ids: Sequence[int], text: str) -> None:
         """Append the sampled ids of this turn's response, then the template that closes it."""
@@ -388,7 +410,11 @@ class TokenEpisode:
     """
 
     def __init__(self, fmt: ChatFormat, history: int | str | None = None):
-        if not (history is None or history == COMPACT or (isinstance(history, int) and not isinstance(history, bool) and history >= 1)):
+        if not (
+            history is None
+            or history == COMPACT
+            or (isinstance(history, int) and not isinstance(history, bool) and history >= 1)
+        ):
             raise ValueError(f"history must be None, an integer >= 1 or {COMPACT!r}, got {history!r}.")
         self.fmt = fmt
         self.history = history
@@ -406,16 +432,26 @@ class TokenEpisode:
         """Responses appended so far."""
         return len(self._responses)
 
-    def open(self, observation: str, system_prompt: str | None = None, *, content_ids: list[int] | None = None,
-             state: str | None = None) -> None:
+    def open(
+        self,
+        observation: str,
+        system_prompt: str | None = None,
+        *,
+        content_ids: list[int] | None = None,
+        state: str | None = None,
+    ) -> None:
         """Start the episode with its first state (``system_prompt``: the per-episode system message, if any;
         ``state``: the env's state text, for ``history="compact"``)."""
         if self.conversation.ids:
             raise ValueError("TokenEpisode.open: the episode has started already.")
         content = self.fmt.encode_content(observation) if content_ids is None else list(content_ids)
         self.system_prompt = system_prompt or None
-        self.conversation.add_observation(self.fmt, observation, system_prompt,
-                                          pieces=self.fmt.prompt_pieces(observation, system_prompt, content_ids=content))
+        self.conversation.add_observation(
+            self.fmt,
+            observation,
+            system_prompt,
+            pieces=self.fmt.prompt_pieces(observation, system_prompt, content_ids=content),
+        )
         self._note_observation(content, state)
 
     def observe(self, observation: str, *, content_ids: list[int] | None = None, state: str | None = None) -> None:
@@ -423,7 +459,9 @@ class TokenEpisode:
         if len(self._contents) != self.num_turns:
             raise ValueError("TokenEpisode.observe: a response must come between two observations.")
         content = self.fmt.encode_content(observation) if content_ids is None else list(content_ids)
-        self.conversation.add_observation(self.fmt, observation, pieces=self.fmt.observation_pieces(observation, content))
+        self.conversation.add_observation(
+            self.fmt, observation, pieces=self.fmt.observation_pieces(observation, content)
+        )
         self._note_observation(content, state)
 
     def _note_observation(self, content: list[int], state: str | None) -> None:
@@ -531,7 +569,14 @@ class _Builder:
         b.spans = {s.turn: [s.observation, s.response] for s in tokens.turns}
         return b
 
-    def add(self, pieces: Sequence[tuple[Sequence[int], int]], turn: int, *, observation: bool = False, response: bool = False) -> None:
+    def add(
+        self,
+        pieces: Sequence[tuple[Sequence[int], int]],
+        turn: int,
+        *,
+        observation: bool = False,
+        response: bool = False,
+    ) -> None:
         start = len(self.ids)
         for ids, role in pieces:
             self.ids.extend(int(i) for i in ids)

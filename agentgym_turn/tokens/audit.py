@@ -25,7 +25,14 @@ import numpy as np
 from .assembly import ROLE_ACTION, ROLE_OBSERVATION, ChatTemplateError, EpisodeTokens, _common_prefix
 
 #: What a :class:`Divergence` can be (see :class:`Divergence`).
-DIVERGENCE_KINDS = ("history_rewritten", "whitespace_merged", "generation_prompt", "content_changed", "token_split", "template")
+DIVERGENCE_KINDS = (
+    "history_rewritten",
+    "whitespace_merged",
+    "generation_prompt",
+    "content_changed",
+    "token_split",
+    "template",
+)
 
 _SNIPPET = 30  # characters of context either side of a divergence in the snippets
 _REASONING = (
@@ -102,14 +109,22 @@ class TemplateAudit:
             return head + ": no divergence (the incremental tokens equal the re-rendered template at every turn)."
         counts = ", ".join(f"{k} {n}" for k, n in sorted(self.counts().items()))
         d = self.divergences[0]
-        return (f"{head}: {len(self.divergences)} divergences ({counts}).\n"
-                f"First: episode {d.episode}, turn {d.turn}, token {d.position}, char {d.char}: {d.kind}: {d.detail}\n"
-                f"  incremental: {d.incremental!r}\n  rendered:    {d.rendered!r}")
+        return (
+            f"{head}: {len(self.divergences)} divergences ({counts}).\n"
+            f"First: episode {d.episode}, turn {d.turn}, token {d.position}, char {d.char}: {d.kind}: {d.detail}\n"
+            f"  incremental: {d.incremental!r}\n  rendered:    {d.rendered!r}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable data."""
-        return {"env_id": self.env_id, "episodes": self.episodes, "turns_checked": self.turns_checked, "ok": self.ok,
-                "counts": self.counts(), "divergences": [asdict(d) for d in self.divergences]}
+        return {
+            "env_id": self.env_id,
+            "episodes": self.episodes,
+            "turns_checked": self.turns_checked,
+            "ok": self.ok,
+            "counts": self.counts(),
+            "divergences": [asdict(d) for d in self.divergences],
+        }
 
     def to_json(self, **kwargs: Any) -> str:
         """:meth:`to_dict` as JSON text."""
@@ -126,7 +141,9 @@ def _respond(expert: str, rng: np.random.Generator, think: bool) -> str:
 
 
 def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
-    return tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False) if len(ids) else ""
+    return (
+        tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False) if len(ids) else ""
+    )
 
 
 @dataclass(frozen=True)
@@ -143,8 +160,15 @@ class _Run:
 
 def _runs(tokenizer: Any, view: EpisodeTokens) -> tuple[list[_Run], str]:
     """The view's role/turn runs with their character spans, and the decoded text."""
-    bounds = [0] + [i for i in range(1, len(view.ids))
-                    if (view.roles[i], view.turn_ids[i]) != (view.roles[i - 1], view.turn_ids[i - 1])] + [len(view.ids)]
+    bounds = (
+        [0]
+        + [
+            i
+            for i in range(1, len(view.ids))
+            if (view.roles[i], view.turn_ids[i]) != (view.roles[i - 1], view.turn_ids[i - 1])
+        ]
+        + [len(view.ids)]
+    )
     texts = [_decode(tokenizer, view.ids[a:b]) for a, b in zip(bounds, bounds[1:])]
     whole = _decode(tokenizer, view.ids)
     if "".join(texts) != whole:  # a run boundary inside a character (never for ids built from separate strings)
@@ -153,8 +177,11 @@ def _runs(tokenizer: Any, view: EpisodeTokens) -> tuple[list[_Run], str]:
         offsets = [0]
         for t in texts:
             offsets.append(offsets[-1] + len(t))
-    runs = [_Run(view.roles[a], view.turn_ids[a], a, b, offsets[k], offsets[k + 1])
-            for k, (a, b) in enumerate(zip(bounds, bounds[1:])) if b > a]
+    runs = [
+        _Run(view.roles[a], view.turn_ids[a], a, b, offsets[k], offsets[k + 1])
+        for k, (a, b) in enumerate(zip(bounds, bounds[1:]))
+        if b > a
+    ]
     return runs, whole
 
 
@@ -184,19 +211,25 @@ def _whitespace_only(a: str, b: str) -> bool:
 
 def _snippets(incremental: str, rendered: str, char: int) -> tuple[str, str]:
     lo = max(0, char - _SNIPPET)
-    return incremental[lo:char + _SNIPPET], rendered[lo:char + _SNIPPET]
+    return incremental[lo : char + _SNIPPET], rendered[lo : char + _SNIPPET]
 
 
 def _token_ends(tokenizer: Any, ids: Sequence[int], first: int, base: int, limit: int) -> set[int]:
     """Character offsets where the tokens ``ids[first:]`` end, up to ``limit`` tokens (``base``: offset of token ``first``)."""
     out = set()
     for k in range(1, min(limit, len(ids) - first) + 1):
-        out.add(base + len(_decode(tokenizer, ids[first:first + k])))
+        out.add(base + len(_decode(tokenizer, ids[first : first + k])))
     return out
 
 
-def _compare(tokenizer: Any, view: EpisodeTokens, messages: list[dict[str, str]], episode: int, turn: int,
-             previous: Divergence | None) -> Divergence | None:
+def _compare(
+    tokenizer: Any,
+    view: EpisodeTokens,
+    messages: list[dict[str, str]],
+    episode: int,
+    turn: int,
+    previous: Divergence | None,
+) -> Divergence | None:
     """The first place where ``view`` (the incremental input at ``turn``) and the re-render of ``messages`` part."""
     rendered = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     rendered_ids = [int(i) for i in tokenizer.encode(rendered, add_special_tokens=False)]
@@ -215,8 +248,12 @@ def _compare(tokenizer: Any, view: EpisodeTokens, messages: list[dict[str, str]]
         if char >= prompt_start:
             kind = "generation_prompt"
             detail = "the re-rendered generation prompt differs from the one the incremental ids end with"
-        elif previous is not None and previous.turn == turn - 1 and previous.char == char and previous.kind in (
-                "history_rewritten", "content_changed"):
+        elif (
+            previous is not None
+            and previous.turn == turn - 1
+            and previous.char == char
+            and previous.kind in ("history_rewritten", "content_changed")
+        ):
             kind, detail = previous.kind, previous.detail  # the same difference as at the previous turn
         elif _whitespace_only(text[char:], rendered[char:]):
             kind = "content_changed"
@@ -240,11 +277,15 @@ def _compare(tokenizer: Any, view: EpisodeTokens, messages: list[dict[str, str]]
     inc, ren = _snippets(text, rendered, char)
     if merged:
         where = _describe(runs, merged[0])
-        detail = (f"equal texts, but the re-render's tokens span the boundary before {where} "
-                  f"(incremental {ids[position:position + 3]}, rendered {rendered_ids[position:position + 3]})")
+        detail = (
+            f"equal texts, but the re-render's tokens span the boundary before {where} "
+            f"(incremental {ids[position : position + 3]}, rendered {rendered_ids[position : position + 3]})"
+        )
         return Divergence(episode, turn, position, char, "whitespace_merged", detail, inc, ren)
-    detail = (f"equal texts, tokenised differently inside {_describe(runs, char)} "
-              f"(incremental {ids[position:position + 3]}, rendered {rendered_ids[position:position + 3]})")
+    detail = (
+        f"equal texts, tokenised differently inside {_describe(runs, char)} "
+        f"(incremental {ids[position : position + 3]}, rendered {rendered_ids[position : position + 3]})"
+    )
     return Divergence(episode, turn, position, char, "token_split", detail, inc, ren)
 
 
@@ -257,9 +298,18 @@ def _error_text(err: BaseException) -> str:
     return str(err) if isinstance(err, ChatTemplateError) else f"{type(err).__name__}: {err}"
 
 
-def audit_template(tokenizer: Any, *, env_id: str = "TurnSokoban-v0", episodes: int = 8, seed: int = 0, max_turns: int = 6,
-                   env_kwargs: dict[str, Any] | None = None, think: bool = True, split_system_prompt: bool = True,
-                   system_prompt: str | None = None) -> TemplateAudit:
+def audit_template(
+    tokenizer: Any,
+    *,
+    env_id: str = "TurnSokoban-v0",
+    episodes: int = 8,
+    seed: int = 0,
+    max_turns: int = 6,
+    env_kwargs: dict[str, Any] | None = None,
+    think: bool = True,
+    split_system_prompt: bool = True,
+    system_prompt: str | None = None,
+) -> TemplateAudit:
     """Play ``episodes`` expert episodes of ``env_id`` and compare, at each of their first ``max_turns`` turns, the
     incremental token ids of the model's input with the full re-render of the chat template.
 
@@ -287,13 +337,20 @@ def audit_template(tokenizer: Any, *, env_id: str = "TurnSokoban-v0", episodes: 
         env = gym.make(env_id, **(env_kwargs or {}))
         try:
             try:  # reading the template's pieces (ChatFormat), and the per-episode system message's at reset
-                chat = ChatView(env, tokenizer=tokenizer, split_system_prompt=split_system_prompt, system_prompt=system_prompt)
+                chat = ChatView(
+                    env, tokenizer=tokenizer, split_system_prompt=split_system_prompt, system_prompt=system_prompt
+                )
                 chat.reset(seed=int(seed) + episode)
             except Exception as err:  # noqa: BLE001 - only template problems are reported, others raise
                 if not _template_error(err):
                     raise
-                return TemplateAudit(env_id, int(episodes), checked, divergences + [
-                    Divergence(-1 if episode == 0 else episode, -1, -1, -1, "template", _error_text(err), "", "")])
+                return TemplateAudit(
+                    env_id,
+                    int(episodes),
+                    checked,
+                    divergences
+                    + [Divergence(-1 if episode == 0 else episode, -1, -1, -1, "template", _error_text(err), "", "")],
+                )
             tokens = chat.episode_tokens
             previous: Divergence | None = None
             for turn in range(int(max_turns)):

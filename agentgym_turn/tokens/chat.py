@@ -181,10 +181,14 @@ class ChatView(gym.Wrapper):
     ):
         super().__init__(env)
         if history_window is not None and history_window != COMPACT and not is_int(history_window, 1):
-            raise ValueError(f"ChatView: history_window must be None, an integer >= 1 or {COMPACT!r}, got {history_window!r}.")
+            raise ValueError(
+                f"ChatView: history_window must be None, an integer >= 1 or {COMPACT!r}, got {history_window!r}."
+            )
         if reward_template is not None:
             if not isinstance(reward_template, str):
-                raise TypeError(f"ChatView: reward_template must be a str or None, got {type(reward_template).__name__}.")
+                raise TypeError(
+                    f"ChatView: reward_template must be a str or None, got {type(reward_template).__name__}."
+                )
             try:
                 reward_template.format(reward=0.0)
             except (KeyError, IndexError, ValueError) as err:
@@ -210,7 +214,9 @@ class ChatView(gym.Wrapper):
         self.first_state = ""
         self.messages: list[Message] = []
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[Message], dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[list[Message], dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
         if self.split_system_prompt:
             self.instructions, self.first_state = split_first_message(self.env, observation)
@@ -240,7 +246,13 @@ class ChatView(gym.Wrapper):
         if ids is not None:
             text = self.format.decode_response(ids)
         else:
-            text = action if isinstance(action, str) else action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
+            text = (
+                action
+                if isinstance(action, str)
+                else action.decode("utf-8", "replace")
+                if isinstance(action, bytes)
+                else str(action)
+            )
             if self.format is not None:
                 ids = self.format.encode_response(text)
         observation, reward, terminated, truncated, info = self.env.step(text)
@@ -289,5 +301,5 @@ class ChatView(gym.Wrapper):
             body = [{"role": "user", "content": self._states[-1] or body[-1]["content"]}]
         elif self.history_window is not None:
             # body alternates user, assistant, ..., user: the last k users are its last 2k-1 messages.
-            body = body[-(2 * self.history_window - 1):]
+            body = body[-(2 * self.history_window - 1) :]
         return [dict(m) for m in self.messages[:head] + body]

@@ -60,7 +60,9 @@ _POST_JS = (
     ".then(function (r) { done(r.status); }, function (e) { done(-1); });"
 )
 #: The in-process env's reward components (this env's reward is that env's, split the same way).
-REWARD_COMPONENTS: tuple[str, ...] = tuple(TurnWebShopEnv.metadata.get("reward_components", ("attributes", "options", "price", "format")))
+REWARD_COMPONENTS: tuple[str, ...] = tuple(
+    TurnWebShopEnv.metadata.get("reward_components", ("attributes", "options", "price", "format"))
+)
 
 
 def _browser_faults() -> tuple[type[BaseException], ...]:
@@ -236,9 +238,19 @@ class TurnWebShopBrowserEnv(TurnEnv):
         super().__init__(**kwargs)
         # what fork(n) makes its envs with
         self._init_args: dict[str, Any] = dict(
-            source=tasks, url=url, observation_mode=observation_mode, list_actions=list_actions, show_attributes=show_attributes,
-            reward_mode=reward_mode, chromium_path=chromium_path, chromedriver_path=chromedriver_path, headless=headless,
-            window_size=window_size, page_timeout=page_timeout, token=token, **kwargs,
+            source=tasks,
+            url=url,
+            observation_mode=observation_mode,
+            list_actions=list_actions,
+            show_attributes=show_attributes,
+            reward_mode=reward_mode,
+            chromium_path=chromium_path,
+            chromedriver_path=chromedriver_path,
+            headless=headless,
+            window_size=window_size,
+            page_timeout=page_timeout,
+            token=token,
+            **kwargs,
         )
         check_browser_settings(observation_mode=observation_mode, token=token)
         self.observation_mode, self.list_actions, self._token = observation_mode, bool(list_actions), token
@@ -276,9 +288,18 @@ class TurnWebShopBrowserEnv(TurnEnv):
         options.binary_location = self.chromium_path
         if self.headless:
             options.add_argument("--headless=new")
-        for arg in ("--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run", "--disable-extensions",
-                    "--disable-background-networking", "--disable-sync", "--no-default-browser-check", "--disable-component-update",
-                    f"--window-size={self.window_size[0]},{self.window_size[1]}"):
+        for arg in (
+            "--no-sandbox",
+            "--disable-dev-shm-usage",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--disable-sync",
+            "--no-default-browser-check",
+            "--disable-component-update",
+            f"--window-size={self.window_size[0]},{self.window_size[1]}",
+        ):
             options.add_argument(arg)
         # an explicit driver path: Selenium skips Selenium Manager, so nothing is ever downloaded
         service = Service(executable_path=self.chromedriver_path)
@@ -333,18 +354,26 @@ class TurnWebShopBrowserEnv(TurnEnv):
     # ------------------------------------------------------------ the site
     def _http(self, method: str, path: str, payload: dict | None = None) -> dict[str, Any]:
         data = json.dumps(payload).encode() if payload is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method, headers={"Content-Type": "application/json", **self._auth()})
+        req = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json", **self._auth()}
+        )
         try:
             with urllib.request.urlopen(req, timeout=self.page_timeout) as resp:
                 body = resp.read()
         except urllib.error.HTTPError as err:
-            raise InfraError(f"the WebShop site at {self.url} answered {method} {path} with HTTP {err.code}: {err.read()[:300]!r}") from None
+            raise InfraError(
+                f"the WebShop site at {self.url} answered {method} {path} with HTTP {err.code}: {err.read()[:300]!r}"
+            ) from None
         except (OSError, http.client.HTTPException) as err:  # refused, reset, timed out
-            raise InfraError(f"cannot reach the WebShop site at {self.url} ({method} {path}): {getattr(err, 'reason', err)}") from None
+            raise InfraError(
+                f"cannot reach the WebShop site at {self.url} ({method} {path}): {getattr(err, 'reason', err)}"
+            ) from None
         try:
             return json.loads(body) if body else {}
         except ValueError:
-            raise InfraError(f"the WebShop site at {self.url} answered {method} {path} with something that is not JSON") from None
+            raise InfraError(
+                f"the WebShop site at {self.url} answered {method} {path} with something that is not JSON"
+            ) from None
 
     def _auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._token}"} if self._token is not None else {}
@@ -367,8 +396,12 @@ class TurnWebShopBrowserEnv(TurnEnv):
         from selenium.webdriver.support.ui import WebDriverWait
 
         # a new document lacks the flag; scripts may fail while the navigation is under way
-        WebDriverWait(self._driver, self.page_timeout, poll_frequency=0.02, ignored_exceptions=(WebDriverException,)).until(
-            lambda d: d.execute_script("return window.__agentgymOld === undefined && document.readyState === 'complete';")
+        WebDriverWait(
+            self._driver, self.page_timeout, poll_frequency=0.02, ignored_exceptions=(WebDriverException,)
+        ).until(
+            lambda d: d.execute_script(
+                "return window.__agentgymOld === undefined && document.readyState === 'complete';"
+            )
         )
 
     def _read_page(self) -> None:
@@ -391,7 +424,9 @@ class TurnWebShopBrowserEnv(TurnEnv):
             text = source
         else:
             chosen = [n for n, (tag, checked) in radios.items() if checked]
-            text = format_strings(visible_strings(source), self.observation_mode, chosen_options=chosen, visited_asins=self._visited)
+            text = format_strings(
+                visible_strings(source), self.observation_mode, chosen_options=chosen, visited_asins=self._visited
+            )
         if self.list_actions and page != "done":
             text += actions_line(page, list(names))
         self._page_text = text
@@ -439,7 +474,7 @@ class TurnWebShopBrowserEnv(TurnEnv):
             if "Bad goal" in text or "Bad seed" in text:  # the caller's argument: as TurnWebShop-v0 says it
                 raise ValueError(f"the WebShop site at {self.url} refused the reset: {text}")
             raise RuntimeError(f"the WebShop site at {self.url} did not open a session from its start page: {text!r}")
-        return path[len("/s/"):]
+        return path[len("/s/") :]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self._reset_seed = seed
@@ -476,8 +511,13 @@ class TurnWebShopBrowserEnv(TurnEnv):
         """The episode as bytes: how its session was opened, the actions of its turns, the turn count and the RNG
         (a live browser cannot be pickled). :meth:`restore` replays them."""
         state = {
-            "started": self.has_started, "start": self._start_query, "actions": list(self._actions), "turn": self.turn,
-            "over": self.episode_over, "faulted": self._faulted, "rng": self.np_random.bit_generator.state,
+            "started": self.has_started,
+            "start": self._start_query,
+            "actions": list(self._actions),
+            "turn": self.turn,
+            "over": self.episode_over,
+            "faulted": self._faulted,
+            "rng": self.np_random.bit_generator.state,
         }
         return seal((type(self).__qualname__, state))
 
@@ -493,8 +533,14 @@ class TurnWebShopBrowserEnv(TurnEnv):
             for action in state["actions"]:
                 *_, info = self.step(action)
                 if info["exit_status"] == "infra_error":
-                    raise InfraError(f"the browser or the site at {self.url} failed while a snapshot was replayed; call restore() again.")
-            self.turn, self._episode_over, self._faulted = int(state["turn"]), bool(state["over"]), bool(state["faulted"])
+                    raise InfraError(
+                        f"the browser or the site at {self.url} failed while a snapshot was replayed; call restore() again."
+                    )
+            self.turn, self._episode_over, self._faulted = (
+                int(state["turn"]),
+                bool(state["over"]),
+                bool(state["faulted"]),
+            )
         else:
             self._end_session()
             self._started, self._episode_over, self.turn = False, True, 0
@@ -557,7 +603,9 @@ class TurnWebShopBrowserEnv(TurnEnv):
             if greedy in names:
                 return ("click", greedy)
         if self._state.get("info", {}).get("page") == "search":
-            return InvalidAction("There is nothing to click on the search page; write search[your query]." + self._hint())
+            return InvalidAction(
+                "There is nothing to click on the search page; write search[your query]." + self._hint()
+            )
         return InvalidAction(f"click[{snippet(action.argument)}] is not on this page." + self._hint())
 
     def _invalid_outcome(self, problem: InvalidAction) -> TurnOutcome:
@@ -574,13 +622,17 @@ class TurnWebShopBrowserEnv(TurnEnv):
         path = f"/s/{self._sid}/click?{urlencode({'name': ''})}"
         opener = urllib.request.build_opener(_KeepRedirect)  # the answer is a redirect to the page, which is not needed
         try:
-            with opener.open(urllib.request.Request(self.url + path, headers=self._auth()), timeout=self.page_timeout) as resp:
+            with opener.open(
+                urllib.request.Request(self.url + path, headers=self._auth()), timeout=self.page_timeout
+            ) as resp:
                 resp.read()
         except urllib.error.HTTPError as err:
             if not 300 <= err.code < 400:
                 raise InfraError(f"the WebShop site at {self.url} answered GET {path} with HTTP {err.code}") from None
         except (OSError, http.client.HTTPException) as err:
-            raise InfraError(f"cannot reach the WebShop site at {self.url} (GET {path}): {getattr(err, 'reason', err)}") from None
+            raise InfraError(
+                f"cannot reach the WebShop site at {self.url} (GET {path}): {getattr(err, 'reason', err)}"
+            ) from None
         self._state = self._http("GET", f"/s/{self._sid}/state")
 
     def _act(self, action: tuple[str, str]) -> TurnOutcome:
@@ -624,7 +676,11 @@ class TurnWebShopBrowserEnv(TurnEnv):
             element = driver.execute_script(_FIND_JS, arg)
             tag, checked = self._names[arg]
             if tag == "A" and element is not None:
-                self._visited = [*self._visited, element.text.upper()] if element.text.upper() not in self._visited else self._visited
+                self._visited = (
+                    [*self._visited, element.text.upper()]
+                    if element.text.upper() not in self._visited
+                    else self._visited
+                )
             if tag == "INPUT" and checked:  # a checked radio sends no change event: follow its link instead
                 driver.get(self.url + element.get_attribute("data-url"))
             else:
@@ -640,7 +696,9 @@ class TurnWebShopBrowserEnv(TurnEnv):
         components = info.get("reward_components") if terminated and reached else None
         if not isinstance(components, dict) or set(components) - set(REWARD_COMPONENTS):
             components = None  # a site that sends none: the reward stays whole under TurnEnv's default name
-        return TurnOutcome(self._page_text, reward, terminated, bool(info["action_is_effective"]) and reached, components=components)
+        return TurnOutcome(
+            self._page_text, reward, terminated, bool(info["action_is_effective"]) and reached, components=components
+        )
 
     def expert_action(self) -> str:
         """The oracle shopper's next action, from the site's ``/state`` (an in-process site, or one run with ``--expert``)."""
@@ -648,7 +706,9 @@ class TurnWebShopBrowserEnv(TurnEnv):
             return "click[buy now]"
         action = self._state.get("expert_action")
         if action is None:
-            raise RuntimeError(f"the site at {self.url} does not expose the oracle: start it with `agentgym-turn serve webshop --expert`, or give no url.")
+            raise RuntimeError(
+                f"the site at {self.url} does not expose the oracle: start it with `agentgym-turn serve webshop --expert`, or give no url."
+            )
         return str(action)
 
     def close(self) -> None:
@@ -698,7 +758,10 @@ def screenshot_item_page(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agentgym_turn.webshop.browser", description="Screenshots of the WebShop site through TurnWebShopBrowser-v0.")
+    parser = argparse.ArgumentParser(
+        prog="python -m agentgym_turn.webshop.browser",
+        description="Screenshots of the WebShop site through TurnWebShopBrowser-v0.",
+    )
     parser.add_argument("--screenshot", metavar="PNG", required=True, help="where to write the item page screenshot")
     parser.add_argument("--goal-index", type=int, default=3, help="goal whose product page is shown (default 3)")
     parser.add_argument("--num-products", type=int, default=1000, help="generated catalog size (default 1000)")

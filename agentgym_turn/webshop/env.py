@@ -86,13 +86,25 @@ class _State:
     breakdown: dict[str, Any] | None = None
 
 
-def check_settings(*, observation_mode: Any, observation_style: Any, results_per_page: Any, num_prev_obs: Any,
-                   num_prev_actions: Any, reward_mode: Any, expert_query: Any, expert_browse: Any) -> None:
+def check_settings(
+    *,
+    observation_mode: Any,
+    observation_style: Any,
+    results_per_page: Any,
+    num_prev_obs: Any,
+    num_prev_actions: Any,
+    reward_mode: Any,
+    expert_query: Any,
+    expert_browse: Any,
+) -> None:
     """Raise a ValueError naming the first of ``TurnWebShopEnv``'s settings that is out of its range."""
-    for name, value, allowed in (("observation_mode", observation_mode, OBSERVATION_MODES),
-                                 ("observation_style", observation_style, OBSERVATION_STYLES),
-                                 ("reward_mode", reward_mode, REWARD_MODES), ("expert_query", expert_query, _expert.EXPERT_QUERIES),
-                                 ("expert_browse", expert_browse, _expert.EXPERT_BROWSING)):
+    for name, value, allowed in (
+        ("observation_mode", observation_mode, OBSERVATION_MODES),
+        ("observation_style", observation_style, OBSERVATION_STYLES),
+        ("reward_mode", reward_mode, REWARD_MODES),
+        ("expert_query", expert_query, _expert.EXPERT_QUERIES),
+        ("expert_browse", expert_browse, _expert.EXPERT_BROWSING),
+    ):
         if value not in allowed:
             raise ValueError(f"{name} must be one of {allowed}, got {value!r}.")
     if not is_int(results_per_page, 1):
@@ -105,135 +117,140 @@ def check_settings(*, observation_mode: Any, observation_style: Any, results_per
 class TurnWebShopEnv(TurnEnv):
     """Buy the product an instruction describes, in a simulated WebShop (Yao et al., 2022).
 
-## Description
+    ## Description
 
-The agent reads a shopping instruction ("i need a long lasting deodorant with scent:
-bright citrus, and price lower than 20.00 dollars"), searches a catalog, opens products,
-picks options and buys. The pages, buttons, text modes, action syntax and reward are
-WebShop's (``princeton-nlp/WebShop``, ``web_agent_site``); the catalog is generated from a
-seed at any size, or loaded from WebShop's own ``items_*.json`` files with ``data_path``.
+    The agent reads a shopping instruction ("i need a long lasting deodorant with scent:
+    bright citrus, and price lower than 20.00 dollars"), searches a catalog, opens products,
+    picks options and buys. The pages, buttons, text modes, action syntax and reward are
+    WebShop's (``princeton-nlp/WebShop``, ``web_agent_site``); the catalog is generated from a
+    seed at any size, or loaded from WebShop's own ``items_*.json`` files with ``data_path``.
 
-## Action Space
+    ## Action Space
 
-One response per turn (``TurnText``, any string). It holds one action, optionally inside
-``<answer>...</answer>`` and after ``<think>...</think>``: ``search[query]`` on any page (as
-in WebShop), or ``click[x]`` where ``x`` is one of ``info["available_actions"]`` (lower-cased,
-as in WebShop; ``click[search]`` on the search page is listed and ignored, as in WebShop).
-Anything else is an invalid turn: the page stays, the message says why.
+    One response per turn (``TurnText``, any string). It holds one action, optionally inside
+    ``<answer>...</answer>`` and after ``<think>...</think>``: ``search[query]`` on any page (as
+    in WebShop), or ``click[x]`` where ``x`` is one of ``info["available_actions"]`` (lower-cased,
+    as in WebShop; ``click[search]`` on the search page is listed and ignored, as in WebShop).
+    Anything else is an invalid turn: the page stays, the message says why.
 
-## Observation Space
+    ## Observation Space
 
-``TurnText``. The first message holds the task, the action format and the search page;
-later ones hold the page the action led to, in ``observation_mode`` ``"text"`` (visible
-strings joined by ``[SEP]``), ``"text_rich"`` (``[button] x [button_]`` markers) or
-``"html"``, followed by the list of available actions when ``list_actions``; pages, text
-modes and action lists equal WebShop's ``WebAgentTextEnv`` (measured in lock step). With
-``num_prev_obs`` / ``num_prev_actions`` earlier observations and actions come first, joined
-by ``" [SEP] "`` as WebShop does.
+    ``TurnText``. The first message holds the task, the action format and the search page;
+    later ones hold the page the action led to, in ``observation_mode`` ``"text"`` (visible
+    strings joined by ``[SEP]``), ``"text_rich"`` (``[button] x [button_]`` markers) or
+    ``"html"``, followed by the list of available actions when ``list_actions``; pages, text
+    modes and action lists equal WebShop's ``WebAgentTextEnv`` (measured in lock step). With
+    ``num_prev_obs`` / ``num_prev_actions`` earlier observations and actions come first, joined
+    by ``" [SEP] "`` as WebShop does.
 
-## Starting State
+    ## Starting State
 
-The search page with a goal drawn uniformly from ``goal_split``, or the goal
-``options={"goal_index": i}`` asks for. With ``goal_from_seed=True`` the reset seed ``s`` picks
-goal ``s mod n`` of the split's ``n`` goals instead, so seeds ``k .. k + n - 1`` visit every
-goal of the split exactly once (an evaluation that covers the split).
+    The search page with a goal drawn uniformly from ``goal_split``, or the goal
+    ``options={"goal_index": i}`` asks for. With ``goal_from_seed=True`` the reset seed ``s`` picks
+    goal ``s mod n`` of the split's ``n`` goals instead, so seeds ``k .. k + n - 1`` visit every
+    goal of the split exactly once (an evaluation that covers the split).
 
-## Rewards
+    ## Rewards
 
-0 for every turn until ``Buy Now``; then WebShop's reward
-``R = r_type * (n_attr_matched + n_opt_matched + 1[price <= price_upper]) / (n_attrs + n_opts + 1)``
-(see :mod:`agentgym_turn.webshop.reward`). ``format_penalty`` (default -0.1) on an invalid turn.
+    0 for every turn until ``Buy Now``; then WebShop's reward
+    ``R = r_type * (n_attr_matched + n_opt_matched + 1[price <= price_upper]) / (n_attrs + n_opts + 1)``
+    (see :mod:`agentgym_turn.webshop.reward`). ``format_penalty`` (default -0.1) on an invalid turn.
 
-## Episode End
+    ## Episode End
 
-Terminates when the agent clicks ``Buy Now``. Truncates at the turn limit (15, the papers'
-cap; ``gymnasium.make(..., max_episode_steps=N)`` changes it).
+    Terminates when the agent clicks ``Buy Now``. Truncates at the turn limit (15, the papers'
+    cap; ``gymnasium.make(..., max_episode_steps=N)`` changes it).
 
-## Information
+    ## Information
 
-The common keys `turn`, `action_is_valid`, `action_is_effective`, `success` (``R >= 1``, i.e.
-``R == 1``: ``R`` never exceeds 1), `score` (``R`` once bought,
-else 0) and `available_actions` (the clickables of the page in WebShop's order; ``["search"]``
-on the search page, where `has_search_bar` is true; empty on the done page), plus `page` (the page
-kind: ``search``, ``results``, ``item``, ``Description``, ``Features``, ``Reviews``, ``Attributes``
-or ``done``), `goal_index`
-(the goal's index, which fixes its split: test 0-499, eval 500-1499, train the rest; it gives the
-goal away, so a served env and the site's
-``/state`` send it only with ``--expert``), `purchased_asin` and `reward_breakdown` (what was
-bought and every term of ``R``; ``""`` and ``{}`` until then, also after the episode ends), and
-the fields RL infrastructure
-reads (``docs/turn-contract.md``): `exit_status`, `reward_valid`, `state_key` and
-`reward_components` (``R`` as `attributes`, `options` and `price`, plus `format`). The key set is
-the same on every reset and step.
+    The common keys `turn`, `action_is_valid`, `action_is_effective`, `success` (``R >= 1``, i.e.
+    ``R == 1``: ``R`` never exceeds 1), `score` (``R`` once bought,
+    else 0) and `available_actions` (the clickables of the page in WebShop's order; ``["search"]``
+    on the search page, where `has_search_bar` is true; empty on the done page), plus `page` (the page
+    kind: ``search``, ``results``, ``item``, ``Description``, ``Features``, ``Reviews``, ``Attributes``
+    or ``done``), `goal_index`
+    (the goal's index, which fixes its split: test 0-499, eval 500-1499, train the rest; it gives the
+    goal away, so a served env and the site's
+    ``/state`` send it only with ``--expert``), `purchased_asin` and `reward_breakdown` (what was
+    bought and every term of ``R``; ``""`` and ``{}`` until then, also after the episode ends), and
+    the fields RL infrastructure
+    reads (``docs/turn-contract.md``): `exit_status`, `reward_valid`, `state_key` and
+    `reward_components` (``R`` as `attributes`, `options` and `price`, plus `format`). The key set is
+    the same on every reset and step.
 
-## Arguments
+    ## Arguments
 
-```python
-import gymnasium as gym
-import agentgym_turn
-env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goal_split="train")
-```
+    ```python
+    import gymnasium as gym
+    import agentgym_turn
 
-* ``source``: the shop and its goals as one object (the first positional argument of the class):
-  ``ShopTasks(num_products=5000, goal_split="test", content_split="test")``; the task keywords
-  below (``num_products``, ``data_path``, ``human_goals``, ``catalog_seed``, ``goal_split``,
-  ``content_split``, ``filter_goals``, ``limit_goals``, ``goal_weighting``) build it when it is not
-  given, and giving both is an error naming them.
-* ``observation_mode``: ``"text"``, ``"text_rich"`` or ``"html"``.
-* ``num_products``: catalog size (generated: 10 to millions, default 1,000; with ``data_path``:
-  keep the first N products, default all).
-* ``goal_split``: ``"train"`` (goals 1500+), ``"eval"`` (500-1499), ``"test"`` (0-499) or ``"all"``.
-* ``content_split``: ``None`` (default), ``"train"``, ``"validation"`` or ``"test"``: keep only the
-  goals of ``goal_split`` whose instruction falls in that split by its text (80/10/10,
-  :mod:`agentgym_turn.core.splits`), the same in every catalog: held out by content, not position.
-* ``data_path``: WebShop's ``data/`` folder (or an ``items_shuffle*.json``) to load instead of generating.
-* ``human_goals``: with ``data_path``, human goals from ``items_human_ins.json`` (``True``) or
-  synthetic ones from ``items_ins_v2*.json`` (``False``); default human when the file is there.
-* ``catalog_seed``: seed of the generated catalog (and of the price draws of loaded files).
-* ``show_attributes``: show WebShop's hidden ``Attributes`` button (default off, as in WebShop).
-* ``list_actions``: append the available actions to each observation (default on).
-* ``search_backend``: ``"auto"``, ``"numpy"`` or ``"numba"`` for the BM25 index (``"auto"``: numba
-  from 50,000 products with the ``fast-search`` extra, compiled once per process; numpy below or without it).
-* ``num_prev_obs``, ``num_prev_actions``: WebShop's observation history (default 0, 0).
-* ``reward_mode``: ``"original"`` (WebShop's ``get_reward``, default) or ``"strict"`` (see :mod:`.reward`).
-* ``title_nouns``: what finds the title nouns of the type reward: ``"auto"`` (default: spaCy's
-  ``en_core_web_sm`` when the ``spacy`` extra is installed, as WebShop does, else the light rule),
-  ``"spacy"`` or ``"rule"`` (:mod:`.nouns`); ``noun_tagger`` on the env and in the reward
-  breakdown names the one used, since the two agree on 99.0% of purchases, not all.
-* ``filter_goals``, ``limit_goals``: WebShop's goal options, same semantics (see :mod:`.goals`).
-* ``goal_weighting``: ``"uniform"`` (default) or ``"weighted"`` (WebShop's server: by attribute rarity).
-* ``observation_style``: ``"webshop"`` (default: WebShop's pages, as above) or ``"compact"``, short
-  pages for small context windows (:func:`compact_page`): the first message is a two-line
-  preamble and the instruction; a results page is one ``n: title price`` line per product,
-  whose link is its number ``n`` on the page (``click[1]``), not its ASIN;
-  an item page is the title and price and one line per option group (its values, or its
-  chosen value once chosen); no
-  page repeats the instruction or lists the actions (``info["available_actions"]`` still
-  does); ``observation_mode``, ``list_actions`` and the history options do not apply.
-* ``results_per_page``: products per results page (default 10, WebShop's), over the same top 50.
-* ``goal_from_seed``: the reset seed picks the goal (``seed mod n`` in the split) instead of a
-  uniform draw (default off); ``options={"goal_index": i}`` still wins.
-* ``expert_query``: what ``expert_action()`` searches first: ``"instruction"`` (default: the
-  instruction without its price clause) or ``"product"``, the words that name the product
-  (:func:`~.expert.product_phrase`, e.g. ``makeup brush set``), short enough for a small model
-  to copy, or ``"clause"``, the instruction up to its option and price clauses
-  (:func:`~.expert.instruction_clause`, e.g. ``find me dermatologist tested makeup brush set``: a
-  copy of the instruction's start, whose hits hold a product that earns ``R = 1`` on the first
-  page far more often); each falls back to the instruction, then the title, when no hit can earn ``R = 1``.
-* ``expert_browse``: which result ``expert_action()`` opens: ``"target"`` (default: the goal's
-  product when listed, else the first that earns ``R = 1``) or ``"first_match"``: the first
-  result, in the order listed, that earns ``R = 1`` with the goal's options, paging only past
-  pages without one. Both always earn ``R = 1``; with ``"first_match"`` every choice can be read
-  off the page in view (the target is not, among equals), for a small model to imitate.
-* ``format_penalty``, ``render_mode``, ``max_action_length``, ``max_observation_length``: see ``TurnEnv``.
+    env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goal_split="train")
+    ```
 
-## Version History
+    * ``source``: the shop and its goals as one object (the first positional argument of the class):
+      ``ShopTasks(num_products=5000, goal_split="test", content_split="test")``; the task keywords
+      below (``num_products``, ``data_path``, ``human_goals``, ``catalog_seed``, ``goal_split``,
+      ``content_split``, ``filter_goals``, ``limit_goals``, ``goal_weighting``) build it when it is not
+      given, and giving both is an error naming them.
+    * ``observation_mode``: ``"text"``, ``"text_rich"`` or ``"html"``.
+    * ``num_products``: catalog size (generated: 10 to millions, default 1,000; with ``data_path``:
+      keep the first N products, default all).
+    * ``goal_split``: ``"train"`` (goals 1500+), ``"eval"`` (500-1499), ``"test"`` (0-499) or ``"all"``.
+    * ``content_split``: ``None`` (default), ``"train"``, ``"validation"`` or ``"test"``: keep only the
+      goals of ``goal_split`` whose instruction falls in that split by its text (80/10/10,
+      :mod:`agentgym_turn.core.splits`), the same in every catalog: held out by content, not position.
+    * ``data_path``: WebShop's ``data/`` folder (or an ``items_shuffle*.json``) to load instead of generating.
+    * ``human_goals``: with ``data_path``, human goals from ``items_human_ins.json`` (``True``) or
+      synthetic ones from ``items_ins_v2*.json`` (``False``); default human when the file is there.
+    * ``catalog_seed``: seed of the generated catalog (and of the price draws of loaded files).
+    * ``show_attributes``: show WebShop's hidden ``Attributes`` button (default off, as in WebShop).
+    * ``list_actions``: append the available actions to each observation (default on).
+    * ``search_backend``: ``"auto"``, ``"numpy"`` or ``"numba"`` for the BM25 index (``"auto"``: numba
+      from 50,000 products with the ``fast-search`` extra, compiled once per process; numpy below or without it).
+    * ``num_prev_obs``, ``num_prev_actions``: WebShop's observation history (default 0, 0).
+    * ``reward_mode``: ``"original"`` (WebShop's ``get_reward``, default) or ``"strict"`` (see :mod:`.reward`).
+    * ``title_nouns``: what finds the title nouns of the type reward: ``"auto"`` (default: spaCy's
+      ``en_core_web_sm`` when the ``spacy`` extra is installed, as WebShop does, else the light rule),
+      ``"spacy"`` or ``"rule"`` (:mod:`.nouns`); ``noun_tagger`` on the env and in the reward
+      breakdown names the one used, since the two agree on 99.0% of purchases, not all.
+    * ``filter_goals``, ``limit_goals``: WebShop's goal options, same semantics (see :mod:`.goals`).
+    * ``goal_weighting``: ``"uniform"`` (default) or ``"weighted"`` (WebShop's server: by attribute rarity).
+    * ``observation_style``: ``"webshop"`` (default: WebShop's pages, as above) or ``"compact"``, short
+      pages for small context windows (:func:`compact_page`): the first message is a two-line
+      preamble and the instruction; a results page is one ``n: title price`` line per product,
+      whose link is its number ``n`` on the page (``click[1]``), not its ASIN;
+      an item page is the title and price and one line per option group (its values, or its
+      chosen value once chosen); no
+      page repeats the instruction or lists the actions (``info["available_actions"]`` still
+      does); ``observation_mode``, ``list_actions`` and the history options do not apply.
+    * ``results_per_page``: products per results page (default 10, WebShop's), over the same top 50.
+    * ``goal_from_seed``: the reset seed picks the goal (``seed mod n`` in the split) instead of a
+      uniform draw (default off); ``options={"goal_index": i}`` still wins.
+    * ``expert_query``: what ``expert_action()`` searches first: ``"instruction"`` (default: the
+      instruction without its price clause) or ``"product"``, the words that name the product
+      (:func:`~.expert.product_phrase`, e.g. ``makeup brush set``), short enough for a small model
+      to copy, or ``"clause"``, the instruction up to its option and price clauses
+      (:func:`~.expert.instruction_clause`, e.g. ``find me dermatologist tested makeup brush set``: a
+      copy of the instruction's start, whose hits hold a product that earns ``R = 1`` on the first
+      page far more often); each falls back to the instruction, then the title, when no hit can earn ``R = 1``.
+    * ``expert_browse``: which result ``expert_action()`` opens: ``"target"`` (default: the goal's
+      product when listed, else the first that earns ``R = 1``) or ``"first_match"``: the first
+      result, in the order listed, that earns ``R = 1`` with the goal's options, paging only past
+      pages without one. Both always earn ``R = 1``; with ``"first_match"`` every choice can be read
+      off the page in view (the target is not, among equals), for a small model to imitate.
+    * ``format_penalty``, ``render_mode``, ``max_action_length``, ``max_observation_length``: see ``TurnEnv``.
 
-* v0: initial version."""
+    ## Version History
+
+    * v0: initial version."""
 
     #: ``reward_components``: WebShop's reward ``r_type * (n_att + n_opt + price_ok) / (|att| + |opt| + 1)`` split
     #: into its three matched terms (each times ``r_type``), and the invalid-turn penalty.
-    metadata = {"render_modes": ["ansi"], "render_fps": 4, "reward_components": ("attributes", "options", "price", "format")}
+    metadata = {
+        "render_modes": ["ansi"],
+        "render_fps": 4,
+        "reward_components": ("attributes", "options", "price", "format"),
+    }
     #: The goal pool: read-only, shared by forks and left out of snapshots (the catalog and its index already are).
     shared_attributes = ("source", "_goals")
     reset_options = frozenset({"goal_index"})
@@ -266,11 +283,26 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         #: The shop and its goals: a :class:`ShopTasks` (built from the task keywords when not given).
         self.source = shop_tasks(source, split_task_keywords(kwargs), type(self).__name__)
         super().__init__(**kwargs)
-        check_settings(observation_mode=observation_mode, observation_style=observation_style, results_per_page=results_per_page,
-                       num_prev_obs=num_prev_obs, num_prev_actions=num_prev_actions, reward_mode=reward_mode,
-                       expert_query=expert_query, expert_browse=expert_browse)
-        self.observation_mode, self.observation_style, self.results_per_page = observation_mode, observation_style, results_per_page
-        self.show_attributes, self.list_actions, self.search_backend = bool(show_attributes), bool(list_actions), search_backend
+        check_settings(
+            observation_mode=observation_mode,
+            observation_style=observation_style,
+            results_per_page=results_per_page,
+            num_prev_obs=num_prev_obs,
+            num_prev_actions=num_prev_actions,
+            reward_mode=reward_mode,
+            expert_query=expert_query,
+            expert_browse=expert_browse,
+        )
+        self.observation_mode, self.observation_style, self.results_per_page = (
+            observation_mode,
+            observation_style,
+            results_per_page,
+        )
+        self.show_attributes, self.list_actions, self.search_backend = (
+            bool(show_attributes),
+            bool(list_actions),
+            search_backend,
+        )
         self.num_prev_obs, self.num_prev_actions, self.reward_mode = num_prev_obs, num_prev_actions, reward_mode
         self.goal_from_seed, self.expert_query, self.expert_browse = bool(goal_from_seed), expert_query, expert_browse
         #: The title-noun function of the type reward and its name (:func:`~.nouns.noun_tagger`).
@@ -331,7 +363,12 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
                 out.setdefault(name, ("product", i))
         elif s.page == "item":
             product = self.shop.product(s.product)
-            fixed = [pages.BACK_TO_SEARCH, pages.PREV_PAGE, *(p for p in pages.SUB_PAGES if p != "Attributes" or self.show_attributes), pages.BUY_NOW]
+            fixed = [
+                pages.BACK_TO_SEARCH,
+                pages.PREV_PAGE,
+                *(p for p in pages.SUB_PAGES if p != "Attributes" or self.show_attributes),
+                pages.BUY_NOW,
+            ]
             for key in fixed:
                 out[key.lower()] = (_FIXED[key.lower()], key)
             for name, values in product.options.items():
@@ -346,10 +383,19 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
     def _page_text(self) -> str:
         """The observation of the current page (:func:`~.text.page_text`), without the history."""
         goal = self.goal
-        instruction = self.shown_instruction if self.shown_instruction is not None else goal.instruction_text if goal else ""
-        return page_text(self.state, self.shop, instruction, style=self.observation_style, mode=self.observation_mode,
-                         results_per_page=self.results_per_page, show_attributes=self.show_attributes,
-                         clickables=self._clickables if self.list_actions else None)
+        instruction = (
+            self.shown_instruction if self.shown_instruction is not None else goal.instruction_text if goal else ""
+        )
+        return page_text(
+            self.state,
+            self.shop,
+            instruction,
+            style=self.observation_style,
+            mode=self.observation_mode,
+            results_per_page=self.results_per_page,
+            show_attributes=self.show_attributes,
+            clickables=self._clickables if self.list_actions else None,
+        )
 
     # ------------------------------------------------------------ TurnEnv API
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -388,10 +434,18 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         active = self.has_started and not self.episode_over
         observation, reward, terminated, truncated, info = super().step(action)
         if active and (self.num_prev_obs or self.num_prev_actions) and self.observation_style == "webshop":
-            text = action if isinstance(action, str) else action.decode("utf-8", "replace") if isinstance(action, bytes) else repr(action)
+            text = (
+                action
+                if isinstance(action, str)
+                else action.decode("utf-8", "replace")
+                if isinstance(action, bytes)
+                else repr(action)
+            )
             self._prev_actions.append(text)
             current = observation
-            observation = self._observe(with_history(current, self._prev_actions, self._prev_obs, self.num_prev_obs, self.num_prev_actions))
+            observation = self._observe(
+                with_history(current, self._prev_actions, self._prev_obs, self.num_prev_obs, self.num_prev_actions)
+            )
             self._prev_obs.append(current)
         return observation, reward, terminated, truncated, info
 
@@ -414,7 +468,9 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         if greedy is not None and greedy in clickables:
             return ("click", greedy)
         if s.page == "search":
-            return InvalidAction("There is nothing to click on the search page; write search[your query]." + self._hint())
+            return InvalidAction(
+                "There is nothing to click on the search page; write search[your query]." + self._hint()
+            )
         return InvalidAction(f"click[{snippet(action.argument)}] is not on this page." + self._hint())
 
     @staticmethod
@@ -470,11 +526,15 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
                 s.page = value
             elif role == "buy":
                 product = self.shop.product(s.product)
-                s.score, s.breakdown = webshop_reward(product, self.goal, product.price, s.options, nouns=self._nouns, mode=self.reward_mode)
+                s.score, s.breakdown = webshop_reward(
+                    product, self.goal, product.price, s.options, nouns=self._nouns, mode=self.reward_mode
+                )
                 s.breakdown["noun_tagger"] = self.noun_tagger
                 s.page = "done"
                 reward, terminated = s.score, True
-                return TurnOutcome(self._page_text(), reward, terminated, True, components=purchase_components(s.breakdown))
+                return TurnOutcome(
+                    self._page_text(), reward, terminated, True, components=purchase_components(s.breakdown)
+                )
         after = (s.page, s.page_no, s.product, tuple(sorted(s.options.items())), tuple(s.keywords))
         return TurnOutcome(self._page_text(), reward, terminated, after != before)
 
@@ -501,8 +561,18 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         if (self.num_prev_obs or self.num_prev_actions) and self.observation_style == "webshop":
             # the next observation repeats the last num_prev_obs pages and, after the next action, num_prev_actions - 1 earlier ones
             history = [_tail(self._prev_obs, self.num_prev_obs), _tail(self._prev_actions, self.num_prev_actions - 1)]
-        return [int(self.goal.index), s.page, s.keywords, s.results, s.page_no, s.product, sorted(s.options.items()),
-                s.visited, s.score, history]
+        return [
+            int(self.goal.index),
+            s.page,
+            s.keywords,
+            s.results,
+            s.page_no,
+            s.product,
+            sorted(s.options.items()),
+            s.visited,
+            s.score,
+            history,
+        ]
 
     def task_key(self) -> str | None:
         """The current goal's instruction (:func:`~agentgym_turn.core.splits.content_key`): equal for two
@@ -517,7 +587,14 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
         target = shop.index_of(goal.asin)
         if s.page == "search":
             queries = _expert.expert_queries(goal, self.expert_query)
-            query = next((q for q in queries[:-1] if _expert.pick(self.search_engine.search(q), shop, goal, target, self._nouns) is not None), queries[-1])
+            query = next(
+                (
+                    q
+                    for q in queries[:-1]
+                    if _expert.pick(self.search_engine.search(q), shop, goal, target, self._nouns) is not None
+                ),
+                queries[-1],
+            )
             return f"search[{query}]"
         if s.page in pages.SUB_PAGES:
             return "click[< prev]"
@@ -542,7 +619,7 @@ env = gym.make("TurnWebShop-v0", num_products=1000, observation_mode="text", goa
 
 
 def _tail(items: list[str], k: int) -> list[str]:
-    return items[max(len(items) - k, 0):] if k > 0 else []
+    return items[max(len(items) - k, 0) :] if k > 0 else []
 
 
 def purchase_components(breakdown: dict[str, Any]) -> dict[str, float]:
@@ -550,6 +627,8 @@ def purchase_components(breakdown: dict[str, Any]) -> dict[str, float]:
     breakdown: each matched count (attributes, options, price within budget) over the goal's
     ``|att| + |opt| + 1``, times ``r_type``; they sum to the reward."""
     unit = breakdown["r_type"] * breakdown["w_price"]
-    return {"attributes": unit * breakdown["n_attr_matched"], "options": unit * breakdown["n_opt_matched"],
-            "price": unit * int(breakdown["r_price"])}
-
+    return {
+        "attributes": unit * breakdown["n_attr_matched"],
+        "options": unit * breakdown["n_opt_matched"],
+        "price": unit * int(breakdown["r_price"]),
+    }

@@ -112,7 +112,11 @@ def best_options(product: Product, goal: Goal) -> dict[str, str]:
     for name, values in product.options.items():
         for value in values:
             v = normalize_color(value)
-            hit = v in wanted if name.lower() in EXACT_MATCH_OPTIONS else any(token_set_ratio(w, v) > FUZZY_THRESHOLD for w in wanted)
+            hit = (
+                v in wanted
+                if name.lower() in EXACT_MATCH_OPTIONS
+                else any(token_set_ratio(w, v) > FUZZY_THRESHOLD for w in wanted)
+            )
             if hit:
                 chosen[name] = value
                 break

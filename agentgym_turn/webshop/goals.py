@@ -85,7 +85,13 @@ def goal_weights(shop: Any) -> np.ndarray:
     def build() -> np.ndarray:
         if getattr(shop, "human_goals", False):
             return np.ones(shop.num_goals)
-        goals = tqdm(range(shop.num_goals), desc="WebShop goal weights", unit="goal", disable=shop.num_goals < 50_000, mininterval=2.0)
+        goals = tqdm(
+            range(shop.num_goals),
+            desc="WebShop goal weights",
+            unit="goal",
+            disable=shop.num_goals < 50_000,
+            mininterval=2.0,
+        )
         return rarity_weights([shop.goal(i).attributes for i in goals])
 
     return GOAL_WEIGHTS.get(shop.key, build)
@@ -105,7 +111,9 @@ def draw_limited(weights: Sequence[float], limit: int, rng: random.Random) -> li
     n = len(weights)
     drawable = len({min(p, n - 1) for p in range(1, n + 1) if weights[p - 1] > 0})  # bisect gives p iff w[p-1] > 0
     if limit > drawable:
-        raise ValueError(f"limit_goals={limit} asks for more goals than WebShop's draw can reach among {len(weights)} (at most {drawable}).")
+        raise ValueError(
+            f"limit_goals={limit} asks for more goals than WebShop's draw can reach among {len(weights)} (at most {drawable})."
+        )
     picked: list[int] = []
     seen: set[int] = set()
     while len(picked) < limit:
@@ -130,7 +138,9 @@ def select_goals(
     argument is malformed or nothing is left.
     """
     if filter_goals is not None and not callable(filter_goals):
-        raise ValueError(f"filter_goals must be a function (index, goal dict) -> bool, got {type(filter_goals).__name__}.")
+        raise ValueError(
+            f"filter_goals must be a function (index, goal dict) -> bool, got {type(filter_goals).__name__}."
+        )
     if not is_int(limit_goals, numpy=True) or (limit_goals != -1 and limit_goals < 1):
         raise ValueError(f"limit_goals must be -1 (no limit) or a positive int, got {limit_goals!r}.")
     kept: Sequence[int] = range(shop.num_goals)
@@ -181,7 +191,8 @@ class GoalPool:
             self.indices = [i for i in self.indices if content_split_of(shop.goal(i).instruction_text) == content_split]
         if len(self.indices) == 0:
             raise ValueError(
-                f"goal_split={split!r}" + ("" if content_split is None else f" with content_split={content_split!r}")
+                f"goal_split={split!r}"
+                + ("" if content_split is None else f" with content_split={content_split!r}")
                 + f" is empty: {len(selected)} goals are selected (test is 0-499, eval 500-1499, train 1500+)."
             )
         self.weighting = weighting

@@ -98,10 +98,17 @@ def item_record(product: Product) -> dict[str, Any]:
     low, *high = product.pricing
     price = f"${low:.2f}" + (f" - ${high[0]:.2f}" if high else "")
     return {
-        "asin": product.asin, "name": product.name, "category": product.category, "query": product.query,
-        "product_category": product.product_category, "full_description": product.description,
-        "small_description": list(product.bullet_points), "pricing": price,
-        "customization_options": {k: [{"value": v, "image": None} for v in vals] for k, vals in product.options.items()},
+        "asin": product.asin,
+        "name": product.name,
+        "category": product.category,
+        "query": product.query,
+        "product_category": product.product_category,
+        "full_description": product.description,
+        "small_description": list(product.bullet_points),
+        "pricing": price,
+        "customization_options": {
+            k: [{"value": v, "image": None} for v in vals] for k, vals in product.options.items()
+        },
         "images": [""],
     }
 
@@ -134,7 +141,9 @@ def _read_json(path: str | None, max_bytes: int, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise DataFileError(f"{p}:{err.lineno}: not valid JSON ({err.msg}, column {err.colno}); fix or re-download the file.") from None
+        raise DataFileError(
+            f"{p}:{err.lineno}: not valid JSON ({err.msg}, column {err.colno}); fix or re-download the file."
+        ) from None
     except RecursionError:
         raise DataFileError(f"{p}: JSON nested too deeply to read; this is not a WebShop data file.") from None
     except ValueError as err:  # e.g. an integer past Python's 4,300-digit conversion limit
@@ -173,7 +182,9 @@ def find_data_files(data_path: str | os.PathLike) -> dict[str, str | None]:
         folder = path
         found = sorted(glob.glob(str(path / "items_shuffle*.json")))
         if not found:
-            raise FileNotFoundError(f"No items_shuffle*.json in {path}; pass WebShop's data/ folder or a products file.")
+            raise FileNotFoundError(
+                f"No items_shuffle*.json in {path}; pass WebShop's data/ folder or a products file."
+            )
         full = path / "items_shuffle.json"
         products = str(full) if full.exists() else found[0]
     else:
@@ -234,11 +245,15 @@ class LoadedShop:
         self.key = ("files", os.path.abspath(files["products"]), num_products, self.human_goals, self.seed)
         raw = _read_json(files["products"], max_file_bytes, "WebShop products file")
         if not isinstance(raw, list):
-            raise DataFileError(f"{files['products']}: must hold a JSON list of products (WebShop's items_shuffle format).")
+            raise DataFileError(
+                f"{files['products']}: must hold a JSON list of products (WebShop's items_shuffle format)."
+            )
         if num_products is not None:
             raw = raw[: int(num_products)]
         attributes = _read_json(files["attributes"], max_file_bytes, "WebShop attributes file") or {}
-        human = _read_json(files["human"], max_file_bytes, "WebShop human instructions file") if self.human_goals else None
+        human = (
+            _read_json(files["human"], max_file_bytes, "WebShop human instructions file") if self.human_goals else None
+        )
         reviews: dict[str, tuple[list, Any]] = {}
         review_rows = _read_json(files["reviews"], max_file_bytes, "WebShop reviews file") or []
         for r in review_rows if isinstance(review_rows, list) else []:
@@ -262,7 +277,9 @@ class LoadedShop:
             else:
                 self._instructions.append(attributes.get(asin) if isinstance(attributes, dict) else None)
         if not self._products:
-            raise DataFileError(f"{files['products']}: holds no usable product (each needs an 'asin' of at most 10 characters).")
+            raise DataFileError(
+                f"{files['products']}: holds no usable product (each needs an 'asin' of at most 10 characters)."
+            )
         self.num_products = len(self._products)
         self._goals = self._make_goals(random.Random(self.seed + 1))
         self.num_goals = len(self._goals)
@@ -297,7 +314,9 @@ class LoadedShop:
             if not isinstance(r, dict):
                 continue
             score = review_score(r.get("score", r.get("stars", 0)))
-            review_list.append(Review(_text_or_empty(r.get("title")), score, _text_or_empty(r.get("review", r.get("body")))))
+            review_list.append(
+                Review(_text_or_empty(r.get("title")), score, _text_or_empty(r.get("review", r.get("body"))))
+            )
         images = p.get("images")
         name = _text_or_empty(p.get("name"))
         return Product(
@@ -329,8 +348,14 @@ class LoadedShop:
     def _make_goals(self, rng: random.Random) -> list[Goal]:
         goals: list[Goal] = []
         pairs = zip(self._products, self._instructions)
-        for product, ins in tqdm(pairs, desc="WebShop goals", unit="product", total=len(self._products),
-                                 disable=len(self._products) < _PROGRESS_FROM, mininterval=2.0):
+        for product, ins in tqdm(
+            pairs,
+            desc="WebShop goals",
+            unit="product",
+            total=len(self._products),
+            disable=len(self._products) < _PROGRESS_FROM,
+            mininterval=2.0,
+        ):
             if self.human_goals:
                 for entry in ins if isinstance(ins, list) else []:
                     if not isinstance(entry, dict):
@@ -344,12 +369,24 @@ class LoadedShop:
                     if named:
                         goal_options = {_text_or_empty(k): _text_or_empty(v) for k, v in opts.items()}
                     else:
-                        goal_options = {f"option {i + 1}": _text_or_empty(v) for i, v in enumerate(opts if isinstance(opts, list) else [])}
-                    goal = self._goal(product, _text_or_empty(entry.get("instruction")).strip(".") + price_text, attrs, goal_options, upper, product.name)
+                        goal_options = {
+                            f"option {i + 1}": _text_or_empty(v)
+                            for i, v in enumerate(opts if isinstance(opts, list) else [])
+                        }
+                    goal = self._goal(
+                        product,
+                        _text_or_empty(entry.get("instruction")).strip(".") + price_text,
+                        attrs,
+                        goal_options,
+                        upper,
+                        product.name,
+                    )
                     goals.append(Goal(**{**goal.__dict__, "options_named": named}))
                     if len(goals) > self.max_goals:
-                        raise DataFileError(f"{self.files['human']}: more than max_goals={self.max_goals:,} human goals; "
-                                            "pass num_products=N to load fewer products.")
+                        raise DataFileError(
+                            f"{self.files['human']}: more than max_goals={self.max_goals:,} human goals; "
+                            "pass num_products=N to load fewer products."
+                        )
             else:
                 if not isinstance(ins, dict) or ins.get("instruction") is None:
                     continue
@@ -363,11 +400,14 @@ class LoadedShop:
                 if total > len(combos):
                     warnings.warn(
                         f"{self.files['products']}: product {product.asin} has {total:,} option combinations; kept a random "
-                        f"{len(combos):,} as synthetic goals (max_goal_combinations={self.max_goal_combinations:,}).", stacklevel=3)
+                        f"{len(combos):,} as synthetic goals (max_goal_combinations={self.max_goal_combinations:,}).",
+                        stacklevel=3,
+                    )
                 if len(goals) + len(combos) > self.max_goals:
                     raise DataFileError(
                         f"{self.files['attributes']}: more than max_goals={self.max_goals:,} synthetic goals; "
-                        "pass num_products=N to load fewer products, or lower max_goal_combinations.")
+                        "pass num_products=N to load fewer products, or lower max_goal_combinations."
+                    )
                 for combo in combos:
                     goal_options = dict(zip(names, combo))
                     option_text = ", and ".join(f"{k}: {v}" for k, v in goal_options.items())
@@ -409,5 +449,7 @@ class LoadedShop:
         out = []
         for p in self._products:
             option_text = ", and ".join(f"{n}: {', '.join(v)}" for n, v in p.options.items())
-            out.append(" ".join((p.title, p.description, p.bullet_points[0] if p.bullet_points else "", option_text)).lower())
+            out.append(
+                " ".join((p.title, p.description, p.bullet_points[0] if p.bullet_points else "", option_text)).lower()
+            )
         return out

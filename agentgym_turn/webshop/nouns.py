@@ -57,7 +57,10 @@ def _missing() -> MissingExtraError:
     return MissingExtraError(
         f"title_nouns='spacy' needs the 'spacy' extra: {install_command('spacy')} (or spaCy with "
         "`python -m spacy download en_core_web_sm`), or use title_nouns='auto'; no English model of "
-        f"{SPACY_MODELS} can be imported.", extra="spacy", module=SPACY_MODELS[0])
+        f"{SPACY_MODELS} can be imported.",
+        extra="spacy",
+        module=SPACY_MODELS[0],
+    )
 
 
 def _model() -> Any:
@@ -73,7 +76,8 @@ def _model() -> Any:
         except Exception as exc:  # installed but unloadable (a binary mismatch, a partial install)
             raise RuntimeError(
                 f"spaCy's model {name!r} is installed but did not load ({type(exc).__name__}: {exc}); reinstall it "
-                f"({install_command('spacy')}) or pass title_nouns='rule'.") from exc
+                f"({install_command('spacy')}) or pass title_nouns='rule'."
+            ) from exc
     return _nlp
 
 

@@ -81,7 +81,9 @@ def _instruction(instruction: str, *, search_page: bool = False) -> Fragment:
     # WebShop's search_page.html writes "Instruction: <br>", every other template "Instruction:<br>";
     # text_rich keeps that space
     label = "Instruction: " if search_page else "Instruction:"
-    return Fragment(f'<div id="instruction-text" class="text-center">\n<h4>{label}<br>{_s(0)}</h4>\n</div>\n', instruction)
+    return Fragment(
+        f'<div id="instruction-text" class="text-center">\n<h4>{label}<br>{_s(0)}</h4>\n</div>\n', instruction
+    )
 
 
 def _button(label: str, action: str, css: str = "btn btn-primary") -> Fragment:
@@ -147,7 +149,10 @@ def _PRODUCT_BLOCK(url: str, asin: str, title: str, price_tag: str) -> Fragment:
         f'<h4 class="product-title">{_s(2)}</h4>\n'
         f'<h5 class="product-price">{_s(3)}</h5>\n'
         "</div>\n",
-        url, asin, title, price_tag,
+        url,
+        asin,
+        title,
+        price_tag,
     )
 
 
@@ -182,16 +187,25 @@ def item_fragments(
             url = f"/item_page/{base}/{_u(json.dumps(picked, sort_keys=True))}"
             checked = " checked" if options.get(name) == value else ""
             radio_id = f"radio_{name}{k}"
-            parts.append(Fragment(
-                f'<input type="radio" id="{_s(0)}" name="{_s(1)}" value="{_s(2)}" '
-                f'data-url="{_s(3)}"{checked}>\n<label for="{_s(0)}">{_s(2)}</label>\n',
-                radio_id, name, value, url,
-            ))
+            parts.append(
+                Fragment(
+                    f'<input type="radio" id="{_s(0)}" name="{_s(1)}" value="{_s(2)}" '
+                    f'data-url="{_s(3)}"{checked}>\n<label for="{_s(0)}">{_s(2)}</label>\n',
+                    radio_id,
+                    name,
+                    value,
+                    url,
+                )
+            )
         parts.append("</div>\n</div>\n")
-    parts.append(Fragment(
-        f'<div class="col-md-6">\n<h2>{_s(0)}</h2>\n<h4>Price: {_s(1)}</h4>\n<h4>Rating: {_s(2)}</h4>\n',
-        product.title, product.price_tag, product.rating,
-    ))
+    parts.append(
+        Fragment(
+            f'<div class="col-md-6">\n<h2>{_s(0)}</h2>\n<h4>Price: {_s(1)}</h4>\n<h4>Rating: {_s(2)}</h4>\n',
+            product.title,
+            product.price_tag,
+            product.rating,
+        )
+    )
     for name in SUB_PAGES:
         if name == "Attributes" and not show_attributes:
             continue
@@ -235,20 +249,28 @@ def sub_fragments(
         for r in product.reviews:
             stars = '<span class="fa fa-star star-active"></span>\n' * max(0, int(r.score))
             stars += '<span class="fa fa-star star-inactive"></span>\n' * max(0, 5 - int(r.score))
-            parts.append(Fragment(
-                f'<div class="card">\n<h4 class="blue-text mt-3">"{_s(0)}"</h4>\n'
-                f'<p class="text-left">\n<span>{_s(1)}</span>\n{stars}</p>\n<p class="content">{_s(2)}</p>\n</div>\n',
-                r.title, r.score, r.body,
-            ))
+            parts.append(
+                Fragment(
+                    f'<div class="card">\n<h4 class="blue-text mt-3">"{_s(0)}"</h4>\n'
+                    f'<p class="text-left">\n<span>{_s(1)}</span>\n{stars}</p>\n<p class="content">{_s(2)}</p>\n</div>\n',
+                    r.title,
+                    r.score,
+                    r.body,
+                )
+            )
     else:  # Attributes
         parts.append("<ul>\n")
         parts.extend(Fragment(f'<li><p class="attribute"> {_s(0)}</p></li>\n', a) for a in product.attributes)
         parts.append("</ul>\n")
-        parts.append(Fragment(
-            f'<h5 class="product-category">{_s(0)}</h5>\n<h5 class="product-query">{_s(1)}</h5>\n'
-            f'<h5 class="product-product_category">{_s(2)}</h5>\n',
-            product.category, product.query, product.product_category,
-        ))
+        parts.append(
+            Fragment(
+                f'<h5 class="product-category">{_s(0)}</h5>\n<h5 class="product-query">{_s(1)}</h5>\n'
+                f'<h5 class="product-product_category">{_s(2)}</h5>\n',
+                product.category,
+                product.query,
+                product.product_category,
+            )
+        )
     parts.append("</div>\n")
     parts.append(_TAIL)
     return parts
@@ -270,25 +292,29 @@ def done_fragments(asin: str, options: Mapping[str, str], reward: float) -> list
         Fragment(
             '<div id="thankyou" class="text-center">\n<h1>Thank you for shopping with us!</h1>\n</div>\n'
             '<div id="stats" class="text-center">\n'
-            '<h3>Your code: </h3>\n<p><pre>None</pre> (Paste it in your MTurk interface.)</p>\n'
+            "<h3>Your code: </h3>\n<p><pre>None</pre> (Paste it in your MTurk interface.)</p>\n"
             '<div style="display:none">\n<h2>Purchased</h2>\n'
             f'<h4 id="asin">asin<pre>{_s(0)}</pre></h4>\n<h4 id="options">options<pre>{_s(1)}</pre></h4>\n'
-            '<h4>attrs<pre>None</pre></h4>\n<h4>category<pre>None</pre></h4>\n<h4>query<pre>None</pre></h4>\n'
-            '<h4>product category<pre>None</pre></h4>\n<h2>Target</h2>\n'
-            '<h4>asin<pre></pre></h4>\n<h4>options<pre></pre></h4>\n<h4>attrs<pre></pre></h4>\n'
-            '<h4>price upper<pre></pre></h4>\n<h4>instuction text<pre></pre></h4>\n<h4>category<pre></pre></h4>\n'
-            '<h4>product category<pre></pre></h4>\n<h4>query<pre></pre></h4>\n'
+            "<h4>attrs<pre>None</pre></h4>\n<h4>category<pre>None</pre></h4>\n<h4>query<pre>None</pre></h4>\n"
+            "<h4>product category<pre>None</pre></h4>\n<h2>Target</h2>\n"
+            "<h4>asin<pre></pre></h4>\n<h4>options<pre></pre></h4>\n<h4>attrs<pre></pre></h4>\n"
+            "<h4>price upper<pre></pre></h4>\n<h4>instuction text<pre></pre></h4>\n<h4>category<pre></pre></h4>\n"
+            "<h4>product category<pre></pre></h4>\n<h4>query<pre></pre></h4>\n"
             '<h4>Goal <div id="goal"><pre>None</pre></div></h4>\n<h2>Reward</h2>\n</div>\n'
             f'<h3 id="reward">Your score (min 0.0, max 1.0)<pre>{_s(2)}</pre></h3>\n'
             '<h4 hidden>Reward Details <div id="reward_info"><pre>None</pre></div></h4>\n'
             "</div>\n",
-            asin, options_json(options), reward,
+            asin,
+            options_json(options),
+            reward,
         ),
         _TAIL,
     ]
 
 
-def page_fragments(state: Any, shop: Any, instruction: str, results_per_page: int, *, show_attributes: bool) -> list[str]:
+def page_fragments(
+    state: Any, shop: Any, instruction: str, results_per_page: int, *, show_attributes: bool
+) -> list[str]:
     """The fragments of the page an env's session shows: ``state`` is the env's page state (page
     kind, keywords, results, page number, product, options, score) and ``shop`` its catalog."""
     s = state

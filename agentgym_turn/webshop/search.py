@@ -119,7 +119,9 @@ class ProductSearch:
             if layout is not None:
                 index = index_from_layout(*layout(), backend=backend)
             else:
-                index = BM25Index.build(list(shop.index_texts()), backend=backend, analyzer=ANALYZER, length_norm=LENGTH_NORM)
+                index = BM25Index.build(
+                    list(shop.index_texts()), backend=backend, analyzer=ANALYZER, length_norm=LENGTH_NORM
+                )
             index.warmup()
         self.index = index
         self.asin_of = _Asins(shop)

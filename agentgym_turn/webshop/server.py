@@ -55,7 +55,15 @@ import numpy as np
 
 from ..core.args import is_int, is_number
 from ..serving import (
-    AppServer, HTTPError, RateLimit, ServerLimits, access_options, add_access_arguments, add_allow_host_argument, parse_json, read_body,
+    AppServer,
+    HTTPError,
+    RateLimit,
+    ServerLimits,
+    access_options,
+    add_access_arguments,
+    add_allow_host_argument,
+    parse_json,
+    read_body,
 )
 from ..core.turn_env import DEFAULT_MAX_ACTION_LENGTH
 from .env import TurnWebShopEnv, product_link_name
@@ -99,9 +107,7 @@ def rewrite_page(page: str, session_id: str) -> str:
     env action each clickable performs), plus one inline script for the option radios, so the
     page's visible text stays the text env's. Names come from the page's own escaped strings.
     """
-    page = _SEARCH_FORM.sub(
-        f'<form role="form" id="form-buscar" method="post" action="/s/{session_id}/search">', page
-    )
+    page = _SEARCH_FORM.sub(f'<form role="form" id="form-buscar" method="post" action="/s/{session_id}/search">', page)
     page = _SEARCH_BUTTON.sub('<button class="btn btn-success" type="submit" data-action="search">', page, count=1)
 
     def button(m: re.Match) -> str:
@@ -138,7 +144,7 @@ def _message_page(title: str, message: str, *, link: str = "/", link_text: str =
         '<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n<title>WebShop</title>\n'
         '<link rel="stylesheet" href="/static/style.css">\n</head>\n<body>\n<div class="container py-5">\n'
         f'<div id="logo" class="text-center">\n<h2>WebShop</h2>\n</div>\n<div class="text-center">\n<h3>{html.escape(title)}</h3>\n'
-        f"<p>{html.escape(message)}</p>\n<p><a href=\"{html.escape(link, quote=True)}\">{html.escape(link_text)}</a></p>\n"
+        f'<p>{html.escape(message)}</p>\n<p><a href="{html.escape(link, quote=True)}">{html.escape(link_text)}</a></p>\n'
         "</div>\n</div>\n</body>\n</html>\n"
     )
 
@@ -331,7 +337,11 @@ class WebShopSite:
             "done": session.done,
             "reward": session.reward,
             "info": info,
-            **{k: info.get(k) for k in ("page", "goal_index", "turn", "score", "success", "available_actions") if k in info},
+            **{
+                k: info.get(k)
+                for k in ("page", "goal_index", "turn", "score", "success", "available_actions")
+                if k in info
+            },
         }
         if self.expert:
             out["expert_action"] = env.expert_action()
@@ -357,7 +367,9 @@ def build_app(site: WebShopSite, *, limits: ServerLimits | None = None):
         return page_response(_message_page(title, message), status)
 
     def unknown_session(sid: str) -> Response:
-        return error_page(404, "Unknown session", "This session does not exist or has expired (idle sessions close). Start a new one.")
+        return error_page(
+            404, "Unknown session", "This session does not exist or has expired (idle sessions close). Start a new one."
+        )
 
     def check_query_string(request: Any) -> None:
         if len(request.scope.get("query_string", b"")) > MAX_QUERY_STRING:
@@ -425,11 +437,15 @@ def build_app(site: WebShopSite, *, limits: ServerLimits | None = None):
 
     async def create(request: Any) -> Response:
         if media_type(request) != "application/json":  # a cross-site page can send a form or text/plain, never JSON
-            return JSONResponse({"detail": "POST /sessions takes a JSON body: send Content-Type: application/json"}, status_code=415)
+            return JSONResponse(
+                {"detail": "POST /sessions takes a JSON body: send Content-Type: application/json"}, status_code=415
+            )
         body = await read_body(request, limits)
         payload = parse_json(body) if body.strip() else {}
         if not isinstance(payload, dict) or set(payload) - {"goal_index", "seed"}:
-            return JSONResponse({"detail": "the body must be a JSON object with optional 'goal_index' and 'seed'"}, status_code=422)
+            return JSONResponse(
+                {"detail": "the body must be a JSON object with optional 'goal_index' and 'seed'"}, status_code=422
+            )
         values: dict[str, int | None] = {}
         for key in ("goal_index", "seed"):
             v = payload.get(key)
@@ -469,7 +485,9 @@ def build_app(site: WebShopSite, *, limits: ServerLimits | None = None):
         query = fields.get("search_query", [""])[0]
         if len(query) > MAX_QUERY_CHARS:
             return error_page(413, "Search too long", f"A search is at most {MAX_QUERY_CHARS:,} characters.")
-        await run_in_threadpool(site.act, sid, f"search[{query}]")  # an empty query is the env's invalid turn, as in-process
+        await run_in_threadpool(
+            site.act, sid, f"search[{query}]"
+        )  # an empty query is the env's invalid turn, as in-process
         return to_page(sid)
 
     async def click(request: Any) -> Response:
@@ -494,7 +512,9 @@ def build_app(site: WebShopSite, *, limits: ServerLimits | None = None):
         return JSONResponse(await run_in_threadpool(site.state, sid, session))
 
     async def health(request: Any) -> Response:
-        return JSONResponse({"status": "ok", "sessions": len(site), "max_sessions": site.max_sessions, "goals": site.num_goals})
+        return JSONResponse(
+            {"status": "ok", "sessions": len(site), "max_sessions": site.max_sessions, "goals": site.num_goals}
+        )
 
     async def stylesheet(request: Any) -> Response:
         return Response(css, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
@@ -561,8 +581,17 @@ class WebShopServer(AppServer):
     ):
         self.site = site if site is not None else WebShopSite(**site_kwargs)
         limits = limits or ServerLimits(max_body_bytes=MAX_BODY_BYTES)
-        super().__init__(build_app(self.site, limits=limits), host=host, port=port, limits=limits, verbose=verbose,
-                         allowed_hosts=allowed_hosts, token=token, cookie_login="/", rate_limit=rate_limit)
+        super().__init__(
+            build_app(self.site, limits=limits),
+            host=host,
+            port=port,
+            limits=limits,
+            verbose=verbose,
+            allowed_hosts=allowed_hosts,
+            token=token,
+            cookie_login="/",
+            rate_limit=rate_limit,
+        )
 
     def __enter__(self) -> "WebShopServer":
         self.start()
@@ -570,17 +599,35 @@ class WebShopServer(AppServer):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="agentgym-turn serve webshop",
-                                description="Serve the WebShop site (open it in a browser; its start page's Start button opens a session).")
+    p = argparse.ArgumentParser(
+        prog="agentgym-turn serve webshop",
+        description="Serve the WebShop site (open it in a browser; its start page's Start button opens a session).",
+    )
     p.add_argument("--port", type=int, default=3000, help="port (default 3000, as WebShop; 0 picks a free one)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: this machine only)")
-    p.add_argument("--num-products", type=int, default=None, help="catalog size (generated: default 1,000; with --data-path: first N)")
-    p.add_argument("--data-path", metavar="P", default=None, help="WebShop's data/ folder or an items_shuffle*.json to load")
+    p.add_argument(
+        "--num-products",
+        type=int,
+        default=None,
+        help="catalog size (generated: default 1,000; with --data-path: first N)",
+    )
+    p.add_argument(
+        "--data-path", metavar="P", default=None, help="WebShop's data/ folder or an items_shuffle*.json to load"
+    )
     p.add_argument("--catalog-seed", type=int, default=0, help="seed of the generated catalog (default 0)")
-    p.add_argument("--goal-split", default="all", choices=("train", "eval", "test", "all"), help="goals sessions draw from (default all)")
+    p.add_argument(
+        "--goal-split",
+        default="all",
+        choices=("train", "eval", "test", "all"),
+        help="goals sessions draw from (default all)",
+    )
     p.add_argument("--max-sessions", type=int, default=1000, help="open sessions at most (default 1000)")
-    p.add_argument("--idle-timeout", type=float, default=1800.0, help="seconds before an idle session closes (default 1800)")
-    p.add_argument("--expert", action="store_true", help="put the oracle's next action in /s/<session>/state (gives answers away)")
+    p.add_argument(
+        "--idle-timeout", type=float, default=1800.0, help="seconds before an idle session closes (default 1800)"
+    )
+    p.add_argument(
+        "--expert", action="store_true", help="put the oracle's next action in /s/<session>/state (gives answers away)"
+    )
     p.add_argument("--seed", type=int, default=None, help="seed of the goals drawn for new sessions")
     add_allow_host_argument(p)
     add_access_arguments(p)
@@ -597,15 +644,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         access = access_options(args)  # before the catalog is built
         site = WebShopSite(
-            max_sessions=args.max_sessions, idle_timeout=args.idle_timeout, expert=args.expert, seed=args.seed,
-            num_products=args.num_products, data_path=args.data_path, catalog_seed=args.catalog_seed, goal_split=args.goal_split,
+            max_sessions=args.max_sessions,
+            idle_timeout=args.idle_timeout,
+            expert=args.expert,
+            seed=args.seed,
+            num_products=args.num_products,
+            data_path=args.data_path,
+            catalog_seed=args.catalog_seed,
+            goal_split=args.goal_split,
         )
-        server = WebShopServer(site, host=args.host, port=args.port, verbose=args.verbose, allowed_hosts=args.allow_host, **access)
+        server = WebShopServer(
+            site, host=args.host, port=args.port, verbose=args.verbose, allowed_hosts=args.allow_host, **access
+        )
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     login = " (open it once with ?token=<the token>)" if access["token"] else ""
-    return server.run_until_interrupted(f"WebShop at {server.base_url}/{login} ({site.num_goals:,} goals; Ctrl-C stops)")
+    return server.run_until_interrupted(
+        f"WebShop at {server.base_url}/{login} ({site.num_goals:,} goals; Ctrl-C stops)"
+    )
 
 
 if __name__ == "__main__":

@@ -49,17 +49,25 @@ def shop_source(*, num_products=None, data_path=None, human_goals=None, catalog_
     """
     seed = whole_number("catalog_seed", catalog_seed, "0")
     if human_goals is not None and not isinstance(human_goals, (bool, np.bool_)):
-        raise ValueError(f"human_goals must be True, False or None (human goals when the file exists), got {human_goals!r}.")
+        raise ValueError(
+            f"human_goals must be True, False or None (human goals when the file exists), got {human_goals!r}."
+        )
     n = None if num_products is None else whole_number("num_products", num_products, "1000")
     if data_path is None:
         n = 1000 if n is None else n
         if n < 10:
-            raise ValueError(f"num_products must be at least 10 for a generated catalog (e.g. num_products=1000), got {n}.")
+            raise ValueError(
+                f"num_products must be at least 10 for a generated catalog (e.g. num_products=1000), got {n}."
+            )
         if human_goals:
-            raise ValueError("human_goals=True needs WebShop's files: pass data_path=... too (a generated catalog has synthetic goals).")
+            raise ValueError(
+                "human_goals=True needs WebShop's files: pass data_path=... too (a generated catalog has synthetic goals)."
+            )
         return ShopSource("generated", n, seed)
     if not isinstance(data_path, (str, os.PathLike)):
-        raise ValueError(f"data_path must be a path to WebShop's data/ folder or an items_shuffle*.json file, got {data_path!r}.")
+        raise ValueError(
+            f"data_path must be a path to WebShop's data/ folder or an items_shuffle*.json file, got {data_path!r}."
+        )
     if n is not None and n < 1:
         raise ValueError(f"num_products must be at least 1 (or None for every product of the file), got {n}.")
     return ShopSource("files", n, seed, os.fspath(data_path), None if human_goals is None else bool(human_goals))
@@ -104,15 +112,29 @@ class ShopTasks:
     shop: ShopSource = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "shop", shop_source(num_products=self.num_products, data_path=self.data_path,
-                                                     human_goals=self.human_goals, catalog_seed=self.catalog_seed))
+        object.__setattr__(
+            self,
+            "shop",
+            shop_source(
+                num_products=self.num_products,
+                data_path=self.data_path,
+                human_goals=self.human_goals,
+                catalog_seed=self.catalog_seed,
+            ),
+        )
 
     def goals(self, shop: Any):
         """The :class:`~.goals.GoalPool` of these tasks in ``shop`` (this source's shop, made)."""
         from .goals import GoalPool
 
-        return GoalPool(shop, self.goal_split, filter_goals=self.filter_goals, limit_goals=self.limit_goals,
-                        weighting=self.goal_weighting, content_split=self.content_split)
+        return GoalPool(
+            shop,
+            self.goal_split,
+            filter_goals=self.filter_goals,
+            limit_goals=self.limit_goals,
+            weighting=self.goal_weighting,
+            content_split=self.content_split,
+        )
 
 
 #: The keywords of the WebShop envs (and ``gymnasium.make``) that build their :class:`ShopTasks`, with their defaults:

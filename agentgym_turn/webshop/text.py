@@ -165,9 +165,18 @@ def selection_url(state: Any) -> str:
     return f"{'+'.join(s.keywords)}/{s.page_no}/{json.dumps(s.options)}"
 
 
-def compact_page(page: str, instruction: str, *, results: Sequence[Product] = (), first: int = 0, total: int = 0,
-                 page_no: int = 1, product: Product | None = None, options: Mapping[str, str] | None = None,
-                 score: float = 0.0) -> str:
+def compact_page(
+    page: str,
+    instruction: str,
+    *,
+    results: Sequence[Product] = (),
+    first: int = 0,
+    total: int = 0,
+    page_no: int = 1,
+    product: Product | None = None,
+    options: Mapping[str, str] | None = None,
+    score: float = 0.0,
+) -> str:
     """One page in ``observation_style="compact"``: plain lines, no instruction after the first
     message, no list of actions (the page's clickables are its lines' ids, option values and the
     buttons :data:`COMPACT_INTRO` names). A result's link is its number on the page (``1``, ``2``...),
@@ -192,11 +201,17 @@ def compact_page(page: str, instruction: str, *, results: Sequence[Product] = ()
         lines = [f"{product.title} {product.price_tag}"]
         chosen = options or {}
         # a chosen group shows only its choice: every option click re-sends the page, so it shrinks as it fills
-        lines += [f"{name}: {chosen[name]} (chosen)" if name in chosen else f"{name}: {' | '.join(values)}"
-                  for name, values in product.options.items()]
+        lines += [
+            f"{name}: {chosen[name]} (chosen)" if name in chosen else f"{name}: {' | '.join(values)}"
+            for name, values in product.options.items()
+        ]
         return "\n".join(lines)
-    texts = {"Description": product.description, "Features": " | ".join(product.bullet_points),
-             "Reviews": f"{len(product.reviews)} reviews", "Attributes": ", ".join(product.attributes)}
+    texts = {
+        "Description": product.description,
+        "Features": " | ".join(product.bullet_points),
+        "Reviews": f"{len(product.reviews)} reviews",
+        "Attributes": ", ".join(product.attributes),
+    }
     return f"{page}: {texts.get(page, '')}"
 
 
@@ -206,8 +221,17 @@ def compact_text(state: Any, shop: Any, instruction: str, results_per_page: int)
     first = (s.page_no - 1) * results_per_page
     shown = [shop.product(i) for i in s.results[first : first + results_per_page]] if s.page == "results" else []
     product = shop.product(s.product) if s.product is not None else None
-    return compact_page(s.page, instruction, results=shown, first=first, total=len(s.results), page_no=s.page_no,
-                        product=product, options=s.options, score=s.score)
+    return compact_page(
+        s.page,
+        instruction,
+        results=shown,
+        first=first,
+        total=len(s.results),
+        page_no=s.page_no,
+        product=product,
+        options=s.options,
+        score=s.score,
+    )
 
 
 def actions_line(page: str, clickables: list[str]) -> str:
@@ -217,8 +241,17 @@ def actions_line(page: str, clickables: list[str]) -> str:
     return "\n\nAvailable actions: " + ", ".join(f"click[{c}]" for c in clickables)
 
 
-def page_text(state: Any, shop: Any, instruction: str, *, style: str, mode: str, results_per_page: int,
-              show_attributes: bool, clickables: Callable[[], Iterable[str]] | None = None) -> str:
+def page_text(
+    state: Any,
+    shop: Any,
+    instruction: str,
+    *,
+    style: str,
+    mode: str,
+    results_per_page: int,
+    show_attributes: bool,
+    clickables: Callable[[], Iterable[str]] | None = None,
+) -> str:
     """The observation of an env's page ``state`` over ``shop``: :func:`compact_text` in the
     ``compact`` style, else the page in observation ``mode``, followed by :func:`actions_line`
     when ``clickables`` (called only then) gives the page's clickable names."""
@@ -237,7 +270,9 @@ def page_text(state: Any, shop: Any, instruction: str, *, style: str, mode: str,
     return page + actions_line(state.page, list(clickables()))
 
 
-def with_history(observation: str, actions: list[str], observations: list[str], num_prev_obs: int, num_prev_actions: int) -> str:
+def with_history(
+    observation: str, actions: list[str], observations: list[str], num_prev_obs: int, num_prev_actions: int
+) -> str:
     """WebShop's observation history (``WebAgentTextEnv.step``): the last ``num_prev_actions``
     actions (``actions[-1]`` is this turn's) and ``num_prev_obs`` earlier observations
     (``observations[-1]`` is the previous one), oldest first, then ``observation``, joined by

@@ -28,11 +28,22 @@ ROOT = HERE.parent.parent
 
 
 #: The learning benchmark's figures the docs show (``benchmarks/results/<name>`` -> ``docs/img/<name>``).
-LEARNING_FIGURES = ("learning.png", "learning_sokoban.png", "learning_sokoban_presets_seedsplit.png", "learning_sokoban_2layers.png",
-                    "learning_sokoban_ablation.png", "learning_sokoban_control.png", "learning_sokoban_stress.png",
-                    "learning_webshop.png", "learning_webshop_presets_earlier.png",
-                    "learning_searchqa.png", "learning_searchqa_control.png", "learning_searchqa_presets_earlier.png",
-                    "learning_sokoban_smollm2.png", "learning_searchqa_smollm2.png")
+LEARNING_FIGURES = (
+    "learning.png",
+    "learning_sokoban.png",
+    "learning_sokoban_presets_seedsplit.png",
+    "learning_sokoban_2layers.png",
+    "learning_sokoban_ablation.png",
+    "learning_sokoban_control.png",
+    "learning_sokoban_stress.png",
+    "learning_webshop.png",
+    "learning_webshop_presets_earlier.png",
+    "learning_searchqa.png",
+    "learning_searchqa_control.png",
+    "learning_searchqa_presets_earlier.png",
+    "learning_sokoban_smollm2.png",
+    "learning_searchqa_smollm2.png",
+)
 
 
 def copy_learning_curves() -> list[Path]:
@@ -68,7 +79,9 @@ def sokoban_episode(out: Path = HERE / "sokoban_episode.png", seed: int = 0) -> 
         columns.append(("\n".join(title), env.render(), _grid_text(observation)))
     env.close()
 
-    fig, axes = plt.subplots(2, len(columns), figsize=(3.2 * len(columns), 5.6), gridspec_kw={"height_ratios": [1, 0.62]})
+    fig, axes = plt.subplots(
+        2, len(columns), figsize=(3.2 * len(columns), 5.6), gridspec_kw={"height_ratios": [1, 0.62]}
+    )
     for (title, frame, text), (top, bottom) in zip(columns, axes.T):
         top.imshow(frame, interpolation="nearest")
         top.set_title(title, fontsize=9)

@@ -14,5 +14,17 @@ from .registry import RECIPES
 from .runs import learn, rl_from, sft_policy, sft_start, suite_sft_policy, zero_shot
 from .sokoban import SOKOBAN_ENV, SOKOBAN_ENV_KWARGS, SOKOBAN_RL_ITERATIONS, sokoban_tiny
 
-__all__ = ["RECIPES", "Recipe", "SOKOBAN_ENV", "SOKOBAN_ENV_KWARGS", "SOKOBAN_RL_ITERATIONS", "learn", "rl_from", "sft_policy", "sft_start", "sokoban_tiny",
-           "suite_sft_policy", "zero_shot"]
+__all__ = [
+    "RECIPES",
+    "Recipe",
+    "SOKOBAN_ENV",
+    "SOKOBAN_ENV_KWARGS",
+    "SOKOBAN_RL_ITERATIONS",
+    "learn",
+    "rl_from",
+    "sft_policy",
+    "sft_start",
+    "sokoban_tiny",
+    "suite_sft_policy",
+    "zero_shot",
+]

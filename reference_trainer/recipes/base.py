@@ -10,8 +10,13 @@ from ..config import Config
 #: What every tiny-model recipe uses against one iteration's noisy gradient (``docs/experiments.md``,
 #: "Sokoban"): a separate critic, a KL penalty towards the weight average that
 #: evaluations play, and the ratio's denominator recorded while sampling.
-NOISE_CONTROL: dict[str, Any] = {"critic": "separate", "kl_coef": 0.1, "kl_reference": "average", "ema_decay": 0.9,
-                                 "recompute_old_logp": False}
+NOISE_CONTROL: dict[str, Any] = {
+    "critic": "separate",
+    "kl_coef": 0.1,
+    "kl_reference": "average",
+    "ema_decay": 0.9,
+    "recompute_old_logp": False,
+}
 
 
 #: Held-out tasks the untrained model plays before SFT: enough to show it solves next to none, without

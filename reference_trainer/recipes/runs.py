@@ -34,9 +34,17 @@ def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any
     recipe = RECIPES[name]
     torch.set_num_threads(1)
     tag = "_".join(f"{k}-{v}" for k, v in sorted(over.items()))
-    cfg = recipe.build(algo, seed=seed, iterations=iterations, model=policy_dir, sft_episodes=0,
-                       out=str(Path(out) / f"{name}_{algo}{'_' + tag if tag else ''}_{Path(policy_dir).parent.name}_seed{seed}"),
-                       eval_every=eval_every, progress=False, **over)
+    cfg = recipe.build(
+        algo,
+        seed=seed,
+        iterations=iterations,
+        model=policy_dir,
+        sft_episodes=0,
+        out=str(Path(out) / f"{name}_{algo}{'_' + tag if tag else ''}_{Path(policy_dir).parent.name}_seed{seed}"),
+        eval_every=eval_every,
+        progress=False,
+        **over,
+    )
     t0 = time.perf_counter()
     trainer = Trainer(cfg)
     try:
@@ -48,12 +56,20 @@ def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any
     train = [r for r in records if r.get("phase") == "train"]
     before, after = summary["start_outcomes"], summary["end_outcomes"]
     return {
-        "recipe": name, "env": recipe.env_id, "algo": algo, "seed": seed, "overrides": over, "iterations": len(train),
+        "recipe": name,
+        "env": recipe.env_id,
+        "algo": algo,
+        "seed": seed,
+        "overrides": over,
+        "iterations": len(train),
         "seconds": time.perf_counter() - t0,
         "rl_seconds": sum(r["time/rollout_s"] + r["time/update_s"] for r in train),  # without evaluations
-        "start": summary["start"]["success"], "end": summary["end"]["success"],
-        "start_score": summary["start"]["score"], "end_score": summary["end"]["score"],
-        "start_invalid_turns": summary["start"]["invalid_turns"], "end_invalid_turns": summary["end"]["invalid_turns"],
+        "start": summary["start"]["success"],
+        "end": summary["end"]["success"],
+        "start_score": summary["start"]["score"],
+        "end_score": summary["end"]["score"],
+        "start_invalid_turns": summary["start"]["invalid_turns"],
+        "end_invalid_turns": summary["end"]["invalid_turns"],
         "ci_success": paired_ci(before["success"], after["success"]).to_dict(),
         "ci_score": paired_ci(before["score"], after["score"]).to_dict(),
         # per held-out task, in the order of its reset seeds: the recipe's metric before and after RL,
@@ -75,8 +91,16 @@ def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any
     }
 
 
-def sft_policy(name: str, work: str, *, seed: int = 0, model: str | None = None, seconds: float | None = None,
-               max_steps: int | None = None, settings: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+def sft_policy(
+    name: str,
+    work: str,
+    *,
+    seed: int = 0,
+    model: str | None = None,
+    seconds: float | None = None,
+    max_steps: int | None = None,
+    settings: dict[str, Any] | None = None,
+) -> tuple[str, dict[str, Any]]:
     """Build the tiny model, SFT it with recipe ``name`` and SFT seed ``seed``, save the policy under
     ``work``; returns ``(policy_dir, meta)``. A policy saved before by the same settings is reused.
 
@@ -137,14 +161,32 @@ def sft_policy(name: str, work: str, *, seed: int = 0, model: str | None = None,
         save_policy(trainer.policy, trainer.tokenizer, policy_dir)
     finally:
         trainer.close()
-    meta = {"seed": seed, "after": after["success"], "after_tasks": cfg.train.eval_episodes,
-            "after_score": after["score"], "after_invalid_turns": after["invalid_turns"],
-            "seconds": time.perf_counter() - t0, "sft_seconds": sft_seconds, "steps": int(stats["sft/steps"]), "step_seconds": stats["sft/step_seconds"],
-            "best_step": int(stats.get("sft/best_step", stats["sft/steps"])), "validation": stats.get("sft/validation", []),
-            "batch_size": cfg.train.sft_batch_size, "episodes": cfg.train.sft_episodes, "loss": stats["sft/loss"], "recipe": recipe,
-            "train_tasks": training_groups(cfg), "after_metrics": after, "after_outcomes": after_outcomes}
+    meta = {
+        "seed": seed,
+        "after": after["success"],
+        "after_tasks": cfg.train.eval_episodes,
+        "after_score": after["score"],
+        "after_invalid_turns": after["invalid_turns"],
+        "seconds": time.perf_counter() - t0,
+        "sft_seconds": sft_seconds,
+        "steps": int(stats["sft/steps"]),
+        "step_seconds": stats["sft/step_seconds"],
+        "best_step": int(stats.get("sft/best_step", stats["sft/steps"])),
+        "validation": stats.get("sft/validation", []),
+        "batch_size": cfg.train.sft_batch_size,
+        "episodes": cfg.train.sft_episodes,
+        "loss": stats["sft/loss"],
+        "recipe": recipe,
+        "train_tasks": training_groups(cfg),
+        "after_metrics": after,
+        "after_outcomes": after_outcomes,
+    }
     if before is not None:
-        meta.update(before=before["success"], before_score=before["score"], before_tasks=min(BEFORE_SFT_TASKS, cfg.train.eval_episodes))
+        meta.update(
+            before=before["success"],
+            before_score=before["score"],
+            before_tasks=min(BEFORE_SFT_TASKS, cfg.train.eval_episodes),
+        )
     meta_file.write_text(json.dumps(meta, indent=1))
     return str(policy_dir), meta
 
@@ -212,6 +254,14 @@ def zero_shot(name: str, spec: dict[str, Any]) -> dict[str, Any]:
             outcomes = trainer.last_eval_outcomes
         finally:
             trainer.close()
-    return {"recipe": name, "tasks": n, "spec": spec, "metrics": metrics, "seconds": time.perf_counter() - t0,
-            "test_seeds": [int(x) for x in outcomes["seeds"]], "success": list(outcomes["success"]), "score": list(outcomes["score"]),
-            "per_task": [float(x) for x in outcomes[recipe.metric]]}
+    return {
+        "recipe": name,
+        "tasks": n,
+        "spec": spec,
+        "metrics": metrics,
+        "seconds": time.perf_counter() - t0,
+        "test_seeds": [int(x) for x in outcomes["seeds"]],
+        "success": list(outcomes["success"]),
+        "score": list(outcomes["score"]),
+        "per_task": [float(x) for x in outcomes[recipe.metric]],
+    }

@@ -32,26 +32,66 @@ SEARCHQA_SMOLLM2_VAL_QUESTIONS = 64
 SEARCHQA_SMOLLM2_ZERO_SHOT = {"tasks": 64, "env_kwargs": {"prompt_template": None}}
 
 
-def searchqa_smollm2(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = SEARCHQA_SMOLLM2_RL_ITERATIONS,
-                     out: str = "runs/searchqa_smollm2", model: str = SMOLLM2, sft_episodes: int = 1600, **train: Any) -> Config:
+def searchqa_smollm2(
+    algo: str = "turn-ppo",
+    *,
+    seed: int = 0,
+    iterations: int = SEARCHQA_SMOLLM2_RL_ITERATIONS,
+    out: str = "runs/searchqa_smollm2",
+    model: str = SMOLLM2,
+    sft_episodes: int = 1600,
+    **train: Any,
+) -> Config:
     """One run: SFT to the validation plateau (unless ``sft_episodes=0``), then ``algo``; ``train``
     overrides fields of any config section; ``model`` is SmolLM2 by name or a checkpoint directory."""
-    rollout: dict[str, Any] = dict(tasks_per_iteration=32, num_envs=32, max_new_tokens=32, max_context_tokens=512, temperature=1.0,
-                                   env_kwargs=dict(SEARCHQA_ENV_KWARGS))
+    rollout: dict[str, Any] = dict(
+        tasks_per_iteration=32,
+        num_envs=32,
+        max_new_tokens=32,
+        max_context_tokens=512,
+        temperature=1.0,
+        env_kwargs=dict(SEARCHQA_ENV_KWARGS),
+    )
     if algo == "grpo":
         rollout.update(tasks_per_iteration=4, group_size=8)  # the same 32 episodes, 8 per question
-    return preset(algo, **{
-        "model": model, **rollout, **SMOLLM2_RL, "reward_scale": 1.0,  # exact match pays 1: returns already of order 1
-        "env": SEARCHQA_ENV, "iterations": iterations, "seed": seed, "eval_every": 0, "eval_episodes": SEARCHQA_SMOLLM2_EVAL_QUESTIONS,
-        "eval_env_kwargs": {"world_seed": 101, "content_split": "test"},
-        "val_env_kwargs": {"world_seed": 102, "content_split": "validation"}, "val_episodes": SEARCHQA_SMOLLM2_VAL_QUESTIONS,
-        "sft_episodes": sft_episodes, "sft_steps": SEARCHQA_SMOLLM2_SFT_CEILING, "sft_validate_every": 25, "sft_patience": 3,
-        "sft_batch_size": 8, "sft_lr": 2e-5, "sft_env_kwargs": {"question_types": None}, "out": out, **train,
-    })
+    return preset(
+        algo,
+        **{
+            "model": model,
+            **rollout,
+            **SMOLLM2_RL,
+            "reward_scale": 1.0,  # exact match pays 1: returns already of order 1
+            "env": SEARCHQA_ENV,
+            "iterations": iterations,
+            "seed": seed,
+            "eval_every": 0,
+            "eval_episodes": SEARCHQA_SMOLLM2_EVAL_QUESTIONS,
+            "eval_env_kwargs": {"world_seed": 101, "content_split": "test"},
+            "val_env_kwargs": {"world_seed": 102, "content_split": "validation"},
+            "val_episodes": SEARCHQA_SMOLLM2_VAL_QUESTIONS,
+            "sft_episodes": sft_episodes,
+            "sft_steps": SEARCHQA_SMOLLM2_SFT_CEILING,
+            "sft_validate_every": 25,
+            "sft_patience": 3,
+            "sft_batch_size": 8,
+            "sft_lr": 2e-5,
+            "sft_env_kwargs": {"question_types": None},
+            "out": out,
+            **train,
+        },
+    )
 
 
-RECIPE = Recipe(name="searchqa_smollm2", env_id=SEARCHQA_ENV, build=searchqa_smollm2, rl_iterations=SEARCHQA_SMOLLM2_RL_ITERATIONS,
-                metric="success", suite_learning=False, zero_shot=SEARCHQA_SMOLLM2_ZERO_SHOT,
-                what=f"greedy exact match on {SEARCHQA_SMOLLM2_EVAL_QUESTIONS} draws of test single-hop questions of world 101 "
-                     "(content_split='test'), SmolLM2-135M-Instruct",
-                sft_minutes=30, rl_minutes=15)
+RECIPE = Recipe(
+    name="searchqa_smollm2",
+    env_id=SEARCHQA_ENV,
+    build=searchqa_smollm2,
+    rl_iterations=SEARCHQA_SMOLLM2_RL_ITERATIONS,
+    metric="success",
+    suite_learning=False,
+    zero_shot=SEARCHQA_SMOLLM2_ZERO_SHOT,
+    what=f"greedy exact match on {SEARCHQA_SMOLLM2_EVAL_QUESTIONS} draws of test single-hop questions of world 101 "
+    "(content_split='test'), SmolLM2-135M-Instruct",
+    sft_minutes=30,
+    rl_minutes=15,
+)

@@ -26,9 +26,18 @@ from .sokoban import SOKOBAN_ENV, SOKOBAN_ENV_KWARGS
 
 SMOLLM2 = "smollm2-135m-instruct"
 #: The model's RL and precision settings (chosen on this env's validation split; the search QA recipe reuses them as is).
-SMOLLM2_RL: dict[str, Any] = {"critic": "shared", "dtype": "bfloat16", "recompute_old_logp": True, "lr": 3e-6,
-                              "critic_lr_ratio": 100.0, "critic_warmup": 2, "lr_warmup_steps": 2, "minibatch_size": 8,
-                              "micro_batch_tokens": 2048, "reward_scale": 0.1}
+SMOLLM2_RL: dict[str, Any] = {
+    "critic": "shared",
+    "dtype": "bfloat16",
+    "recompute_old_logp": True,
+    "lr": 3e-6,
+    "critic_lr_ratio": 100.0,
+    "critic_warmup": 2,
+    "lr_warmup_steps": 2,
+    "minibatch_size": 8,
+    "micro_batch_tokens": 2048,
+    "reward_scale": 0.1,
+}
 SOKOBAN_SMOLLM2_RL_ITERATIONS = 16
 #: SFT optimizer steps at most (8 episodes each); validation every 25 steps ends it first.
 SOKOBAN_SMOLLM2_SFT_CEILING = 1000
@@ -40,25 +49,64 @@ SOKOBAN_SMOLLM2_VAL_LEVELS = 64
 SOKOBAN_SMOLLM2_ZERO_SHOT = {"tasks": 64, "env_kwargs": {"prompt_style": "full"}}
 
 
-def sokoban_smollm2(algo: str = "turn-ppo", *, seed: int = 0, iterations: int = SOKOBAN_SMOLLM2_RL_ITERATIONS,
-                    out: str = "runs/sokoban_smollm2", model: str = SMOLLM2, sft_episodes: int = 1600, **train: Any) -> Config:
+def sokoban_smollm2(
+    algo: str = "turn-ppo",
+    *,
+    seed: int = 0,
+    iterations: int = SOKOBAN_SMOLLM2_RL_ITERATIONS,
+    out: str = "runs/sokoban_smollm2",
+    model: str = SMOLLM2,
+    sft_episodes: int = 1600,
+    **train: Any,
+) -> Config:
     """One run: SFT to the validation plateau (unless ``sft_episodes=0``), then ``algo``; ``train``
     overrides fields of any config section; ``model`` is SmolLM2 by name or a checkpoint directory."""
-    rollout: dict[str, Any] = dict(tasks_per_iteration=32, num_envs=32, max_new_tokens=32, max_context_tokens=512, temperature=1.0,
-                                   env_kwargs=dict(SOKOBAN_ENV_KWARGS))
+    rollout: dict[str, Any] = dict(
+        tasks_per_iteration=32,
+        num_envs=32,
+        max_new_tokens=32,
+        max_context_tokens=512,
+        temperature=1.0,
+        env_kwargs=dict(SOKOBAN_ENV_KWARGS),
+    )
     if algo == "grpo":
         rollout.update(tasks_per_iteration=4, group_size=8)  # the same 32 episodes, 8 per level
-    return preset(algo, **{
-        "model": model, **rollout, **SMOLLM2_RL,
-        "env": SOKOBAN_ENV, "iterations": iterations, "seed": seed, "eval_every": 0, "eval_episodes": SOKOBAN_SMOLLM2_EVAL_LEVELS,
-        "eval_env_kwargs": {"split": "test"}, "val_env_kwargs": {"split": "validation"}, "val_episodes": SOKOBAN_SMOLLM2_VAL_LEVELS,
-        "sft_episodes": sft_episodes, "sft_steps": SOKOBAN_SMOLLM2_SFT_CEILING, "sft_validate_every": 25, "sft_patience": 3,
-        "sft_batch_size": 8, "sft_lr": 2e-5, "out": out, **train,
-    })
+    return preset(
+        algo,
+        **{
+            "model": model,
+            **rollout,
+            **SMOLLM2_RL,
+            "env": SOKOBAN_ENV,
+            "iterations": iterations,
+            "seed": seed,
+            "eval_every": 0,
+            "eval_episodes": SOKOBAN_SMOLLM2_EVAL_LEVELS,
+            "eval_env_kwargs": {"split": "test"},
+            "val_env_kwargs": {"split": "validation"},
+            "val_episodes": SOKOBAN_SMOLLM2_VAL_LEVELS,
+            "sft_episodes": sft_episodes,
+            "sft_steps": SOKOBAN_SMOLLM2_SFT_CEILING,
+            "sft_validate_every": 25,
+            "sft_patience": 3,
+            "sft_batch_size": 8,
+            "sft_lr": 2e-5,
+            "out": out,
+            **train,
+        },
+    )
 
 
-RECIPE = Recipe(name="sokoban_smollm2", env_id=SOKOBAN_ENV, build=sokoban_smollm2, rl_iterations=SOKOBAN_SMOLLM2_RL_ITERATIONS,
-                metric="success", suite_learning=False, zero_shot=SOKOBAN_SMOLLM2_ZERO_SHOT,
-                what=f"greedy success on {SOKOBAN_SMOLLM2_EVAL_LEVELS} draws of TurnSokoban-v0 test levels (6x6, 1 box), "
-                     "SmolLM2-135M-Instruct",
-                sft_minutes=30, rl_minutes=20)
+RECIPE = Recipe(
+    name="sokoban_smollm2",
+    env_id=SOKOBAN_ENV,
+    build=sokoban_smollm2,
+    rl_iterations=SOKOBAN_SMOLLM2_RL_ITERATIONS,
+    metric="success",
+    suite_learning=False,
+    zero_shot=SOKOBAN_SMOLLM2_ZERO_SHOT,
+    what=f"greedy success on {SOKOBAN_SMOLLM2_EVAL_LEVELS} draws of TurnSokoban-v0 test levels (6x6, 1 box), "
+    "SmolLM2-135M-Instruct",
+    sft_minutes=30,
+    rl_minutes=20,
+)

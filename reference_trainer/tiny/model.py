@@ -106,14 +106,27 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 512, pattern: str = 
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
-                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(list(texts), trainer=trainer)
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                 additional_special_tokens=["<|im_start|>"])
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=["<|im_start|>"],
+    )
     hf.chat_template = CHAT_TEMPLATE
     return hf
 
@@ -124,17 +137,37 @@ def _model_config(spec: TinySpec, vocab_size: int, tokenizer: Any) -> Any:
         from transformers import GPT2Config
 
         # activation "gelu": PyTorch's fused erf GELU (GPT-2's tanh "gelu_new" costs a third of a CPU step)
-        return GPT2Config(vocab_size=vocab_size, n_embd=spec.hidden_size, n_layer=spec.num_layers, n_head=spec.num_heads,
-                          n_inner=spec.intermediate_size, n_positions=spec.max_positions, resid_pdrop=0.0, embd_pdrop=0.0,
-                          attn_pdrop=0.0, initializer_range=spec.init_std, activation_function="gelu", tie_word_embeddings=True,
-                          **special)
+        return GPT2Config(
+            vocab_size=vocab_size,
+            n_embd=spec.hidden_size,
+            n_layer=spec.num_layers,
+            n_head=spec.num_heads,
+            n_inner=spec.intermediate_size,
+            n_positions=spec.max_positions,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            initializer_range=spec.init_std,
+            activation_function="gelu",
+            tie_word_embeddings=True,
+            **special,
+        )
     if spec.arch == "qwen2":
         from transformers import Qwen2Config
 
-        return Qwen2Config(vocab_size=vocab_size, hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
-                           num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads, num_key_value_heads=spec.num_heads,
-                           max_position_embeddings=spec.max_positions, rope_theta=spec.rope_theta, initializer_range=spec.init_std,
-                           tie_word_embeddings=True, **special)
+        return Qwen2Config(
+            vocab_size=vocab_size,
+            hidden_size=spec.hidden_size,
+            intermediate_size=spec.intermediate_size,
+            num_hidden_layers=spec.num_layers,
+            num_attention_heads=spec.num_heads,
+            num_key_value_heads=spec.num_heads,
+            max_position_embeddings=spec.max_positions,
+            rope_theta=spec.rope_theta,
+            initializer_range=spec.init_std,
+            tie_word_embeddings=True,
+            **special,
+        )
     raise ValueError(f"arch must be 'gpt2' or 'qwen2', got {spec.arch!r}.")
 
 
@@ -147,8 +180,15 @@ def _cache_key(texts: Sequence[str], spec: TinySpec, seed: int) -> str:
     return h.hexdigest()[:16]
 
 
-def build_tiny(env_ids: str | Sequence[str], directory: str | os.PathLike | None = None, *, seed: int = 0, spec: TinySpec = TinySpec(),
-               env_kwargs: dict[str, Any] | None = None, cache_dir: str | os.PathLike | None = None) -> Path:
+def build_tiny(
+    env_ids: str | Sequence[str],
+    directory: str | os.PathLike | None = None,
+    *,
+    seed: int = 0,
+    spec: TinySpec = TinySpec(),
+    env_kwargs: dict[str, Any] | None = None,
+    cache_dir: str | os.PathLike | None = None,
+) -> Path:
     """Build (or reuse) a tiny checkpoint directory for ``env_ids``; return its path.
 
     Args:

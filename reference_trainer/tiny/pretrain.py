@@ -66,8 +66,10 @@ class PretrainSpec:
         fields = json.loads(value) if isinstance(value, str) else dict(value)
         unknown = sorted(set(fields) - set(cls.__dataclass_fields__))
         if unknown:
-            raise TypeError(f"tiny_pretrain: unknown field(s) {unknown}; the fields are those of "
-                            f"reference_trainer.tiny.PretrainSpec: {sorted(cls.__dataclass_fields__)}.")
+            raise TypeError(
+                f"tiny_pretrain: unknown field(s) {unknown}; the fields are those of "
+                f"reference_trainer.tiny.PretrainSpec: {sorted(cls.__dataclass_fields__)}."
+            )
         if "worlds" in fields:
             fields["worlds"] = tuple(int(w) for w in fields["worlds"])
         return cls(**fields)
@@ -89,7 +91,9 @@ def world_corpus(env_id: str, env_kwargs: dict[str, Any] | None, spec: PretrainS
     """The tokenizer's training text: :func:`~reference_trainer.tiny.env_corpus` of every world of ``spec``."""
     texts: list[str] = []
     for w in spec.worlds:
-        texts += env_corpus(env_id, spec.corpus_episodes_per_world, seed=spec.seed, env_kwargs=world_kwargs(env_kwargs, w, spec))
+        texts += env_corpus(
+            env_id, spec.corpus_episodes_per_world, seed=spec.seed, env_kwargs=world_kwargs(env_kwargs, w, spec)
+        )
     return texts
 
 
@@ -115,8 +119,9 @@ def weighted_next_token_loss(logits: Any, ids: Any, weights: Any) -> Any:
     (:func:`pretrain_weights`): the weight of a prediction is that of the token it predicts."""
     import torch
 
-    nll = torch.nn.functional.cross_entropy(logits[:, :-1].float().reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
-                                            reduction="none")
+    nll = torch.nn.functional.cross_entropy(
+        logits[:, :-1].float().reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none"
+    )
     w = weights[:, 1:].reshape(-1)
     return (nll * w).sum() / w.sum()
 
@@ -159,13 +164,31 @@ def lm_pretrain(lm: Any, episodes: Sequence[Any], pad_id: int, spec: PretrainSpe
 
 def _cache_key(env_id: str, env_kwargs: dict[str, Any] | None, tiny: Any, spec: PretrainSpec, seed: int) -> str:
     # the settings only (the worlds are generated from them): checking the cache costs no world generation
-    blob = json.dumps({"env": env_id, "env_kwargs": env_kwargs or {}, "tiny": asdict(tiny), "pretrain": asdict(spec), "seed": seed,
-                       "v": _BUILD_VERSION}, sort_keys=True, default=str)
+    blob = json.dumps(
+        {
+            "env": env_id,
+            "env_kwargs": env_kwargs or {},
+            "tiny": asdict(tiny),
+            "pretrain": asdict(spec),
+            "seed": seed,
+            "v": _BUILD_VERSION,
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def build_pretrained_tiny(env_id: str, env_kwargs: dict[str, Any] | None = None, *, tiny: Any = None, spec: PretrainSpec = PretrainSpec(),
-                          seed: int = 0, directory: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None) -> Path:
+def build_pretrained_tiny(
+    env_id: str,
+    env_kwargs: dict[str, Any] | None = None,
+    *,
+    tiny: Any = None,
+    spec: PretrainSpec = PretrainSpec(),
+    seed: int = 0,
+    directory: str | os.PathLike | None = None,
+    cache_dir: str | os.PathLike | None = None,
+) -> Path:
     """Build (or reuse) a copy-pretrained tiny checkpoint directory; return its path.
 
     Args:
@@ -204,15 +227,29 @@ def build_pretrained_tiny(env_id: str, env_kwargs: dict[str, Any] | None = None,
     t1 = time.perf_counter()
     losses = lm_pretrain(lm, episodes, tokenizer.pad_token_id, spec)
     t2 = time.perf_counter()
-    return publish_build(out, lm, tokenizer, {
-        "key": key, "env_ids": [env_id], "seed": seed, "spec": asdict(tiny), "pretrain": asdict(spec),
-        "episodes": len(episodes), "tokens": sum(len(e.conversation) for e in episodes),
-        "loss_first": losses[0] if losses else None, "loss_last": sum(losses[-10:]) / max(1, len(losses[-10:])),
-        "data_seconds": t1 - t0, "train_seconds": t2 - t1})
+    return publish_build(
+        out,
+        lm,
+        tokenizer,
+        {
+            "key": key,
+            "env_ids": [env_id],
+            "seed": seed,
+            "spec": asdict(tiny),
+            "pretrain": asdict(spec),
+            "episodes": len(episodes),
+            "tokens": sum(len(e.conversation) for e in episodes),
+            "loss_first": losses[0] if losses else None,
+            "loss_last": sum(losses[-10:]) / max(1, len(losses[-10:])),
+            "data_seconds": t1 - t0,
+            "train_seconds": t2 - t1,
+        },
+    )
 
 
-def previous_token_bias(inv_freq: Sequence[float], pairs: Sequence[int], head_dim: int, max_positions: int,
-                        margin: float) -> tuple[list[float], list[float]]:
+def previous_token_bias(
+    inv_freq: Sequence[float], pairs: Sequence[int], head_dim: int, max_positions: int, margin: float
+) -> tuple[list[float], list[float]]:
     """Query and key biases of one rotary attention head that attends to the previous position.
 
     With zero query/key weights a head's score between positions ``m`` and ``n`` depends on
@@ -234,8 +271,17 @@ def previous_token_bias(inv_freq: Sequence[float], pairs: Sequence[int], head_di
     return q, k
 
 
-def seed_induction_heads(lm: Any, *, heads: int = 2, position_pairs: int = 4, margin: float = 8.0, write_scale: float = 0.3,
-                         match_scale: float = 3.0, copy_scale: float = 6.0, seed: int = 0) -> None:
+def seed_induction_heads(
+    lm: Any,
+    *,
+    heads: int = 2,
+    position_pairs: int = 4,
+    margin: float = 8.0,
+    write_scale: float = 0.3,
+    match_scale: float = 3.0,
+    copy_scale: float = 6.0,
+    seed: int = 0,
+) -> None:
     """Set the weights of a Qwen2-style ``lm`` (rotary, q/k/v biases, >= 2 layers) to an induction circuit, in place.
 
     Layer 0, heads ``0..heads-1``: previous-token heads (:func:`previous_token_bias`); each reads
@@ -254,9 +300,16 @@ def seed_induction_heads(lm: Any, *, heads: int = 2, position_pairs: int = 4, ma
     d, n_heads = cfg.hidden_size, cfg.num_attention_heads
     hd = d // n_heads
     half = hd // 2
-    if getattr(cfg, "model_type", "") != "qwen2" or cfg.num_hidden_layers < 2 or 4 * heads * hd > d * 2 or 2 * heads * hd > d:
-        raise ValueError(f"seed_induction_heads needs a qwen2 model with >= 2 layers and hidden_size >= 2 * heads * head_dim "
-                         f"(got {getattr(cfg, 'model_type', '?')}, {cfg.num_hidden_layers} layers, hidden {d}, head_dim {hd}, heads={heads}).")
+    if (
+        getattr(cfg, "model_type", "") != "qwen2"
+        or cfg.num_hidden_layers < 2
+        or 4 * heads * hd > d * 2
+        or 2 * heads * hd > d
+    ):
+        raise ValueError(
+            f"seed_induction_heads needs a qwen2 model with >= 2 layers and hidden_size >= 2 * heads * head_dim "
+            f"(got {getattr(cfg, 'model_type', '?')}, {cfg.num_hidden_layers} layers, hidden {d}, head_dim {hd}, heads={heads})."
+        )
     inv_freq = lm.model.rotary_emb.inv_freq.double().tolist()  # the frequencies the model rotates by
     pos_pairs = list(range(position_pairs))
     still = list(range(position_pairs, half))  # pairs that barely rotate: content matching
@@ -271,8 +324,8 @@ def seed_induction_heads(lm: Any, *, heads: int = 2, position_pairs: int = 4, ma
         prev, ind = layers[0].self_attn, layers[1].self_attn
         for h in range(heads):
             rows = slice(h * hd, (h + 1) * hd)
-            r = torch.tensor(basis[2 * h * hd:(2 * h + 1) * hd], dtype=torch.float32)  # R_h: hd x d
-            u = torch.tensor(basis[(2 * h + 1) * hd:(2 * h + 2) * hd], dtype=torch.float32)  # U_h
+            r = torch.tensor(basis[2 * h * hd : (2 * h + 1) * hd], dtype=torch.float32)  # R_h: hd x d
+            u = torch.tensor(basis[(2 * h + 1) * hd : (2 * h + 2) * hd], dtype=torch.float32)  # U_h
             # previous-token head: position-only scores, value = R_h x, output written along U_h
             prev.q_proj.weight[rows] = 0.0
             prev.k_proj.weight[rows] = 0.0

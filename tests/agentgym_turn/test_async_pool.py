@@ -126,8 +126,11 @@ def test_pool__served_envs_step_concurrently_and_equal_local_episodes():
     from agentgym_turn.remote.server import EnvServer
 
     with EnvServer("TurnSokoban-v0", port=0) as server:
+
         async def main():
-            pool = AsyncTurnEnvPool.from_id("agentgym_turn/Remote-v0", 3, base_url=server.base_url, env_id="TurnSokoban-v0")
+            pool = AsyncTurnEnvPool.from_id(
+                "agentgym_turn/Remote-v0", 3, base_url=server.base_url, env_id="TurnSokoban-v0"
+            )
             async with pool:
                 return await asyncio.gather(*(_episode(pool, i, 20 + i, ACTIONS) for i in range(3)))
 
@@ -176,7 +179,11 @@ def test_pool__a_step_past_step_timeout_s_is_cut_off_and_a_fresh_env_takes_its_p
     finally:
         gate.set()
         pool.close()
-    assert cut == (timeout_result(0.5), None) == (("", 0.0, False, True, {STEP_TIMEOUT_KEY: True, "step_timeout_s": 0.5}), None)
+    assert (
+        cut
+        == (timeout_result(0.5), None)
+        == (("", 0.0, False, True, {STEP_TIMEOUT_KEY: True, "step_timeout_s": 0.5}), None)
+    )
     assert other == _direct("TurnSokoban-v0", 2, [ACTIONS[1]])[1]
     assert after == _direct("TurnSokoban-v0", 5, ACTIONS)  # the fresh env plays like one called directly
     assert not stuck_env_closed_early
@@ -193,7 +200,10 @@ def test_pool__step_all_steps_a_batch_from_synchronous_code_with_the_same_timeou
         gate.set()
         pool.close()
     assert first == [_direct("TurnSokoban-v0", seed, [])[0] for seed in (1, 2, 3)]
-    assert stepped == {2: timeout_result(0.5), 0: _direct("TurnSokoban-v0", 1, [ACTIONS[1]])[1]} and list(stepped) == [2, 0]
+    assert stepped == {2: timeout_result(0.5), 0: _direct("TurnSokoban-v0", 1, [ACTIONS[1]])[1]} and list(stepped) == [
+        2,
+        0,
+    ]
     assert pool.timeouts == 1
 
 

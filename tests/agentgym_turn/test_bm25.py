@@ -28,7 +28,11 @@ def test_small_batch_analysis__equals_bm25s_tokenize(texts):
     import bm25s
 
     cleaned = [_encodable(t) for t in texts]
-    expected = bm25s.tokenize(cleaned, stopwords="en", stemmer=_get_stemmer(), return_ids=False, show_progress=False) if cleaned else []
+    expected = (
+        bm25s.tokenize(cleaned, stopwords="en", stemmer=_get_stemmer(), return_ids=False, show_progress=False)
+        if cleaned
+        else []
+    )
     assert _bm25s_terms(cleaned) == [list(t) for t in expected]
     assert tokenize_many(texts) == [list(t) for t in expected]
 
@@ -68,7 +72,10 @@ def test_save_and_load_memory_mapped_gives_the_same_results(tmp_path):
 
 def test_numba_backend_agrees_with_numpy():
     pytest.importorskip("numba")
-    texts = [f"item {i} colour {c} size {s}" for i, (c, s) in enumerate(zip(["red", "blue", "green"] * 40, ["small", "large"] * 60))]
+    texts = [
+        f"item {i} colour {c} size {s}"
+        for i, (c, s) in enumerate(zip(["red", "blue", "green"] * 40, ["small", "large"] * 60))
+    ]
     a = BM25Index.build(texts, backend="numpy")
     b = BM25Index.build(texts, backend="numba")
     for q in ("red small", "green", "item 7 large"):
@@ -90,18 +97,57 @@ def test_lucene_analyzer__tokens_as_pyserini_017_printed_them():
     # Analyzer(get_lucene_analyzer()).analyze(...) in pyserini 0.17.0 (Anserini DefaultEnglishAnalyzer)
     text = "Blue summer dress for women, 3.4 fl oz U.S.A men's x-large 4x e.g. color:red a.1 v1.2 The running"
     assert tokenize(text, analyzer="lucene") == [
-        "blue", "summer", "dress", "women", "3.4", "fl", "oz", "u.s.a", "men", "x", "larg", "4x", "e.g", "color:r", "1", "v1.2", "run",
+        "blue",
+        "summer",
+        "dress",
+        "women",
+        "3.4",
+        "fl",
+        "oz",
+        "u.s.a",
+        "men",
+        "x",
+        "larg",
+        "4x",
+        "e.g",
+        "color:r",
+        "1",
+        "v1.2",
+        "run",
     ]
-    assert tokenize("Café ☕ mug – 350 ml, 10\" / 8\" pan", analyzer="lucene") == ["café", "☕", "mug", "350", "ml", "10", "8", "pan"]
+    assert tokenize('Café ☕ mug – 350 ml, 10" / 8" pan', analyzer="lucene") == [
+        "café",
+        "☕",
+        "mug",
+        "350",
+        "ml",
+        "10",
+        "8",
+        "pan",
+    ]
     assert tokenize("\udfff x", analyzer="lucene") == ["x"]
 
 
 def test_porter_stem__lucene_porter_not_snowball():
     from agentgym_turn.bm25 import porter_stem
 
-    cases = {"assembly": "assembl", "archaeology": "archaeolog", "generalizations": "gener", "oscillators": "oscil",
-             "conditional": "condit", "caresses": "caress", "ponies": "poni", "hopping": "hop", "filing": "file",
-             "happy": "happi", "sensibiliti": "sensibl", "adoption": "adopt", "controll": "control", "a": "a", "is": "is"}
+    cases = {
+        "assembly": "assembl",
+        "archaeology": "archaeolog",
+        "generalizations": "gener",
+        "oscillators": "oscil",
+        "conditional": "condit",
+        "caresses": "caress",
+        "ponies": "poni",
+        "hopping": "hop",
+        "filing": "file",
+        "happy": "happi",
+        "sensibiliti": "sensibl",
+        "adoption": "adopt",
+        "controll": "control",
+        "a": "a",
+        "is": "is",
+    }
     assert {w: porter_stem(w) for w in cases} == cases
 
 
@@ -130,9 +176,14 @@ def test_lucene_length_norm__scores_with_the_stored_length():
     def score(dl):
         return idf / (1 + K1 * (1 - B + B * dl / avgdl))
 
-    for index, used in ((exact, lengths), (lucene, [4, 60, 96])):  # 61 -> 24 + (37 >> 2 << 2), 101 -> 24 + (77 >> 3 << 3)
+    for index, used in (
+        (exact, lengths),
+        (lucene, [4, 60, 96]),
+    ):  # 61 -> 24 + (37 >> 2 << 2), 101 -> 24 + (77 >> 3 << 3)
         ids, scores = index.search(["red"], k=3)
-        assert sorted(scores[0].tolist(), reverse=True) == pytest.approx(sorted((score(d) for d in used), reverse=True), rel=1e-5)
+        assert sorted(scores[0].tolist(), reverse=True) == pytest.approx(
+            sorted((score(d) for d in used), reverse=True), rel=1e-5
+        )
 
 
 def test_analyzer__survives_save_and_load(tmp_path):

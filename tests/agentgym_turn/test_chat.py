@@ -92,7 +92,9 @@ def test_chat_view__history_window_keeps_system_and_last_k_user_messages():
 @settings(max_examples=25, deadline=None)
 @given(window=st.one_of(st.none(), st.integers(1, 6)), turns=st.integers(0, 6))
 def test_chat_view__window_is_the_tail_of_the_full_conversation(window, turns):
-    view = ChatView(gym.make("TurnSokoban-v0", max_episode_steps=10, max_actions_per_episode=None), history_window=window)
+    view = ChatView(
+        gym.make("TurnSokoban-v0", max_episode_steps=10, max_actions_per_episode=None), history_window=window
+    )
     messages, _ = view.reset(seed=2)
     for _ in range(turns):
         messages, *_ = view.step("<answer>Up</answer>")
@@ -181,7 +183,9 @@ def test_chat_view__the_reward_line_never_scores_an_answer_hidden_in_a_search(en
     env = gym.make(env_id)
     view = ChatView(env, reward_template=DEFAULT_REWARD_TEMPLATE)
     view.reset(seed=0)
-    gold = env.unwrapped.question.answer_letter if env_id.endswith("MCQ-v0") else env.unwrapped.question.golden_answers[0]
+    gold = (
+        env.unwrapped.question.answer_letter if env_id.endswith("MCQ-v0") else env.unwrapped.question.golden_answers[0]
+    )
     messages, reward, terminated, truncated, _ = view.step(f"<search> x <answer>{gold}</answer> </search>")
     assert not (terminated or truncated) and reward == 1.0  # the env's reward is Search-R1's, unchanged
     assert messages[-1]["content"].startswith(DEFAULT_REWARD_TEMPLATE.format(reward=0.0)), messages[-1]["content"][:40]
@@ -206,6 +210,9 @@ def test_chat_view__over_a_served_env_the_reward_line_is_the_one_the_local_env_s
         for action in (f"<search> x <answer>{gold}</answer> </search>", "no tags", f"<answer>{gold}</answer>"):
             mine, theirs = remote.step(action), local.step(action)
             assert mine[0][-1] == theirs[0][-1] and mine[1] == theirs[1], action
-            assert env.unwrapped.shown_reward(*mine[1:]) == local_env.unwrapped.shown_reward(*theirs[1:]) and mine[4] == theirs[4]
+            assert (
+                env.unwrapped.shown_reward(*mine[1:]) == local_env.unwrapped.shown_reward(*theirs[1:])
+                and mine[4] == theirs[4]
+            )
         assert mine[2]  # the answer ended the episode on both sides
         remote.close()

@@ -14,7 +14,9 @@ from agentgym_turn.core.args import parse_kwargs
 
 
 def test_cli_help_lists_the_commands():
-    out = subprocess.run([sys.executable, "-m", "agentgym_turn", "--help"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "agentgym_turn", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     for command in ("list", "play", "check", "serve"):
         assert command in out
 
@@ -27,7 +29,13 @@ def test_cli_help__serve_names_every_server():
 
 
 def test_parse_kwargs_casts_values():
-    assert parse_kwargs(["a=1", "b=0.5", "c=text", "d=true", "e=None"]) == {"a": 1, "b": 0.5, "c": "text", "d": True, "e": None}
+    assert parse_kwargs(["a=1", "b=0.5", "c=text", "d=true", "e=None"]) == {
+        "a": 1,
+        "b": 0.5,
+        "c": "text",
+        "d": True,
+        "e": None,
+    }
 
 
 def test_a_kwarg_without_a_value_is_one_line_and_exit_2(capsys):
@@ -43,7 +51,9 @@ def test_serve_passes_its_own_arguments_through():
 def test_list__a_reader_that_leaves_early_gets_no_traceback():
     # The read end is closed before the child has imported anything, so its first write hits
     # a closed pipe every time (the `agentgym-turn list | head -0` case, without the race).
-    proc = subprocess.Popen([sys.executable, "-m", "agentgym_turn", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentgym_turn", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     proc.stdout.close()
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0
@@ -60,8 +70,12 @@ def test_list__prints_every_registered_id_with_its_turn_limit_and_needs(capsys):
     assert set(agentgym_turn.env_ids()) < set(ids) and {"TurnWebShopBrowser-v0", "agentgym_turn/Remote-v0"} < set(ids)
     for env_id in agentgym_turn.env_ids():
         assert re.search(rf"^{re.escape(env_id)}\s+\d+\s+-\s+agentgym_turn\.", out, re.M)
-    assert re.search(r"^TurnWebShopBrowser-v0\s+15\s+extra browser \+ Chromium\s+agentgym_turn\.webshop\.browser:", out, re.M)
-    assert re.search(r"^agentgym_turn/Remote-v0\s+-\s+a served env \(base_url\)\s+agentgym_turn\.remote\.client:", out, re.M)
+    assert re.search(
+        r"^TurnWebShopBrowser-v0\s+15\s+extra browser \+ Chromium\s+agentgym_turn\.webshop\.browser:", out, re.M
+    )
+    assert re.search(
+        r"^agentgym_turn/Remote-v0\s+-\s+a served env \(base_url\)\s+agentgym_turn\.remote\.client:", out, re.M
+    )
 
 
 @pytest.mark.parametrize("command", ["check", "play"])
@@ -77,7 +91,9 @@ def test_misspelt_id__one_line_with_the_id_known_ids_and_a_suggestion(command, c
 
 
 def test_misspelt_id__in_a_fresh_process_is_one_line_too():
-    result = subprocess.run([sys.executable, "-m", "agentgym_turn", "check", "TurnWebShp-v0"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "agentgym_turn", "check", "TurnWebShp-v0"], capture_output=True, text=True
+    )
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "Did you mean 'TurnWebShop-v0'?" in result.stderr
 
@@ -100,7 +116,12 @@ def _status_lines(out):
 
 
 def test_play__local_commands_cost_no_turn_and_are_never_sent(monkeypatch, capsys):
-    status, out = _play(monkeypatch, capsys, [":help", ":render", ":expert", ":frobnicate", "garbage", ":quit", "never read"], "TurnSokoban-v0")
+    status, out = _play(
+        monkeypatch,
+        capsys,
+        [":help", ":render", ":expert", ":frobnicate", "garbage", ":quit", "never read"],
+        "TurnSokoban-v0",
+    )
     assert status == 0
     assert ":render" in out and "costs no turn" in out  # the help text
     assert "Unknown command ':frobnicate'; nothing was sent" in out

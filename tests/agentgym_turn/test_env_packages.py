@@ -88,7 +88,9 @@ def test_sokoban_source__plays_the_same_levels_as_the_level_keywords():
     from agentgym_turn.sokoban import SokobanGenerator
 
     by_keywords = gym.make("TurnSokoban-v0", dim=(7, 7), num_boxes=2, max_moves=20, max_actions_per_episode=20)
-    by_object = gym.make("TurnSokoban-v0", source=SokobanGenerator(dim=7, num_boxes=2, max_moves=20), max_actions_per_episode=20)
+    by_object = gym.make(
+        "TurnSokoban-v0", source=SokobanGenerator(dim=7, num_boxes=2, max_moves=20), max_actions_per_episode=20
+    )
     assert by_object.unwrapped.source == by_keywords.unwrapped.source == SokobanGenerator((7, 7), 2, 1, 20)
     assert _episode(by_object) == _episode(by_keywords)
 
@@ -98,7 +100,9 @@ def test_level_file__plays_the_same_levels_as_levels_keyword():
 
     path = builtin_levels_path() / "handmade.txt"
     by_keyword = gym.make("TurnSokoban-v0", levels=str(path))
-    by_object = gym.make("TurnSokoban-v0", source=LevelFile.load(path, solver_budget=by_keyword.unwrapped.solver_budget))
+    by_object = gym.make(
+        "TurnSokoban-v0", source=LevelFile.load(path, solver_budget=by_keyword.unwrapped.solver_budget)
+    )
     assert by_object.unwrapped.levels == by_keyword.unwrapped.levels
     for seed in range(3):
         assert _episode(by_object, seed) == _episode(by_keyword, seed)
@@ -114,8 +118,12 @@ def test_source__with_a_level_keyword_too_is_an_error_naming_it(kwargs):
 
 @pytest.mark.parametrize(
     "kwargs, needle",
-    [({"dim": (2, 9)}, "at least 3x3"), ({"num_boxes": 0}, "num_boxes must be >= 1"),
-     ({"min_moves": 9, "max_moves": 3}, "min_moves=9 exceeds max_moves=3"), ({"solver_budget": -1}, "solver_budget must be >= 0")],
+    [
+        ({"dim": (2, 9)}, "at least 3x3"),
+        ({"num_boxes": 0}, "num_boxes must be >= 1"),
+        ({"min_moves": 9, "max_moves": 3}, "min_moves=9 exceeds max_moves=3"),
+        ({"solver_budget": -1}, "solver_budget must be >= 0"),
+    ],
 )
 def test_sokoban_generator__checks_its_arguments(kwargs, needle):
     from agentgym_turn.sokoban import SokobanGenerator
@@ -132,7 +140,9 @@ def test_source__of_another_type_is_an_error():
 def test_sokoban_env__refuses_a_keyword_it_does_not_know():
     from agentgym_turn.sokoban import TurnSokobanEnv
 
-    with pytest.raises(TypeError, match=r"TurnSokobanEnv got an unexpected keyword argument 'dims' \(did you mean 'dim'\?\)"):
+    with pytest.raises(
+        TypeError, match=r"TurnSokobanEnv got an unexpected keyword argument 'dims' \(did you mean 'dim'\?\)"
+    ):
         TurnSokobanEnv(dims=(7, 7))
 
 

@@ -45,7 +45,7 @@ def test_a_pool_spreads_over_both_nodes_and_plays_groups_as_in_process(cluster):
         first = pool.reset(seeds)
         local = gym.make("TurnSokoban-v0")
         for i in range(0, 64, 8):
-            group = {obs for obs, _ in first[i:i + 8]}
+            group = {obs for obs, _ in first[i : i + 8]}
             assert group == {local.reset(seed=seeds[i])[0]}  # every member, on whichever node: the same task
         assert len({obs for obs, _ in first}) > 1
         twin = gym.make("TurnSokoban-v0")
@@ -70,7 +70,10 @@ def test_a_killed_actor_ends_its_episodes_as_infra_errors_and_is_replaced(cluste
         pool.reset(list(range(16)))
         ray.kill(pool.actors[1], no_restart=True)
         out = pool.step({i: "<answer>Up</answer>" for i in range(16)})
-        assert all(out[i][4]["exit_status"] == "infra_error" and out[i][4]["reward_valid"] is False and out[i][3] for i in range(8, 16))
+        assert all(
+            out[i][4]["exit_status"] == "infra_error" and out[i][4]["reward_valid"] is False and out[i][3]
+            for i in range(8, 16)
+        )
         assert all(out[i][4]["exit_status"] in ("ok", "truncated") for i in range(8))
         first = pool.reset(list(range(16)))  # the dead actor is replaced; its envs play again
         assert pool.replaced == 1 and all(info["exit_status"] == "ok" for _, info in first)
@@ -85,8 +88,22 @@ def test_the_trainer_plays_64_envs_in_groups_for_two_iterations_and_counts_a_kil
     from support import trainer_envs
 
     model = trainer_envs.build_toy_tiny(tmp_path / "model")
-    cfg = preset("grpo", model=str(model), env=trainer_envs.ENV_ID, env_mode="ray", tasks_per_iteration=8, group_size=8, num_envs=64,
-                 max_new_tokens=3, minibatch_size=64, iterations=2, eval_every=0, eval_episodes=8, out=str(tmp_path / "run"), progress=False)
+    cfg = preset(
+        "grpo",
+        model=str(model),
+        env=trainer_envs.ENV_ID,
+        env_mode="ray",
+        tasks_per_iteration=8,
+        group_size=8,
+        num_envs=64,
+        max_new_tokens=3,
+        minibatch_size=64,
+        iterations=2,
+        eval_every=0,
+        eval_episodes=8,
+        out=str(tmp_path / "run"),
+        progress=False,
+    )
     trainer = Trainer(cfg)
     try:
         first = trainer.train_iteration()
@@ -106,4 +123,7 @@ def test_the_trainer_plays_64_envs_in_groups_for_two_iterations_and_counts_a_kil
         trainer.close()
     assert first["rollout/episodes"] == second["rollout/episodes"] == 64  # no episode lost
     assert first["rollout/faulted_episodes"] == 0
-    assert 0 < second["rollout/faulted_episodes"] <= 8 and second["rollout/exit_infra_error"] == second["rollout/faulted_episodes"]
+    assert (
+        0 < second["rollout/faulted_episodes"] <= 8
+        and second["rollout/exit_infra_error"] == second["rollout/faulted_episodes"]
+    )

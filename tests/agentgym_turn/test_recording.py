@@ -117,14 +117,19 @@ def test_replay__a_changed_observation_hash_is_reported_at_its_turn(shop_records
     assert d.now == shop_records[0]["observation_hashes"][turn]
 
 
-@pytest.mark.parametrize("name, index, value, turn, field", [
-    ("state_keys", 2, "x", 2, "state_key"),
-    ("exit_statuses", 1, "env_error", 2, "exit_status"),
-    ("reward_components", 0, {"task": 9.0}, 1, "reward_components"),
-    ("terminated", None, False, -1, "terminated"),
-    ("score", None, -1.0, -1, "score"),
-])
-def test_replay__changed_components_state_keys_statuses_flags_and_score_are_reported(shop_records, tmp_path, name, index, value, turn, field):
+@pytest.mark.parametrize(
+    "name, index, value, turn, field",
+    [
+        ("state_keys", 2, "x", 2, "state_key"),
+        ("exit_statuses", 1, "env_error", 2, "exit_status"),
+        ("reward_components", 0, {"task": 9.0}, 1, "reward_components"),
+        ("terminated", None, False, -1, "terminated"),
+        ("score", None, -1.0, -1, "score"),
+    ],
+)
+def test_replay__changed_components_state_keys_statuses_flags_and_score_are_reported(
+    shop_records, tmp_path, name, index, value, turn, field
+):
     records = json.loads(json.dumps(shop_records))
     if index is None:
         records[3][name] = value
@@ -228,8 +233,13 @@ def test_record_episode__changed_kwargs_and_turn_limit_are_kept_and_replayed():
     assert replay(io.StringIO(out.getvalue())).ok
 
 
-@given(actions=st.lists(st.one_of(st.text(max_size=40), st.sampled_from(["<answer>Up</answer>", "<answer>Left || Down</answer>"])),
-                        min_size=1, max_size=5))
+@given(
+    actions=st.lists(
+        st.one_of(st.text(max_size=40), st.sampled_from(["<answer>Up</answer>", "<answer>Left || Down</answer>"])),
+        min_size=1,
+        max_size=5,
+    )
+)
 def test_record_episode__any_responses_are_written_and_replay(actions):
     out = io.StringIO()
     env = RecordEpisode(gym.make("TurnSokoban-v0"), out, observations=True)
@@ -248,9 +258,13 @@ def test_record_episode__any_responses_are_written_and_replay(actions):
 
 @pytest.mark.parametrize(
     "line, words",
-    [("not json", "not JSON"), ('{"format": "other"}', "not an episode record"),
-     (json.dumps({"format": FORMAT, "version": 99}), "versions up to 1"),
-     ("[" * 200_000, "nested too deeply"), ('{"format": ' + "9" * 5_000 + "}", "cannot be read")],
+    [
+        ("not json", "not JSON"),
+        ('{"format": "other"}', "not an episode record"),
+        (json.dumps({"format": FORMAT, "version": 99}), "versions up to 1"),
+        ("[" * 200_000, "nested too deeply"),
+        ('{"format": ' + "9" * 5_000 + "}", "cannot be read"),
+    ],
 )
 def test_read_records__a_bad_line_names_its_number_and_the_problem(line, words):
     stream = io.StringIO("\n" + line + "\n")

@@ -13,7 +13,12 @@ from agentgym_turn.recording import read_records
 @pytest.fixture
 def recorded(tmp_path, capsys):
     path = tmp_path / "sokoban.jsonl"
-    assert main(["record", "TurnSokoban-8x8-v0", "--episodes", "3", "--out", str(path), "--policy", "random", "--seed", "4"]) == 0
+    assert (
+        main(
+            ["record", "TurnSokoban-8x8-v0", "--episodes", "3", "--out", str(path), "--policy", "random", "--seed", "4"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.startswith("wrote 3 episodes of TurnSokoban-8x8-v0 (") and str(path) in out
     return path
@@ -21,8 +26,23 @@ def recorded(tmp_path, capsys):
 
 def test_record__writes_the_episodes_with_observations_and_the_given_kwargs(tmp_path, capsys):
     path = tmp_path / "r.jsonl"
-    assert main(["record", "TurnSokoban-v0", "--episodes", "2", "--out", str(path), "--seed", "7",
-                 "--env-kwargs", '{"dim": [7, 7]}']) == 0
+    assert (
+        main(
+            [
+                "record",
+                "TurnSokoban-v0",
+                "--episodes",
+                "2",
+                "--out",
+                str(path),
+                "--seed",
+                "7",
+                "--env-kwargs",
+                '{"dim": [7, 7]}',
+            ]
+        )
+        == 0
+    )
     records = list(read_records(path))
     assert [r["seed"] for r in records] == [7, 8] and all(r["env_kwargs"]["dim"] == [7, 7] for r in records)
     assert all(len(r["observations"]) == len(r["actions"]) + 1 for r in records)
@@ -38,7 +58,15 @@ def test_record__no_observations_keeps_only_hashes(tmp_path):
 
 def test_replay__exit_0_when_nothing_differs(recorded, capsys):
     assert main(["replay", str(recorded)]) == 0
-    assert capsys.readouterr().out.strip().endswith("0 of 3 episodes differ (" + str(sum(len(r["actions"]) for r in read_records(recorded))) + " turns replayed).")
+    assert (
+        capsys.readouterr()
+        .out.strip()
+        .endswith(
+            "0 of 3 episodes differ ("
+            + str(sum(len(r["actions"]) for r in read_records(recorded)))
+            + " turns replayed)."
+        )
+    )
 
 
 def test_replay__exit_1_and_the_first_difference_of_each_differing_episode(recorded, capsys):
@@ -86,9 +114,17 @@ def test_a_file_that_is_not_a_record_is_one_line_naming_the_line(tmp_path, capsy
     assert err.count("\n") == 1 and "line 2: not JSON" in err
 
 
-@pytest.mark.parametrize("kwargs, words", [("{dim", "is not JSON"), ("[1, 2]", "takes a JSON object"), ('{"dimm": 3}', "refused the --env-kwargs")])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [("{dim", "is not JSON"), ("[1, 2]", "takes a JSON object"), ('{"dimm": 3}', "refused the --env-kwargs")],
+)
 def test_record__bad_env_kwargs_are_one_line(kwargs, words, tmp_path, capsys):
-    assert main(["record", "TurnSokoban-v0", "--episodes", "1", "--out", str(tmp_path / "r.jsonl"), "--env-kwargs", kwargs]) == 2
+    assert (
+        main(
+            ["record", "TurnSokoban-v0", "--episodes", "1", "--out", str(tmp_path / "r.jsonl"), "--env-kwargs", kwargs]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and words in err
     assert not (tmp_path / "r.jsonl").exists()
@@ -99,19 +135,23 @@ def test_record__a_misspelt_id_is_one_line_with_a_suggestion(tmp_path, capsys):
     assert "Did you mean 'TurnSokoban-v0'?" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("field, value, words", [
-    ("actions", 5, "'actions' must be a list of actions"),
-    ("rewards", ["x"], "'rewards' must be a list of finite numbers (item 0 is 'x')"),
-    ("rewards", [], "0 rewards for"),
-    ("seed", "zero", "'seed' must be an integer or null"),
-    ("env_kwargs", [1], "'env_kwargs' must be an object or null"),
-    ("observation_hashes", [1, 2], "'observation_hashes' must be a list of strings"),
-    ("reward_components", [{"a": "b"}], "'reward_components' must be a list of objects of numbers"),
-    ("terminated", "yes", "'terminated' must be true or false"),
-])
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("actions", 5, "'actions' must be a list of actions"),
+        ("rewards", ["x"], "'rewards' must be a list of finite numbers (item 0 is 'x')"),
+        ("rewards", [], "0 rewards for"),
+        ("seed", "zero", "'seed' must be an integer or null"),
+        ("env_kwargs", [1], "'env_kwargs' must be an object or null"),
+        ("observation_hashes", [1, 2], "'observation_hashes' must be a list of strings"),
+        ("reward_components", [{"a": "b"}], "'reward_components' must be a list of objects of numbers"),
+        ("terminated", "yes", "'terminated' must be true or false"),
+    ],
+)
 @pytest.mark.parametrize("command", [["replay"], ["rescore"], ["view", "--out", "x.html"]])
 def test_a_record_with_a_field_of_the_wrong_type_is_one_line_naming_the_record_and_the_field(
-        recorded, tmp_path, capsys, command, field, value, words):
+    recorded, tmp_path, capsys, command, field, value, words
+):
     records = [json.loads(line) for line in recorded.read_text(encoding="utf-8").splitlines()]
     records[1][field] = value
     path = tmp_path / "edited.jsonl"
@@ -151,19 +191,32 @@ class _Listener:
 
 
 @pytest.mark.parametrize("command", ["replay", "rescore"])
-@pytest.mark.parametrize("env_id, kwargs", [
-    ("TurnSearchQA-v0", {"retriever_url": "URL"}),
-    ("agentgym_turn/Remote-v0", {"base_url": "URL"}),
-    ("TurnWebShop-v0", {"data_path": "/etc/passwd"}),
-    ("TurnSokoban-v0", {"levels": "/etc"}),
-])
+@pytest.mark.parametrize(
+    "env_id, kwargs",
+    [
+        ("TurnSearchQA-v0", {"retriever_url": "URL"}),
+        ("agentgym_turn/Remote-v0", {"base_url": "URL"}),
+        ("TurnWebShop-v0", {"data_path": "/etc/passwd"}),
+        ("TurnSokoban-v0", {"levels": "/etc"}),
+    ],
+)
 def test_a_record_naming_a_server_or_a_path_is_refused_unless_allowed(tmp_path, capsys, command, env_id, kwargs):
     listener = _Listener()
     try:
         kwargs = {k: (listener.url if v == "URL" else v) for k, v in kwargs.items()}
-        record = {"format": "agentgym-turn/episode", "version": 1, "env_id": env_id, "env_kwargs": kwargs, "seed": 0,
-                  "options": None, "actions": ["<search>x</search>"], "observation_hashes": ["0", "0"], "rewards": [0.0],
-                  "terminated": False, "truncated": False}
+        record = {
+            "format": "agentgym-turn/episode",
+            "version": 1,
+            "env_id": env_id,
+            "env_kwargs": kwargs,
+            "seed": 0,
+            "options": None,
+            "actions": ["<search>x</search>"],
+            "observation_hashes": ["0", "0"],
+            "rewards": [0.0],
+            "terminated": False,
+            "truncated": False,
+        }
         path = tmp_path / "crafted.jsonl"
         path.write_text(json.dumps(record) + "\n", encoding="utf-8")
         assert main([command, str(path)]) == 2

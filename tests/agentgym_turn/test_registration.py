@@ -106,12 +106,17 @@ def test_ids_that_need_an_extra_or_a_server_are_registered_but_left_out_of_env_i
     assert every[: len(IDS)] == IDS and set(every) == set(IDS) | extra_ids
     assert not extra_ids & set(IDS) and all(env_id in gym.registry for env_id in every)
     needs = {env_id: agentgym_turn.registration.env_needs(env_id) for env_id in every}
-    assert needs["TurnWebShopBrowser-v0"] == "extra browser + Chromium" and needs["agentgym_turn/Remote-v0"] == "a served env (base_url)"
+    assert (
+        needs["TurnWebShopBrowser-v0"] == "extra browser + Chromium"
+        and needs["agentgym_turn/Remote-v0"] == "a served env (base_url)"
+    )
     assert {needs[env_id] for env_id in IDS} == {"-"}
 
 
 def test_sokoban_misspelt_dim_suggests_dim():
-    with pytest.raises(TypeError, match=r"TurnSokobanEnv got an unexpected keyword argument 'dimm' \(did you mean 'dim'\?\)"):
+    with pytest.raises(
+        TypeError, match=r"TurnSokobanEnv got an unexpected keyword argument 'dimm' \(did you mean 'dim'\?\)"
+    ):
         gym.make("TurnSokoban-v0", dimm=(6, 6))
 
 
@@ -131,7 +136,9 @@ def test_keyword_check_leaves_envs_that_keep_their_own_kwargs_alone():
             self.options = options
 
     assert KeepsOptions(anything=1).options == {"anything": 1}
-    with pytest.raises(TypeError, match=r"GuessNumberEnv got an unexpected keyword argument 'hihg' \(did you mean 'high'\?\)"):
+    with pytest.raises(
+        TypeError, match=r"GuessNumberEnv got an unexpected keyword argument 'hihg' \(did you mean 'high'\?\)"
+    ):
         GuessNumberEnv(hihg=3)
     clone = pickle.loads(pickle.dumps(GuessNumberEnv(high=4)))  # unpickling calls __new__ without kwargs
     assert clone.high == 4

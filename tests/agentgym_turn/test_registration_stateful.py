@@ -51,10 +51,18 @@ def test_registered_env__keeps_the_contract_over_ten_thousand_random_steps(env_i
             ),
         )
     stats = machine.stats
-    print(f"{env_id}: {stats.steps} steps ({stats.kinds}), {stats.resets} resets, {stats.replayed_steps} replayed, "
-          f"{stats.forked_steps} forked, {stats.key_probes} key probes, {rounds} rounds")
-    assert stats.steps >= MIN_STEPS, f"only {stats.steps} steps ran in {rounds} rounds ({stats.kinds}); raise MAX_ROUNDS"
-    assert stats.kinds.get("expert", 0) > 0 and stats.kinds.get("near_valid", 0) > 0 and stats.kinds.get("random", 0) > 0
+    print(
+        f"{env_id}: {stats.steps} steps ({stats.kinds}), {stats.resets} resets, {stats.replayed_steps} replayed, "
+        f"{stats.forked_steps} forked, {stats.key_probes} key probes, {rounds} rounds"
+    )
+    assert stats.steps >= MIN_STEPS, (
+        f"only {stats.steps} steps ran in {rounds} rounds ({stats.kinds}); raise MAX_ROUNDS"
+    )
+    assert (
+        stats.kinds.get("expert", 0) > 0 and stats.kinds.get("near_valid", 0) > 0 and stats.kinds.get("random", 0) > 0
+    )
     assert stats.resets > rounds * EXAMPLES_PER_ROUND  # every example starts with one, episodes end and restart
     assert stats.replayed_steps == stats.steps  # every episode, steps past the end included, was replayed
-    assert stats.forked_steps > 100 and stats.key_probes > 20  # forks played beside the env; state keys came back and were probed
+    assert (
+        stats.forked_steps > 100 and stats.key_probes > 20
+    )  # forks played beside the env; state keys came back and were probed

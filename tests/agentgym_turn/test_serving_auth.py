@@ -14,7 +14,14 @@ from websockets.sync.client import connect
 
 import agentgym_turn  # noqa: F401
 from agentgym_turn.serving import (
-    TOKEN_ENV, AppServer, RateLimit, RateLimiter, TokenGuard, access_options, add_access_arguments, is_loopback,
+    TOKEN_ENV,
+    AppServer,
+    RateLimit,
+    RateLimiter,
+    TokenGuard,
+    access_options,
+    add_access_arguments,
+    is_loopback,
 )
 from agentgym_turn.remote.client import RemoteTurnEnv
 from agentgym_turn.remote.server import EnvServer
@@ -51,8 +58,18 @@ def bearer(token):
 
 
 # ---------------------------------------------------------------------------- the token
-@pytest.mark.parametrize("headers", [{}, bearer("wrong"), bearer(TOKEN + "x"), bearer(TOKEN[:-1]), {"Authorization": TOKEN},
-                                     {"Authorization": f"Basic {TOKEN}"}, bearer("\u00e9t\u00e9")])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        bearer("wrong"),
+        bearer(TOKEN + "x"),
+        bearer(TOKEN[:-1]),
+        {"Authorization": TOKEN},
+        {"Authorization": f"Basic {TOKEN}"},
+        bearer("\u00e9t\u00e9"),
+    ],
+)
 def test_requests_without_the_right_token_get_401_json(guarded, headers):
     _, server, path = guarded
     headers = {k: v.encode("utf-8").decode("latin-1") for k, v in headers.items()}
@@ -66,7 +83,9 @@ def test_requests_without_the_right_token_get_401_json(guarded, headers):
 def test_the_right_token_is_served_and_health_stays_open(guarded):
     _, server, path = guarded
     assert request(server, "GET", path, headers=bearer(TOKEN))[0] == 200
-    assert request(server, "GET", path, headers={"Authorization": f"bearer  {TOKEN} "})[0] == 200  # scheme is case-blind
+    assert (
+        request(server, "GET", path, headers={"Authorization": f"bearer  {TOKEN} "})[0] == 200
+    )  # scheme is case-blind
     assert request(server, "GET", "/health")[0] == 200  # a liveness probe needs no secret
 
 
@@ -74,7 +93,10 @@ def test_a_raw_request_without_a_token_is_refused_before_the_app(guarded):
     _, server, path = guarded
     reply = raw_exchange(server, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
     assert reply.startswith(b"HTTP/1.1 401")
-    reply = raw_exchange(server, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n".encode())
+    reply = raw_exchange(
+        server,
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n".encode(),
+    )
     assert reply.startswith(b"HTTP/1.1 200")
 
 
@@ -129,7 +151,9 @@ def test_the_site_takes_the_token_once_then_a_strict_httponly_cookie():
         cookie = headers["set-cookie"]
         assert cookie.startswith(f"agentgym_token_{server.port}={TOKEN};")
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
-        assert headers["referrer-policy"] == "same-origin" and "replaceState" in body  # the token leaves the address bar
+        assert (
+            headers["referrer-policy"] == "same-origin" and "replaceState" in body
+        )  # the token leaves the address bar
         jar = {"Cookie": cookie.split(";", 1)[0]}
         form = {**jar, "Content-Type": "application/x-www-form-urlencoded"}
         status, headers, _ = request(server, "POST", "/start", "goal=3", form)
@@ -137,7 +161,9 @@ def test_the_site_takes_the_token_once_then_a_strict_httponly_cookie():
         assert request(server, "GET", headers["location"], headers=jar)[0] == 200
         assert request(server, "GET", headers["location"])[0] == 401  # no cookie, no header
         assert request(server, "GET", "/", headers={"Cookie": f"agentgym_token_{server.port}=wrong"})[0] == 401
-        assert request(server, "GET", "/", headers={"Cookie": f"agentgym_token_1={TOKEN}"})[0] == 401  # another port's name
+        assert (
+            request(server, "GET", "/", headers={"Cookie": f"agentgym_token_1={TOKEN}"})[0] == 401
+        )  # another port's name
     with RetrievalServer(BM25Retriever(CORPUS), token=TOKEN) as server:  # no browser login on the other servers
         assert request(server, "GET", f"/?token={TOKEN}")[0] == 401
         assert request(server, "GET", "/", headers={"Cookie": f"agentgym_token_{server.port}={TOKEN}"})[0] == 401
@@ -156,7 +182,9 @@ def test_tokens_and_the_cli_options_are_checked(monkeypatch):
     assert options["token"] == TOKEN and options["rate_limit"] == RateLimit()
     assert access_options(parser.parse_args(["--token", "other"]))["token"] == "other"  # the option wins
     assert access_options(parser.parse_args(["--rate-limit", "0"]))["rate_limit"] is None
-    assert access_options(parser.parse_args(["--rate-limit", "5", "--rate-burst", "7"]))["rate_limit"] == RateLimit(rate=5, burst=7)
+    assert access_options(parser.parse_args(["--rate-limit", "5", "--rate-burst", "7"]))["rate_limit"] == RateLimit(
+        rate=5, burst=7
+    )
     monkeypatch.setenv(TOKEN_ENV, "not a token")
     with pytest.raises(ValueError, match="token"):
         access_options(parser.parse_args([]))
@@ -249,8 +277,22 @@ def test_the_cli_reads_the_token_from_the_environment(tmp_path):
     from support.retriever_cli import write_corpus
 
     env = {**os.environ, TOKEN_ENV: TOKEN}
-    proc = subprocess.Popen([sys.executable, "-m", "agentgym_turn.cli", "serve", "retriever", "--corpus",
-                             str(write_corpus(tmp_path / "corpus.jsonl")), "--port", "0"], stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentgym_turn.cli",
+            "serve",
+            "retriever",
+            "--corpus",
+            str(write_corpus(tmp_path / "corpus.jsonl")),
+            "--port",
+            "0",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         url = None
         for line in proc.stderr:

@@ -39,7 +39,9 @@ def server():
 
 
 def post(url, body: bytes, headers=None):
-    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json", **(headers or {})}, method="POST")
+    req = urllib.request.Request(
+        url, data=body, headers={"Content-Type": "application/json", **(headers or {})}, method="POST"
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status, json.loads(resp.read())
@@ -84,7 +86,9 @@ def test_retriever__silent_client_is_cut_off(server):
 
 def test_retriever__slow_body_gets_408(server):
     with socket.create_connection((server.host, server.port), timeout=10) as sock:
-        sock.sendall(b"POST /retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"qu")
+        sock.sendall(
+            b'POST /retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"qu'
+        )
         reply = sock.recv(65536)
     assert reply.startswith(b"HTTP/1.1 408")
 
@@ -132,7 +136,9 @@ def test_default_parser_is_httptools():
 def test_head_within_the_bound_is_served(parser_server):
     _, srv = parser_server
     padding = "a" * (LIMITS.max_head_bytes // 2)
-    status, payload = post(srv.url, json.dumps({"queries": ["word4"], "topk": 1, "return_scores": True}).encode(), {"X-Padding": padding})
+    status, payload = post(
+        srv.url, json.dumps({"queries": ["word4"], "topk": 1, "return_scores": True}).encode(), {"X-Padding": padding}
+    )
     assert status == 200 and payload["result"][0][0]["document"]["id"] == "4"
 
 
@@ -147,7 +153,10 @@ def test_head_over_the_bound_is_refused_as_it_arrives(parser_server, where):
     elif where == "url":
         start, piece = b"GET /health?", b"q" * 4096
     else:
-        start, piece = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"".join(b"X-%d: v\r\n" % i for i in range(500))[:4096]
+        start, piece = (
+            b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+            b"".join(b"X-%d: v\r\n" % i for i in range(500))[:4096],
+        )
     sent = 0
     with socket.create_connection((srv.host, srv.port), timeout=10) as sock:
         sock.sendall(start)
@@ -176,7 +185,10 @@ def test_pipelined_requests_after_a_large_body_are_served(parser_server):
     connection are fine."""
     _, srv = parser_server
     body = json.dumps({"queries": ["word7"], "topk": 1, "pad": "p" * (LIMITS.max_head_bytes - 100)}).encode()
-    one = b"POST /retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    one = (
+        b"POST /retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(body), body)
+    )
     two = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
     reply = raw_exchange(srv, one + two)
     assert reply.count(b"HTTP/1.1 200") == 2, reply[:200]
@@ -199,7 +211,11 @@ def test_a_pipelined_head_over_the_bound_is_refused_as_a_first_one_is(parser_ser
 def test_a_whole_head_over_the_bound_in_one_write_is_refused(parser_server):
     """A complete head over the bound, sent at once (so one read may hold all of it), is refused too."""
     parser, srv = parser_server
-    head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: " + b"b" * (LIMITS.max_head_bytes + 36 * 1024) + b"\r\n\r\n"
+    head = (
+        b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: "
+        + b"b" * (LIMITS.max_head_bytes + 36 * 1024)
+        + b"\r\n\r\n"
+    )
     reply = raw_exchange(srv, head)
     assert reply.startswith(b"HTTP/1.1 4"), reply[:80]
     if parser == "httptools":

@@ -43,7 +43,10 @@ def _status(server, path, host, origin=None):
     return int(reply.split(b" ", 2)[1]), reply
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST", "[::1]:{port}", "10.1.2.3:{port}", "shop.internal:{port}"])
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST", "[::1]:{port}", "10.1.2.3:{port}", "shop.internal:{port}"],
+)
 def test_this_machine_ip_literals_and_allowed_names_are_served(served, host):
     server, path = served
     status, reply = _status(server, path, host.format(port=server.port))
@@ -52,9 +55,17 @@ def test_this_machine_ip_literals_and_allowed_names_are_served(served, host):
     assert status == 200
 
 
-@pytest.mark.parametrize("host, origin", [("evil.example", None), ("evil.example:80", None), ("localhost.evil.example", None),
-                                          ("127.0.0.1", "http://evil.example"), ("127.0.0.1", "null"),
-                                          ("127.0.0.1", "https://1.2.3.4")])
+@pytest.mark.parametrize(
+    "host, origin",
+    [
+        ("evil.example", None),
+        ("evil.example:80", None),
+        ("localhost.evil.example", None),
+        ("127.0.0.1", "http://evil.example"),
+        ("127.0.0.1", "null"),
+        ("127.0.0.1", "https://1.2.3.4"),
+    ],
+)
 def test_foreign_hosts_and_origins_are_refused_with_403(served, host, origin):
     server, path = served
     status, reply = _status(server, path, host, origin)
@@ -70,8 +81,14 @@ def test_an_origin_that_only_starts_like_a_loopback_address_is_refused(served, o
     assert status == 403, reply[:200]
 
 
-@pytest.mark.parametrize("pair", [("Host: 127.0.0.1", "Host: evil.example"), ("Origin: http://localhost", "Origin: http://evil.example"),
-                                  ("Origin: http://localhost", "Origin: http://localhost")])
+@pytest.mark.parametrize(
+    "pair",
+    [
+        ("Host: 127.0.0.1", "Host: evil.example"),
+        ("Origin: http://localhost", "Origin: http://evil.example"),
+        ("Origin: http://localhost", "Origin: http://localhost"),
+    ],
+)
 def test_a_repeated_host_or_origin_header_is_refused_whichever_copy_comes_last(served, pair):
     server, path = served
     for first, second in (pair, pair[::-1]):

@@ -18,7 +18,9 @@ import pytest
 from agentgym_turn.serving import AppServer
 from support.retriever_cli import start_retriever, write_corpus
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir() or sys.platform != "linux", reason="needs Linux /proc")
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/task").is_dir() or sys.platform != "linux", reason="needs Linux /proc"
+)
 
 PID_APP = textwrap.dedent("""
     import os, sys
@@ -163,8 +165,11 @@ def test_cli__serve_retriever_with_two_processes(tmp_path):
         copies = wait_for_children(proc.pid, 1)
         assert len(copies) == 1
         for i in range(20):
-            request = urllib.request.Request(url, data=json.dumps({"queries": [f"word{i % 5}"], "topk": 1}).encode(),
-                                             headers={"Content-Type": "application/json"})
+            request = urllib.request.Request(
+                url,
+                data=json.dumps({"queries": [f"word{i % 5}"], "topk": 1}).encode(),
+                headers={"Content-Type": "application/json"},
+            )
             with urllib.request.urlopen(request, timeout=30) as response:
                 assert json.load(response)["result"][0][0]["id"] == str(i % 5)
         proc.send_signal(signal.SIGINT)  # Ctrl-C
@@ -177,8 +182,13 @@ def test_cli__serve_retriever_with_two_processes(tmp_path):
 
 def test_cli__serve_retriever_refuses_zero_processes(tmp_path):
     corpus = write_corpus(tmp_path / "corpus.jsonl", 1)
-    done = subprocess.run([sys.executable, "-m", "agentgym_turn.cli", "serve", "retriever", "--corpus", str(corpus), "--processes", "0"],
-                          capture_output=True, text=True, timeout=120, env={**os.environ})
+    done = subprocess.run(
+        [sys.executable, "-m", "agentgym_turn.cli", "serve", "retriever", "--corpus", str(corpus), "--processes", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ},
+    )
     assert done.returncode == 2 and "--processes must be at least 1" in done.stderr
 
 

@@ -23,8 +23,10 @@ from agentgym_turn.searchqa.retrieval import Document, Hit, hits_to_json
 from agentgym_turn.searchqa.server import ANSWER_PIECE_BYTES, MAX_BODY_BYTES, RetrievalServer
 from support.retrievers import bm25  # noqa: F401  (the generated world's BM25 retriever, a fixture)
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/statm") or not hasattr(socket, "TCP_INFO"),
-                                reason="reads RSS from /proc and TCP states with TCP_INFO (Linux)")
+pytestmark = pytest.mark.skipif(
+    not os.path.exists("/proc/self/statm") or not hasattr(socket, "TCP_INFO"),
+    reason="reads RSS from /proc and TCP states with TCP_INFO (Linux)",
+)
 
 SEND_TIMEOUT = 2.0
 LIMITS = ServerLimits(max_body_bytes=MAX_BODY_BYTES, send_timeout=SEND_TIMEOUT)
@@ -78,7 +80,9 @@ def wait_closed_by_server(socks, deadline: float) -> list:
 
 
 def post(url, payload):
-    req = urllib.request.Request(url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST")
+    req = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
     with urllib.request.urlopen(req, timeout=30) as resp:
         return resp.status, resp.headers, resp.read()
 
@@ -110,7 +114,9 @@ def test_non_reading_clients_hold_bounded_memory_and_are_cut_off(server, bm25):
             peak = max(peak, rss_mb())
             still_open = wait_closed_by_server(still_open, time.monotonic() + 0.1)
         assert peak - base < 150, f"RSS rose {peak - base:.0f} MB with {CLIENTS} non-reading clients"
-        assert not still_open, f"{len(still_open)} non-reading connections still open {SEND_TIMEOUT + 10:g} s after they stalled"
+        assert not still_open, (
+            f"{len(still_open)} non-reading connections still open {SEND_TIMEOUT + 10:g} s after they stalled"
+        )
     finally:
         for s in socks:
             s.close()
@@ -148,10 +154,12 @@ def test_send_deadline_with_either_parser(parser):
 def test_streamed_answer_is_the_whole_body_json(server, bm25):
     """A mid-size answer goes out in pieces (chunked) and is byte for byte the JSON of the whole answer;
     a small one is still one body with Content-Length."""
-    for payload, streamed in [({"queries": [f"founder of the bank {i}" for i in range(40)], "topk": 50, "return_scores": True}, True),
-                              ({"queries": [f"river city {i}" for i in range(30)], "topk": 40}, True),
-                              ({"queries": ["Kalvoren novel", "founder born"], "topk": 3, "return_scores": True}, False),
-                              ({"queries": []}, False)]:
+    for payload, streamed in [
+        ({"queries": [f"founder of the bank {i}" for i in range(40)], "topk": 50, "return_scores": True}, True),
+        ({"queries": [f"river city {i}" for i in range(30)], "topk": 40}, True),
+        ({"queries": ["Kalvoren novel", "founder born"], "topk": 3, "return_scores": True}, False),
+        ({"queries": []}, False),
+    ]:
         status, headers, body = post(server.url, payload)
         hits = bm25.retrieve(payload["queries"], payload.get("topk", 3)) if payload["queries"] else []
         assert status == 200
@@ -163,7 +171,9 @@ def test_streamed_answer_is_the_whole_body_json(server, bm25):
 
 def test_streamed_non_ascii_answer_matches_json_response():
     """Non-ASCII passages are sent as UTF-8 (``ensure_ascii=False``, as JSONResponse), never split inside a character."""
-    row = [Hit(Document(f"ü{i}", f'"Ärzte ✓ {i}"\n' + "日本語のテキスト" * 40 + "\U0001F600"), 0.5 + i) for i in range(200)]
+    row = [
+        Hit(Document(f"ü{i}", f'"Ärzte ✓ {i}"\n' + "日本語のテキスト" * 40 + "\U0001f600"), 0.5 + i) for i in range(200)
+    ]
 
     class Unicode:
         def retrieve(self, queries, topk):
@@ -197,7 +207,9 @@ def test_slow_but_reading_client_gets_the_whole_answer(server, bm25):
     conn.close()
     # by construction the client spent over send_timeout reading: at least reads x 10 ms asleep
     assert reads * 0.01 > SEND_TIMEOUT
-    assert b"".join(parts) == starlette_json({"result": hits_to_json(bm25.retrieve(payload["queries"], 512), return_scores=True)})
+    assert b"".join(parts) == starlette_json(
+        {"result": hits_to_json(bm25.retrieve(payload["queries"], 512), return_scores=True)}
+    )
 
 
 def test_retrieval_failing_after_the_answer_began_closes_the_connection(server):
@@ -213,14 +225,20 @@ def test_retrieval_failing_after_the_answer_began_closes_the_connection(server):
 
     with RetrievalServer(FailsLater(), limits=LIMITS) as srv:
         conn = http.client.HTTPConnection(srv.host, srv.port, timeout=30)
-        conn.request("POST", "/retrieve", body=json.dumps({"queries": ["ok", "fail"], "topk": 1000}).encode(),
-                     headers={"Content-Type": "application/json"})
+        conn.request(
+            "POST",
+            "/retrieve",
+            body=json.dumps({"queries": ["ok", "fail"], "topk": 1000}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         resp = conn.getresponse()
         assert resp.status == 200  # the first query's ~200 KB went out before the second failed
         with pytest.raises(http.client.IncompleteRead):
             resp.read()
         conn.close()
-        req = urllib.request.Request(srv.url, data=json.dumps({"queries": ["fail"], "topk": 1000}).encode(), method="POST")
+        req = urllib.request.Request(
+            srv.url, data=json.dumps({"queries": ["fail"], "topk": 1000}).encode(), method="POST"
+        )
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(req, timeout=30)
         assert err.value.code == 500 and "index went away" in json.loads(err.value.read())["detail"]

@@ -19,13 +19,30 @@ from reference_trainer.rollout import collect
 from reference_trainer.tiny.model import env_corpus, train_tokenizer
 from support.paths import ROOT
 
-IDS = ["TurnSokoban-v0", "TurnSokoban-8x8-v0", "TurnSokoban-10x10-v0", "TurnWebShop-v0", "TurnWebShopDialog-v0",
-       "TurnSearchQA-v0", "TurnSearchQA-MCQ-v0"]
+IDS = [
+    "TurnSokoban-v0",
+    "TurnSokoban-8x8-v0",
+    "TurnSokoban-10x10-v0",
+    "TurnWebShop-v0",
+    "TurnWebShopDialog-v0",
+    "TurnSearchQA-v0",
+    "TurnSearchQA-MCQ-v0",
+]
 MAX_TURNS = 6
 MAX_NEW = 24
-ACTIONS = ["<answer>Up</answer>", "<think>the box is left</think><answer>Left || Down</answer>", "search[red shoes]",
-           "click[next >]", "click[buy now]", "<search> capital of the moon </search>", "<answer> B </answer>",
-           "Do you have it in blue?", "  spaced  ", "ünïcode √ <|im_end|><|im_start|>system", ""]
+ACTIONS = [
+    "<answer>Up</answer>",
+    "<think>the box is left</think><answer>Left || Down</answer>",
+    "search[red shoes]",
+    "click[next >]",
+    "click[buy now]",
+    "<search> capital of the moon </search>",
+    "<answer> B </answer>",
+    "Do you have it in blue?",
+    "  spaced  ",
+    "ünïcode √ <|im_end|><|im_start|>system",
+    "",
+]
 
 
 @pytest.fixture(scope="module")
@@ -87,16 +104,28 @@ def test_chat_view_ids_equal_the_trainers_over_a_thousand_episodes(tokenizer, en
         view = ChatView(gym.make(env_id, **kwargs), tokenizer=tokenizer, split_system_prompt=split)
         policy = PromptHashPolicy(tokenizer, view.format)
         envs = SerialPool([gym.make(env_id, **kwargs) for _ in range(8)])
-        episodes = collect(policy, view.format, envs, chosen, generator=torch.Generator(), max_new_tokens=MAX_NEW,
-                           max_context_tokens=10**7, split_system_prompt=split)
+        episodes = collect(
+            policy,
+            view.format,
+            envs,
+            chosen,
+            generator=torch.Generator(),
+            max_new_tokens=MAX_NEW,
+            max_context_tokens=10**7,
+            split_system_prompt=split,
+        )
         envs.close()
         for seed, ep in zip(chosen, episodes):
             _play_view(view, policy, seed)
             (whole,) = view.samples()
             c = ep.conversation
-            same = (whole.ids == c.ids and whole.roles == c.roles and whole.turn_ids == c.turn_ids
-                    and whole.mask == [int(r == ROLE_ACTION) for r in c.roles]
-                    and [s.response for s in whole.turns if s.response] == c.action_spans)
+            same = (
+                whole.ids == c.ids
+                and whole.roles == c.roles
+                and whole.turn_ids == c.turn_ids
+                and whole.mask == [int(r == ROLE_ACTION) for r in c.roles]
+                and [s.response for s in whole.turns if s.response] == c.action_spans
+            )
             mismatches += not same
             turns += ep.num_turns
         view.close()
@@ -119,12 +148,21 @@ def test_a_response_given_as_ids_reaches_the_env_decoded_and_stays_as_sampled(to
         ChatView(gym.make("TurnSokoban-v0")).tokens()
 
 
-DIALOG = ["<say>Do you have it in blue?</say>", "<say>What sizes are there?</say>", "hmm, tell me more", "<say>Anything cheaper?</say>",
-          "search[blue cotton shirt]", "<say>What else would you suggest?</say>", "click[next >]"]
+DIALOG = [
+    "<say>Do you have it in blue?</say>",
+    "<say>What sizes are there?</say>",
+    "hmm, tell me more",
+    "<say>Anything cheaper?</say>",
+    "search[blue cotton shirt]",
+    "<say>What else would you suggest?</say>",
+    "click[next >]",
+]
 
 
 def _dialog(tokenizer, history, turns=20):
-    view = ChatView(gym.make("TurnWebShopDialog-v0", max_episode_steps=turns), tokenizer=tokenizer, history_window=history)
+    view = ChatView(
+        gym.make("TurnWebShopDialog-v0", max_episode_steps=turns), tokenizer=tokenizer, history_window=history
+    )
     view.reset(seed=11)
     played = 0
     for k in range(turns):
@@ -186,7 +224,9 @@ def test_every_windowed_sequence_is_made_of_the_whole_episodes_exact_pieces(toke
         assert sample.turns[0].turn == sample.first_turn
     assert trained == list(range(episode.num_turns))
     # the view at each turn is what apply_chat_template renders for the messages ChatView gave at that turn
-    replay = ChatView(gym.make("TurnWebShopDialog-v0", max_episode_steps=9), tokenizer=tokenizer, history_window=history)
+    replay = ChatView(
+        gym.make("TurnWebShopDialog-v0", max_episode_steps=9), tokenizer=tokenizer, history_window=history
+    )
     messages, _ = replay.reset(seed=11)
     for k in range(episode.num_turns):
         rendered = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False)
@@ -212,7 +252,11 @@ def test_token_episode_refuses_calls_out_of_order(tokenizer):
 
 
 def test_a_response_is_token_ids_only_when_it_is_a_sequence_of_integers():
-    assert as_token_ids([5, 6]) == [5, 6] and as_token_ids(np.array([5, 6])) == [5, 6] and as_token_ids(torch.tensor([7])) == [7]
+    assert (
+        as_token_ids([5, 6]) == [5, 6]
+        and as_token_ids(np.array([5, 6])) == [5, 6]
+        and as_token_ids(torch.tensor([7])) == [7]
+    )
     assert as_token_ids([]) == [] and as_token_ids((1,)) == [1]
     for text_like in ("56", b"56", np.array(5), 5, [True, False], [1.0, 2.0], ["a"]):
         assert as_token_ids(text_like) is None

@@ -31,7 +31,14 @@ def _actions(envs: GroupedVectorEnv, step: int, policy: str = "mixed") -> list[s
     return out
 
 
-def _run(env_id: str, mode: AutoresetMode, tasks_per_group: int = 3, max_steps: int = 200, policy: str = "mixed", **env_kwargs):
+def _run(
+    env_id: str,
+    mode: AutoresetMode,
+    tasks_per_group: int = 3,
+    max_steps: int = 200,
+    policy: str = "mixed",
+    **env_kwargs,
+):
     """Step a grouped vector env until every group has started ``tasks_per_group`` tasks.
 
     Returns the tasks as ``{(group, task_seed): [first observation of each member]}`` and the
@@ -55,7 +62,9 @@ def _run(env_id: str, mode: AutoresetMode, tasks_per_group: int = 3, max_steps: 
             g = i // GROUP_SIZE
             members = slice(g * GROUP_SIZE, (g + 1) * GROUP_SIZE)
             if new_seeds[i] != seeds[i]:  # a new task: only once every member was done
-                assert done[members].all() or (mode is AutoresetMode.SAME_STEP and (done[members] | terminated[members] | truncated[members]).all())
+                assert done[members].all() or (
+                    mode is AutoresetMode.SAME_STEP and (done[members] | terminated[members] | truncated[members]).all()
+                )
                 tasks.setdefault((g, int(new_seeds[i])), []).append(obs[i])
                 if mode is AutoresetMode.NEXT_STEP:
                     assert rewards[i] == 0.0 and not terminated[i] and not truncated[i]

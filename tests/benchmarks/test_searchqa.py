@@ -7,8 +7,25 @@ from benchmarks import searchqa
 
 def test_searchqa_benchmark__smoke_run_writes_every_measurement(tmp_path):
     out = tmp_path / "searchqa.json"
-    assert searchqa.main(["--sizes", "3000", "--queries", "40", "--episodes", "20", "--first-query-scale", "0.3",
-                       "--parser-repeats", "1", "--out", str(out)]) == 0
+    assert (
+        searchqa.main(
+            [
+                "--sizes",
+                "3000",
+                "--queries",
+                "40",
+                "--episodes",
+                "20",
+                "--first-query-scale",
+                "0.3",
+                "--parser-repeats",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     result = json.loads(out.read_text())
     size = result["retrieval"][0]
     assert 2500 <= size["passages"] <= 3500 and size["queries"] == 40

@@ -5,7 +5,19 @@ from support.paths import ROOT
 
 
 def test_snapshot_benchmark__a_short_run_measures_every_id(tmp_path):
-    results = snapshot.main(["--states", "2", "--repeat", "2", "--only", "TurnSokoban-v0", "TurnSearchQA-v0", "--out", str(tmp_path / "s.json")])
+    results = snapshot.main(
+        [
+            "--states",
+            "2",
+            "--repeat",
+            "2",
+            "--only",
+            "TurnSokoban-v0",
+            "TurnSearchQA-v0",
+            "--out",
+            str(tmp_path / "s.json"),
+        ]
+    )
     assert set(results["ids"]) == {"TurnSokoban-v0", "TurnSearchQA-v0"}
     for row in results["ids"].values():
         assert row["bytes"] > 0 and row["snapshot_s"] >= 0 and row["fork1_s"] >= 0 and row["states"] == 2

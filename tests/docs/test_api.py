@@ -38,7 +38,10 @@ def _modules_with_all() -> list[str]:
     for root in ("agentgym_turn", "reference_trainer"):
         for path in sorted((ROOT / root).rglob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"))
-            if any(isinstance(node, (ast.Assign, ast.AnnAssign)) and "__all__" in ast.unparse(node).split("=")[0] for node in tree.body):
+            if any(
+                isinstance(node, (ast.Assign, ast.AnnAssign)) and "__all__" in ast.unparse(node).split("=")[0]
+                for node in tree.body
+            ):
                 parts = path.relative_to(ROOT).with_suffix("").parts
                 out.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return out

@@ -80,7 +80,9 @@ def blocks_of(page: Path) -> list[Block]:
             above -= 1
         marker = _NO_RUN.match(lines[above]) if above >= 0 else None
         continues = bool(above >= 0 and _CONTINUES.match(lines[above]))
-        found.append(Block(page, i + 2, m["lang"].lower(), code + "\n", marker["reason"].strip() if marker else None, continues))
+        found.append(
+            Block(page, i + 2, m["lang"].lower(), code + "\n", marker["reason"].strip() if marker else None, continues)
+        )
         i = end + 1
     return found
 
@@ -128,8 +130,14 @@ def _run(command: list[str], cwd: Path, what: str) -> None:
     """Run ``command``; fail with its output if it exits non-zero or outlives the hang guard."""
     # A session of its own, so a server or trainer a block started dies with it on the guard.
     proc = subprocess.Popen(
-        command, cwd=cwd, env=_environment(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        command,
+        cwd=cwd,
+        env=_environment(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         stdout, stderr = proc.communicate(timeout=_GUARD_S)
@@ -138,7 +146,9 @@ def _run(command: list[str], cwd: Path, what: str) -> None:
         proc.communicate()
         pytest.fail(f"{what} still ran after {_GUARD_S} s: if it trains or serves, mark it <!-- no-run: REASON -->")
     tail = (stdout[-2000:] + "\n" + stderr[-6000:]).strip()
-    assert proc.returncode == 0, f"{what} failed (exit {proc.returncode}); fix it or mark it <!-- no-run: REASON -->:\n{tail}"
+    assert proc.returncode == 0, (
+        f"{what} failed (exit {proc.returncode}); fix it or mark it <!-- no-run: REASON -->:\n{tail}"
+    )
 
 
 def test_every_block_has_a_language_this_test_knows():
@@ -170,8 +180,14 @@ def test_python_block_runs_alone_with_the_blocks_that_continue_it(chain, tmp_pat
     blocks = [(str(b.page.relative_to(ROOT)), b.line, b.code) for b in chain]
     script = tmp_path / "run_blocks.py"
     script.write_text(f"_BLOCKS = {blocks!r}\n{_RUNNER}", encoding="utf-8")
-    what = f"the Python block at {chain[0].where}" + (f" and its {len(chain) - 1} continuation(s)" if len(chain) > 1 else "")
-    _run([sys.executable, str(script)], tmp_path, what + " (a block that needs the one above is marked <!-- continues -->)")
+    what = f"the Python block at {chain[0].where}" + (
+        f" and its {len(chain) - 1} continuation(s)" if len(chain) > 1 else ""
+    )
+    _run(
+        [sys.executable, str(script)],
+        tmp_path,
+        what + " (a block that needs the one above is marked <!-- continues -->)",
+    )
 
 
 @pytest.mark.parametrize("block", SHELL_BLOCKS, ids=lambda b: b.where)
@@ -201,6 +217,7 @@ def test_block_parser_reads_markers_languages_and_lines(tmp_path):
 
 def test_a_block_that_needs_the_one_above_fails_alone_and_runs_as_a_continuation(tmp_path):
     """The check itself: the same two blocks, unmarked and marked."""
+
     def run(marker: str) -> int:
         page = tmp_path / "p.md"
         page.write_text(f"```python\nx = 1\n```\n{marker}\n```python\nassert x == 1\n```\n", encoding="utf-8")
@@ -208,7 +225,9 @@ def test_a_block_that_needs_the_one_above_fails_alone_and_runs_as_a_continuation
         codes = []
         for chain in chains:
             script = tmp_path / "run.py"
-            script.write_text(f"_BLOCKS = {[(str(page), b.line, b.code) for b in chain]!r}\n{_RUNNER}", encoding="utf-8")
+            script.write_text(
+                f"_BLOCKS = {[(str(page), b.line, b.code) for b in chain]!r}\n{_RUNNER}", encoding="utf-8"
+            )
             codes.append(subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True).returncode)
         return max(codes)
 
@@ -233,10 +252,23 @@ def test_the_docs_show_the_learning_curves_and_an_env():
         assert "img/learning_sokoban.png" in text and "img/sokoban_episode.png" in text
 
 
-@pytest.mark.parametrize("name", ["learning.png", "learning_sokoban.png", "learning_sokoban_presets_seedsplit.png", "learning_sokoban_2layers.png",
-                                  "learning_sokoban_ablation.png", "learning_sokoban_control.png", "learning_sokoban_stress.png", "learning_webshop.png",
-                                  "learning_webshop_presets_earlier.png", "learning_searchqa.png", "learning_searchqa_control.png",
-                                  "learning_searchqa_presets_earlier.png"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "learning.png",
+        "learning_sokoban.png",
+        "learning_sokoban_presets_seedsplit.png",
+        "learning_sokoban_2layers.png",
+        "learning_sokoban_ablation.png",
+        "learning_sokoban_control.png",
+        "learning_sokoban_stress.png",
+        "learning_webshop.png",
+        "learning_webshop_presets_earlier.png",
+        "learning_searchqa.png",
+        "learning_searchqa_control.png",
+        "learning_searchqa_presets_earlier.png",
+    ],
+)
 def test_the_learning_curves_in_the_docs_are_the_benchmarks_latest(name):
     shown = ROOT / "docs" / "img" / name
     measured = ROOT / "benchmarks" / "results" / name

@@ -23,8 +23,10 @@ from agentgym_turn.cli import main
 from support.paths import ROOT
 
 INSTALL_SIZE = ROOT / "benchmarks" / "results" / "install_size.json"
-BROWSER_LINE = ("TurnWebShopBrowser-v0 needs the 'browser' extra: pip install 'agentgym-turn[browser]' "
-                "(and Chromium + chromedriver: apt-get install chromium chromium-driver)")
+BROWSER_LINE = (
+    "TurnWebShopBrowser-v0 needs the 'browser' extra: pip install 'agentgym-turn[browser]' "
+    "(and Chromium + chromedriver: apt-get install chromium chromium-driver)"
+)
 #: What the base install must not pull in (each belongs to an extra).
 HEAVY_OPTIONAL = ("numba", "llvmlite", "pyarrow", "selenium", "sentence_transformers", "spacy", "torch", "transformers")
 
@@ -55,15 +57,21 @@ def test_parquet_questions__without_pyarrow_fail_at_make_naming_the_extra(monkey
     path = tmp_path / "test.parquet"
     path.write_bytes(b"PAR1 not read: the extra is checked first")
     monkeypatch.setitem(sys.modules, "pyarrow", None)
-    with pytest.raises(MissingExtraError, match=r"^the parquet question file test\.parquet needs the 'parquet' extra: "
-                                                r"pip install 'agentgym-turn\[parquet\]'; 'pyarrow' cannot be imported\.$"):
+    with pytest.raises(
+        MissingExtraError,
+        match=r"^the parquet question file test\.parquet needs the 'parquet' extra: "
+        r"pip install 'agentgym-turn\[parquet\]'; 'pyarrow' cannot be imported\.$",
+    ):
         gym.make("TurnSearchQA-v0", dataset_path=str(path), retriever_url="http://127.0.0.1:9")
 
 
 def test_numba_backend__asked_for_without_numba_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "numba", None)
-    with pytest.raises(MissingExtraError, match=r"backend='numba' needs the 'fast-search' extra: "
-                                                r"pip install 'agentgym-turn\[fast-search\]', or use backend='auto'"):
+    with pytest.raises(
+        MissingExtraError,
+        match=r"backend='numba' needs the 'fast-search' extra: "
+        r"pip install 'agentgym-turn\[fast-search\]', or use backend='auto'",
+    ):
         BM25Index.build(["red shoes", "blue shirt"], backend="numba")
 
 
@@ -105,7 +113,16 @@ def test_extras__match_pyproject_and_the_base_dependencies_hold_none_of_them():
     project = _pyproject()["project"]
     assert set(project["optional-dependencies"]) == set(EXTRAS)
     base = {re.split(r"[<>=!~;\[ ]", dep, maxsplit=1)[0].lower() for dep in project["dependencies"]}
-    assert not base & {"numba", "llvmlite", "pyarrow", "selenium", "sentence-transformers", "spacy", "torch", "transformers"}
+    assert not base & {
+        "numba",
+        "llvmlite",
+        "pyarrow",
+        "selenium",
+        "sentence-transformers",
+        "spacy",
+        "torch",
+        "transformers",
+    }
     assert any(dep.startswith("build") for dep in project["optional-dependencies"]["dev"])
 
 

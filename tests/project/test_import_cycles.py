@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from support.paths import ROOT
+
 PACKAGES = ("agentgym_turn", "reference_trainer")
 
 
@@ -100,8 +101,10 @@ def test_the_cycle_finder_finds_a_cycle_through_a_type_checking_import(tmp_path)
     assert _cycles(graph) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
     probe = tmp_path / "checkpoint.py"
-    probe.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .trainer import Trainer\n\n"
-                     "def load():\n    from . import policy\n")
+    probe.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .trainer import Trainer\n\n"
+        "def load():\n    from . import policy\n"
+    )
     modules = {name: Path() for name in ("pkg.checkpoint", "pkg.trainer", "pkg.policy")}
     assert _imports("pkg.checkpoint", probe, modules) == {"pkg.trainer", "pkg.policy"}
 
@@ -116,6 +119,7 @@ def test_no_module_of_the_package_imports_in_a_circle(package):
 def wing_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     """``graph`` with each module folded into its wing: the subpackage or module right under its package
     (``agentgym_turn.webshop.server`` -> ``agentgym_turn.webshop``); arrows inside a wing are dropped."""
+
     def wing(name: str) -> str:
         return ".".join(name.split(".")[:2])
 

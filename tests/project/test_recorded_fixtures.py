@@ -22,12 +22,19 @@ from support.recorded import CrossMachineExact, Tolerance
 
 
 def _modules_naming(file_name: str) -> set[str]:
-    return {p.relative_to(TESTS).as_posix() for p in TESTS.rglob("*.py") if p.name != "recorded.py" and file_name in p.read_text(encoding="utf-8")}
+    return {
+        p.relative_to(TESTS).as_posix()
+        for p in TESTS.rglob("*.py")
+        if p.name != "recorded.py" and file_name in p.read_text(encoding="utf-8")
+    }
 
 
 def test_every_file_under_tests_data_is_declared_and_every_declaration_exists():
     on_disk = {p.name for p in recorded.DATA.iterdir() if p.is_file()}
-    assert on_disk == set(recorded.FIXTURES), (sorted(on_disk - set(recorded.FIXTURES)), sorted(set(recorded.FIXTURES) - on_disk))
+    assert on_disk == set(recorded.FIXTURES), (
+        sorted(on_disk - set(recorded.FIXTURES)),
+        sorted(set(recorded.FIXTURES) - on_disk),
+    )
     assert set(recorded.READERS) == set(recorded.FIXTURES)
 
 
@@ -35,7 +42,9 @@ def test_every_file_under_tests_data_is_declared_and_every_declaration_exists():
 def test_every_reader_of_a_fixture_is_declared_with_its_mode(name):
     readers = set(recorded.READERS[name])
     assert readers and all((TESTS / r).is_file() for r in readers)
-    assert _modules_naming(name) - {Path(__file__).resolve().relative_to(TESTS).as_posix()} == readers, "a test reads this fixture without a declared mode"
+    assert _modules_naming(name) - {Path(__file__).resolve().relative_to(TESTS).as_posix()} == readers, (
+        "a test reads this fixture without a declared mode"
+    )
     declared = recorded.mode(name)
     assert declared.why.strip()
     if isinstance(declared, Tolerance):  # the tolerance is what the readers compare with
@@ -45,8 +54,13 @@ def test_every_reader_of_a_fixture_is_declared_with_its_mode(name):
 
 
 def test_every_band_names_a_learning_test():
-    assert recorded.BANDS and all((TESTS / m).is_file() and Path(m).name.startswith("test_learning_") for m in recorded.BANDS)
-    assert {p.relative_to(TESTS).as_posix() for p in TESTS.rglob("test_learning_*.py")} - {"reference_trainer/recipes/test_learning_jobs.py", "benchmarks/test_learning.py"} == set(recorded.BANDS)
+    assert recorded.BANDS and all(
+        (TESTS / m).is_file() and Path(m).name.startswith("test_learning_") for m in recorded.BANDS
+    )
+    assert {p.relative_to(TESTS).as_posix() for p in TESTS.rglob("test_learning_*.py")} - {
+        "reference_trainer/recipes/test_learning_jobs.py",
+        "benchmarks/test_learning.py",
+    } == set(recorded.BANDS)
 
 
 def test_tolerance__relative_plus_absolute_per_metric_family():
@@ -70,7 +84,15 @@ def _simd_off_env() -> dict[str, str]:
 @pytest.mark.timeout(900)
 def test_exact_fixtures_replay_unchanged_without_simd_dispatch():
     """Another CPU runs other kernels; here the same tests run with the vector paths off, and must still pass."""
-    readers = sorted({r for name, m in recorded.FIXTURES.items() if isinstance(m, CrossMachineExact) for r in recorded.READERS[name]})
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *(str(TESTS / r) for r in readers)],
-                          cwd=TESTS.parent, env=_simd_off_env(), capture_output=True, text=True, timeout=840)
+    readers = sorted(
+        {r for name, m in recorded.FIXTURES.items() if isinstance(m, CrossMachineExact) for r in recorded.READERS[name]}
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *(str(TESTS / r) for r in readers)],
+        cwd=TESTS.parent,
+        env=_simd_off_env(),
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

@@ -9,7 +9,17 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference_trainer.advantages import ESTIMATORS, batch_rewards, episode_weights, grpo, masked_whiten, outcome_rewards, token_gae, turn_gae, turns_to_tokens
+from reference_trainer.advantages import (
+    ESTIMATORS,
+    batch_rewards,
+    episode_weights,
+    grpo,
+    masked_whiten,
+    outcome_rewards,
+    token_gae,
+    turn_gae,
+    turns_to_tokens,
+)
 
 T = torch.tensor
 
@@ -132,8 +142,14 @@ def test_gae__finite_and_zero_off_the_mask_for_any_mask(B, L, data):
         sel = mask[b]
         n = int(sel.sum())
         if n:
-            compact, _ = token_gae(rewards[b][sel][None], values[b][sel][None], torch.ones(1, n, dtype=torch.bool),
-                                   0.97, 0.9, bootstrap=boot[b : b + 1])
+            compact, _ = token_gae(
+                rewards[b][sel][None],
+                values[b][sel][None],
+                torch.ones(1, n, dtype=torch.bool),
+                0.97,
+                0.9,
+                bootstrap=boot[b : b + 1],
+            )
             assert torch.allclose(adv[b][sel], compact[0], atol=1e-5)
 
 
@@ -205,9 +221,16 @@ def test_estimators__token_gae_hand_computed_advantages_targets_and_read_positio
 
 
 def test_estimators__grpo_spreads_the_group_advantage_over_action_tokens_without_a_critic():
-    batch = _one_episode(action_mask=T([[1, 1], [0, 1], [1, 0], [1, 1]], dtype=torch.bool), scores=T([1.0, 0.0, 2.0, 2.0]),
-                         group_ids=T([0, 0, 1, 1]), turn_rewards=torch.zeros(4, 1), token_rewards=torch.zeros(4, 2))
-    est = ESTIMATORS["grpo"].estimate(batch, torch.zeros(4, 2), batch_rewards(batch), SimpleNamespace(grpo_eps=0.0, grpo_scale_by_std=True))
+    batch = _one_episode(
+        action_mask=T([[1, 1], [0, 1], [1, 0], [1, 1]], dtype=torch.bool),
+        scores=T([1.0, 0.0, 2.0, 2.0]),
+        group_ids=T([0, 0, 1, 1]),
+        turn_rewards=torch.zeros(4, 1),
+        token_rewards=torch.zeros(4, 2),
+    )
+    est = ESTIMATORS["grpo"].estimate(
+        batch, torch.zeros(4, 2), batch_rewards(batch), SimpleNamespace(grpo_eps=0.0, grpo_scale_by_std=True)
+    )
     a = 0.5 / math.sqrt(0.5)  # (1 - 0.5) / unbiased std of {1, 0}
     assert torch.allclose(est.advantages, T([[a, a], [0.0, -a], [0.0, 0.0], [0.0, 0.0]]), atol=1e-6)
     assert not est.value_mask.any() and not est.value_targets.any()
@@ -226,9 +249,13 @@ def test_batch_rewards__scale_the_turn_and_token_rewards_not_the_episode_score()
 
 
 def test_batch_rewards__shuffled_pays_each_episode_another_ones_score_on_its_last_turn():
-    batch = _one_episode(action_mask=T([[1, 1], [0, 1], [1, 0]], dtype=torch.bool), scores=T([1.0, 0.0, 2.0]),
-                         turn_mask=T([[1, 1], [1, 0], [1, 0]], dtype=torch.bool),
-                         turn_rewards=torch.ones(3, 2), token_rewards=torch.ones(3, 2))
+    batch = _one_episode(
+        action_mask=T([[1, 1], [0, 1], [1, 0]], dtype=torch.bool),
+        scores=T([1.0, 0.0, 2.0]),
+        turn_mask=T([[1, 1], [1, 0], [1, 0]], dtype=torch.bool),
+        turn_rewards=torch.ones(3, 2),
+        token_rewards=torch.ones(3, 2),
+    )
     shuffled = batch_rewards(batch, "shuffled", 0.5, permutation=torch.tensor([2, 0, 1]))
     # episode 0 is paid episode 2's score (2.0), episode 1 episode 0's (1.0), episode 2 episode 1's (0.0)
     assert shuffled.episode.tolist() == [2.0, 1.0, 0.0]
@@ -262,9 +289,14 @@ def test_truncation_value__zero_values_a_truncated_episode_as_a_terminated_one()
     terminated = _one_episode()
     truncated = _one_episode(bootstrap_pos=T([5]))  # final state's last token at 5, V = 0.7
     algo = SimpleNamespace(gamma=0.5, lam=0.5)
-    est = {name: ESTIMATORS["turn_gae"].estimate(b, VALUES, batch_rewards(b), algo) for name, b in
-           [("terminated", terminated), ("bootstrapped", truncated),
-            ("zero", _one_episode(bootstrap_pos=truncation_bootstrap_pos(truncated.bootstrap_pos, "zero")))]}
+    est = {
+        name: ESTIMATORS["turn_gae"].estimate(b, VALUES, batch_rewards(b), algo)
+        for name, b in [
+            ("terminated", terminated),
+            ("bootstrapped", truncated),
+            ("zero", _one_episode(bootstrap_pos=truncation_bootstrap_pos(truncated.bootstrap_pos, "zero"))),
+        ]
+    }
     assert torch.equal(est["zero"].advantages, est["terminated"].advantages)
     # bootstrapped: d_2 = 1 + 0.5 * 0.7 - 0.6 = 0.75 = A_2 (0.4 when the value after it is 0)
     assert est["bootstrapped"].advantages[0, 5].item() == pytest.approx(0.75)

@@ -26,9 +26,23 @@ def tiny_dir(tmp_path_factory):
 
 
 def _config(tiny_dir, out, **train):
-    return preset("turn-ppo", model=tiny_dir, tasks_per_iteration=4, num_envs=4, max_new_tokens=3, minibatch_size=4, kl_coef=0.05,
-                  ema_decay=0.5, env=trainer_envs.ENV_ID, iterations=1, eval_episodes=4, eval_every=0, out=str(out), progress=False,
-                  **train)
+    return preset(
+        "turn-ppo",
+        model=tiny_dir,
+        tasks_per_iteration=4,
+        num_envs=4,
+        max_new_tokens=3,
+        minibatch_size=4,
+        kl_coef=0.05,
+        ema_decay=0.5,
+        env=trainer_envs.ENV_ID,
+        iterations=1,
+        eval_episodes=4,
+        eval_every=0,
+        out=str(out),
+        progress=False,
+        **train,
+    )
 
 
 # A process that saves checkpoints back to back (iteration START, START+1, ...) and says so after each.
@@ -80,9 +94,18 @@ def test_a_save_killed_at_random_moments_always_leaves_a_whole_checkpoint(tiny_d
     for kill in range(4):
         start = 0 if iteration is None else iteration + 1
         pause = kill == 2  # one kill lands inside a save for sure; the others at random moments
-        code = _SAVER.format(tests=str(TESTS), root=str(ROOT), tiny=tiny_dir, out=str(tmp_path / "run"), start=start, path=str(path),
-                             pause=pause)
-        child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        code = _SAVER.format(
+            tests=str(TESTS),
+            root=str(ROOT),
+            tiny=tiny_dir,
+            out=str(tmp_path / "run"),
+            start=start,
+            path=str(path),
+            pause=pause,
+        )
+        child = subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         lines = []
         try:
             assert child.stdout.readline().strip() == "ready", child.stderr.read()
@@ -117,8 +140,10 @@ def test_a_save_killed_at_random_moments_always_leaves_a_whole_checkpoint(tiny_d
     assert tr.iteration == iteration
     tr.save_checkpoint(path)
     tr.close()
-    assert sorted(p.name for p in path.parent.iterdir() if p.name.startswith((".checkpoint", "checkpoint"))) == \
-        ["checkpoint", os.readlink(path)]
+    assert sorted(p.name for p in path.parent.iterdir() if p.name.startswith((".checkpoint", "checkpoint"))) == [
+        "checkpoint",
+        os.readlink(path),
+    ]
 
 
 class _RunsCode:
@@ -159,7 +184,10 @@ def test_a_checkpoint_of_the_old_layout_loads_and_is_replaced_atomically(tiny_di
     tr.save_checkpoint(old)
     tr.close()
     assert old.is_symlink() and checkpoint.read_meta(old)["iteration"] == 4
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("checkpoint")) == ["checkpoint", os.readlink(old)]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("checkpoint")) == [
+        "checkpoint",
+        os.readlink(old),
+    ]
 
 
 def test_resolve_falls_back_to_the_newest_complete_version_and_says_what_to_pass(tmp_path):
@@ -209,7 +237,9 @@ def test_save_policy_replaces_a_policy_whole_and_leaves_no_temporary_folder(tmp_
     assert torch.equal(next(again.lm.parameters()), next(policy.lm.parameters()))
 
 
-@pytest.mark.parametrize("edit", [{"iteration": -5}, {"iteration": "3"}, {"iteration": True}, {"sft_done": "yes"}, {"numpy_rng": None}])
+@pytest.mark.parametrize(
+    "edit", [{"iteration": -5}, {"iteration": "3"}, {"iteration": True}, {"sft_done": "yes"}, {"numpy_rng": None}]
+)
 def test_a_tampered_trainer_state_is_refused_naming_the_file(tiny_dir, tmp_path, edit):
     tr = Trainer(_config(tiny_dir, tmp_path / "run"))
     path = tr.save_checkpoint(tmp_path / "ckpt")

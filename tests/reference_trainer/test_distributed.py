@@ -30,10 +30,24 @@ from reference_trainer.config import preset  # noqa: E402
 ITERATIONS = 2
 #: One optimizer step per iteration (the whole batch is the minibatch), micro-batches packed by a token budget so
 #: the ranks split their halves into different numbers of micro-batches; ST-PPO exercises the clipping-bias norm.
-_CASE = dict(tasks_per_iteration=8, group_size=1, num_envs=4, max_new_tokens=3, minibatch_size=8, micro_batch_tokens=60,
-             epochs=1, lr=0.02, iterations=ITERATIONS, eval_episodes=6, eval_every=0, progress=False, threads=1,
-             ent_coef=0.01, loss_agg="seq-mean-token-mean",
-             adam_eps=1e-3)  # Adam's first step is lr * sign(g) where |g| << eps: a large eps keeps float noise from flipping it
+_CASE = dict(
+    tasks_per_iteration=8,
+    group_size=1,
+    num_envs=4,
+    max_new_tokens=3,
+    minibatch_size=8,
+    micro_batch_tokens=60,
+    epochs=1,
+    lr=0.02,
+    iterations=ITERATIONS,
+    eval_episodes=6,
+    eval_every=0,
+    progress=False,
+    threads=1,
+    ent_coef=0.01,
+    loss_agg="seq-mean-token-mean",
+    adam_eps=1e-3,
+)  # Adam's first step is lr * sign(g) where |g| << eps: a large eps keeps float noise from flipping it
 
 
 #: parallel mode -> the preset it trains (FSDP refuses the clipping-bias correction's extra gradient pass)
@@ -41,8 +55,17 @@ CASES = {"ddp": "st-ppo", "fsdp": "turn-ppo"}
 
 
 def _config(model_dir: str, out: str, algo: str = "st-ppo", **extra):
-    return preset(algo, **{**_CASE, "model": model_dir, "env": trainer_envs.ENV_ID, "out": out,
-                           "imports": ["support.trainer_envs"], **extra})
+    return preset(
+        algo,
+        **{
+            **_CASE,
+            "model": model_dir,
+            "env": trainer_envs.ENV_ID,
+            "out": out,
+            "imports": ["support.trainer_envs"],
+            **extra,
+        },
+    )
 
 
 def _full(q: torch.Tensor) -> torch.Tensor:
@@ -58,6 +81,7 @@ def _free_port() -> int:
 
 def _record_steps(trainer, log: list) -> None:
     """Record the gradients at every optimizer step (after DDP's all-reduce or FSDP's reduce-scatter, and the norm clip)."""
+
     def hook(optimizer, args, kwargs):
         log.append([None if q.grad is None else _full(q.grad) for q in trainer.policy.parameters()])
 
@@ -65,7 +89,9 @@ def _record_steps(trainer, log: list) -> None:
 
 
 def _rank_main(rank: int, port: int, model_dir: str, root: str, parallel: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank))
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank)
+    )
     from reference_trainer.trainer import Trainer
 
     torch.set_num_threads(1)
@@ -132,7 +158,9 @@ def test_the_ranks_play_disjoint_halves_of_the_single_process_tasks(two_ranks, m
     single = Trainer(_config(model_dir, str(tmp_path / "single"), CASES[parallel]))
     try:
         for it in range(ITERATIONS):
-            tasks = single.np_rng.integers(0, single.cfg.train.eval_seed, size=single.cfg.rollout.tasks_per_iteration).tolist()
+            tasks = single.np_rng.integers(
+                0, single.cfg.train.eval_seed, size=single.cfg.rollout.tasks_per_iteration
+            ).tolist()
             got = [e.seed for e in r0["episodes"][it]] + [e.seed for e in r1["episodes"][it]]
             assert got == tasks
             assert len(r0["episodes"][it]) == len(r1["episodes"][it]) == 4
@@ -140,7 +168,9 @@ def test_the_ranks_play_disjoint_halves_of_the_single_process_tasks(two_ranks, m
         single.close()
 
 
-def test_two_ranks_compute_the_loss_and_gradients_of_one_process_on_the_concatenated_batch(two_ranks, model_dir, tmp_path):
+def test_two_ranks_compute_the_loss_and_gradients_of_one_process_on_the_concatenated_batch(
+    two_ranks, model_dir, tmp_path
+):
     """One process replays both ranks' episodes (rank 0's first): the same gradients, metrics and parameters."""
     from reference_trainer.trainer import Trainer
 
@@ -155,14 +185,28 @@ def test_two_ranks_compute_the_loss_and_gradients_of_one_process_on_the_concaten
         for it in range(ITERATIONS):
             m = single.train_iteration()
             got = r0["metrics"][it]
-            for key in ("train/pg_loss", "train/vf_loss", "train/entropy", "train/clipfrac", "train/approx_kl", "train/grad_norm",
-                        *(["train/clip_bias_norm"] if CASES[parallel] == "st-ppo" else []), "train/explained_variance", "rollout/success", "rollout/return",
-                        "rollout/tokens", "rollout/episodes", "rollout/logp_diff"):
+            for key in (
+                "train/pg_loss",
+                "train/vf_loss",
+                "train/entropy",
+                "train/clipfrac",
+                "train/approx_kl",
+                "train/grad_norm",
+                *(["train/clip_bias_norm"] if CASES[parallel] == "st-ppo" else []),
+                "train/explained_variance",
+                "rollout/success",
+                "rollout/return",
+                "rollout/tokens",
+                "rollout/episodes",
+                "rollout/logp_diff",
+            ):
                 assert key in m, key
-                assert math.isclose(m[key], got[key], rel_tol=1e-4, abs_tol=1e-6) or (math.isnan(m[key]) and math.isnan(got[key])), \
-                    f"iteration {it + 1}, {key}: one process {m[key]!r}, two ranks {got[key]!r}"
-            assert {k: v for k, v in r0["metrics"][it].items() if not k.startswith("time/")} == \
-                {k: v for k, v in r1["metrics"][it].items() if not k.startswith("time/")}, "the ranks report different metrics"
+                assert math.isclose(m[key], got[key], rel_tol=1e-4, abs_tol=1e-6) or (
+                    math.isnan(m[key]) and math.isnan(got[key])
+                ), f"iteration {it + 1}, {key}: one process {m[key]!r}, two ranks {got[key]!r}"
+            assert {k: v for k, v in r0["metrics"][it].items() if not k.startswith("time/")} == {
+                k: v for k, v in r1["metrics"][it].items() if not k.startswith("time/")
+            }, "the ranks report different metrics"
             for j, (a, b) in enumerate(zip(grads[it], r0["grads"][it])):
                 _close(a, b, f"iteration {it + 1}, gradient of parameter {j}")
             for j, (a, b) in enumerate(zip(single.policy.parameters(), r0["params"][it])):
@@ -171,7 +215,9 @@ def test_two_ranks_compute_the_loss_and_gradients_of_one_process_on_the_concaten
         single.close()
 
 
-def test_a_checkpoint_saved_at_world_size_2_resumes_at_world_size_1_with_identical_metrics(two_ranks, model_dir, tmp_path):
+def test_a_checkpoint_saved_at_world_size_2_resumes_at_world_size_1_with_identical_metrics(
+    two_ranks, model_dir, tmp_path
+):
     from reference_trainer.checkpoint import read_meta
     from reference_trainer.trainer import Trainer
 
@@ -203,11 +249,28 @@ def _torchrun_train(root: Path, args: list[str]) -> dict[str, str]:
     import subprocess
 
     logs = root / "logs"
-    env = {**os.environ, "OMP_NUM_THREADS": "1",  # (torchrun warns when it has to set it)
-           "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")]),
-           "PYTHONWARNINGS": "default"}  # every Python warning shows, once
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "--log-dir", str(logs),
-           "--redirects", "3", "-m", "reference_trainer", "train", *args]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",  # (torchrun warns when it has to set it)
+        "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONWARNINGS": "default",
+    }  # every Python warning shows, once
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "--log-dir",
+        str(logs),
+        "--redirects",
+        "3",
+        "-m",
+        "reference_trainer",
+        "train",
+        *args,
+    ]
     done = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=600)
     out = {"launcher": done.stdout + done.stderr}
     assert done.returncode == 0, out["launcher"]
@@ -222,11 +285,44 @@ def test_under_torchrun_rank_0_alone_writes_the_console_and_ddp_does_not_warn(tm
     and two RL iterations with progress bars, the first a critic warm-up (the actor's parameters get
     no gradient: DDP must find them unused) and the second an update of every parameter (DDP must not
     look for unused ones, or it warns). Rank 0 draws the bars and prints the summary; rank 1 writes nothing."""
-    args = ["--env", trainer_envs.ENV_ID, "--import", "support.trainer_envs", "--algo", "turn-ppo", "--model", "tiny",
-            "--tiny-dir", str(tmp_path / "tiny"), "--critic", "separate", "--critic-warmup", "1", "--iterations", "2",
-            "--tasks-per-iteration", "4", "--minibatch-size", "4", "--num-envs", "2", "--max-new-tokens", "3",
-            "--sft-episodes", "4", "--sft-steps", "2", "--sft-batch-size", "2", "--eval-episodes", "2", "--eval-every", "0",
-            "--out", str(tmp_path / "run")]
+    args = [
+        "--env",
+        trainer_envs.ENV_ID,
+        "--import",
+        "support.trainer_envs",
+        "--algo",
+        "turn-ppo",
+        "--model",
+        "tiny",
+        "--tiny-dir",
+        str(tmp_path / "tiny"),
+        "--critic",
+        "separate",
+        "--critic-warmup",
+        "1",
+        "--iterations",
+        "2",
+        "--tasks-per-iteration",
+        "4",
+        "--minibatch-size",
+        "4",
+        "--num-envs",
+        "2",
+        "--max-new-tokens",
+        "3",
+        "--sft-episodes",
+        "4",
+        "--sft-steps",
+        "2",
+        "--sft-batch-size",
+        "2",
+        "--eval-episodes",
+        "2",
+        "--eval-every",
+        "0",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     out = _torchrun_train(tmp_path, args)
     for name, text in out.items():
         assert "find_unused_parameters" not in text, f"{name}: DDP warned\n{text}"
@@ -235,7 +331,9 @@ def test_under_torchrun_rank_0_alone_writes_the_console_and_ddp_does_not_warn(tm
         assert name == "launcher" or "Warning" not in text, f"{name} warned:\n{text}"
     assert "end of RL" in out["rank0/stdout"] and "metrics:" in out["rank0/stdout"]
     assert "SFT:" in out["rank0/stderr"] and "turn-ppo:" in out["rank0/stderr"], "rank 0 draws the SFT and RL bars"
-    assert out["rank1/stdout"] == "" and out["rank1/stderr"] == "", f"rank 1 wrote to the console:\n{out['rank1/stderr']}"
+    assert out["rank1/stdout"] == "" and out["rank1/stderr"] == "", (
+        f"rank 1 wrote to the console:\n{out['rank1/stderr']}"
+    )
     assert out["rank0/stderr"].count("turn-ppo: 100%") == 1
 
 
@@ -284,7 +382,9 @@ def test_fsdp_refuses_the_options_it_cannot_shard_and_names_them(model_dir, tmp_
     fsdp = distributed.DistContext(0, 2, 0, "fsdp")
     _check_fsdp(_config(model_dir, str(tmp_path), "turn-ppo"), fsdp)
     _check_fsdp(_config(model_dir, str(tmp_path), "st-ppo", kl_coef=0.1), distributed.DistContext(0, 2, 0, "ddp"))
-    with pytest.raises(ValueError, match="--parallel fsdp does not support --kl-coef, --ema-decay, --clip-bias-correction"):
+    with pytest.raises(
+        ValueError, match="--parallel fsdp does not support --kl-coef, --ema-decay, --clip-bias-correction"
+    ):
         _check_fsdp(_config(model_dir, str(tmp_path), "st-ppo", kl_coef=0.1, ema_decay=0.5), fsdp)
     with pytest.raises(ValueError, match="--sft-episodes"):
         _check_fsdp(_config(model_dir, str(tmp_path), "turn-ppo", sft_episodes=4), fsdp)

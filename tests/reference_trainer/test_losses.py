@@ -118,8 +118,17 @@ class _Linear(torch.nn.Module):
 
 def _grad(model, level, correction, old, adv, mask, turns, eps=0.2):
     model.zero_grad()
-    loss, m = policy_loss(model(), old, adv, mask, turns, ratio_level=level, clip_eps=eps,
-                          clip_bias_correction=correction, params=list(model.parameters()))
+    loss, m = policy_loss(
+        model(),
+        old,
+        adv,
+        mask,
+        turns,
+        ratio_level=level,
+        clip_eps=eps,
+        clip_bias_correction=correction,
+        params=list(model.parameters()),
+    )
     loss.backward()
     return model.W.grad.clone(), loss.detach(), m
 
@@ -193,7 +202,13 @@ def test_policy_loss__finite_for_any_log_ratio_advantage_and_mask(level, log_rat
 
 def test_policy_loss__empty_mask_is_zero_not_nan():
     logp = torch.zeros(2, 3, requires_grad=True)
-    loss, m = policy_loss(logp, torch.zeros(2, 3), torch.ones(2, 3), torch.zeros(2, 3, dtype=torch.bool), torch.zeros(2, 3, dtype=torch.long))
+    loss, m = policy_loss(
+        logp,
+        torch.zeros(2, 3),
+        torch.ones(2, 3),
+        torch.zeros(2, 3, dtype=torch.bool),
+        torch.zeros(2, 3, dtype=torch.long),
+    )
     loss.backward()
     assert loss.item() == 0 and (logp.grad == 0).all() and m["clipfrac"] == 0
 
@@ -258,16 +273,36 @@ def test_statistics_with_a_reducer_see_every_ranks_batch():
 def _inputs(**over):
     """One episode of two action tokens (of four positions); the minibatch has N = 4 action tokens."""
     mask = T([[0, 1, 1, 0]], dtype=torch.bool)
-    fields = dict(logp=T([[0.0, -1.0, -2.0, 0.0]]), entropy=T([[9.0, 0.5, 1.5, 9.0]]), values=T([[0.0, 1.0, 0.0, 0.0]]),
-                  old_logp=T([[0.0, -1.0, -2.0, 0.0]]), old_values=T([[0.0, 1.0, 0.0, 0.0]]), advantages=T([[0.0, 1.0, -1.0, 0.0]]),
-                  value_targets=T([[0.0, 3.0, 0.0, 0.0]]), value_mask=T([[0, 1, 0, 0]], dtype=torch.bool),
-                  ref_logp=T([[0.0, -1.5, -2.0, 0.0]]), action_mask=mask, turn_ids=T([[0, 0, 0, 0]]), num_tokens=T(4.0),
-                  num_values=T(2.0), actor_params=[], clip_bias_norm=None)
+    fields = dict(
+        logp=T([[0.0, -1.0, -2.0, 0.0]]),
+        entropy=T([[9.0, 0.5, 1.5, 9.0]]),
+        values=T([[0.0, 1.0, 0.0, 0.0]]),
+        old_logp=T([[0.0, -1.0, -2.0, 0.0]]),
+        old_values=T([[0.0, 1.0, 0.0, 0.0]]),
+        advantages=T([[0.0, 1.0, -1.0, 0.0]]),
+        value_targets=T([[0.0, 3.0, 0.0, 0.0]]),
+        value_mask=T([[0, 1, 0, 0]], dtype=torch.bool),
+        ref_logp=T([[0.0, -1.5, -2.0, 0.0]]),
+        action_mask=mask,
+        turn_ids=T([[0, 0, 0, 0]]),
+        num_tokens=T(4.0),
+        num_values=T(2.0),
+        actor_params=[],
+        clip_bias_norm=None,
+    )
     return LossInputs(**{**fields, **over})
 
 
-ALGO = SimpleNamespace(ratio_level="token", clip_eps=0.2, clip_bias_correction="none", clip_bias_const=1.0, ent_coef=0.1,
-                       vf_coef=0.5, value_clip=None, kl_coef=0.2)
+ALGO = SimpleNamespace(
+    ratio_level="token",
+    clip_eps=0.2,
+    clip_bias_correction="none",
+    clip_bias_const=1.0,
+    ent_coef=0.1,
+    vf_coef=0.5,
+    value_clip=None,
+    kl_coef=0.2,
+)
 
 
 def test_loss_terms__hand_computed_weighted_losses_and_their_reductions():
@@ -286,19 +321,41 @@ def test_loss_terms__hand_computed_weighted_losses_and_their_reductions():
     assert vf.item() == pytest.approx(0.5 * 0.5 * (1.0 - 3.0) ** 2 / 2) and m["vf_loss"].reduce == "sum"
     kl, m = LOSSES["kl"](x, ALGO)
     d = -0.5
-    assert kl.item() == pytest.approx(0.2 * (math.exp(d) - d - 1) / 4) and m["kl_ref"] == Metric(pytest.approx((math.exp(d) - d - 1) / 4), "sum")
+    assert kl.item() == pytest.approx(0.2 * (math.exp(d) - d - 1) / 4) and m["kl_ref"] == Metric(
+        pytest.approx((math.exp(d) - d - 1) / 4), "sum"
+    )
 
 
 def test_combine_parts_and_steps__hand_computed():
-    part1 = {"loss": Metric(0.1, "sum"), "frac": Metric(0.4, "share"), "top": Metric(2.0, "max"), "norm": Metric(7.0, "minibatch")}
-    part2 = {"loss": Metric(0.2, "sum"), "frac": Metric(0.8, "share"), "top": Metric(3.0, "max"), "norm": Metric(7.0, "minibatch")}
+    part1 = {
+        "loss": Metric(0.1, "sum"),
+        "frac": Metric(0.4, "share"),
+        "top": Metric(2.0, "max"),
+        "norm": Metric(7.0, "minibatch"),
+    }
+    part2 = {
+        "loss": Metric(0.2, "sum"),
+        "frac": Metric(0.8, "share"),
+        "top": Metric(3.0, "max"),
+        "norm": Metric(7.0, "minibatch"),
+    }
     step = combine_parts([(part1, 0.25), (part2, 0.75)])
     assert step["loss"].value == pytest.approx(0.3)  # sums over the minibatch's count add up
     assert step["frac"].value == pytest.approx(0.4 * 0.25 + 0.8 * 0.75)  # weighted by the share of action tokens
     assert step["top"] == Metric(3.0, "max") and step["norm"] == Metric(7.0, "minibatch")
-    other = {"loss": Metric(0.5, "sum"), "frac": Metric(0.1, "share"), "top": Metric(1.5, "max"), "norm": Metric(1.0, "minibatch")}
+    other = {
+        "loss": Metric(0.5, "sum"),
+        "frac": Metric(0.1, "share"),
+        "top": Metric(1.5, "max"),
+        "norm": Metric(1.0, "minibatch"),
+    }
     it = combine_steps([step, other])
-    assert it == {"loss": pytest.approx(0.4), "frac": pytest.approx((0.7 + 0.1) / 2), "top": 3.0, "norm": pytest.approx(4.0),
-                  "ratio_max": 1.0}  # means over steps, the largest max, and the ratio a step without a policy loss has
+    assert it == {
+        "loss": pytest.approx(0.4),
+        "frac": pytest.approx((0.7 + 0.1) / 2),
+        "top": 3.0,
+        "norm": pytest.approx(4.0),
+        "ratio_max": 1.0,
+    }  # means over steps, the largest max, and the ratio a step without a policy loss has
     with pytest.raises(ValueError, match="unknown reduction"):
         combine_parts([({"x": Metric(1.0, "median")}, 1.0)])

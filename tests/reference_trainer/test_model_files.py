@@ -37,7 +37,9 @@ def copy(tiny_dir, tmp_path):
 def test_a_template_that_renders_forever_is_refused_within_the_bound_naming_its_file(copy, monkeypatch):
     monkeypatch.setattr(model_files, "TEMPLATE_SECONDS", 0.5)
     (copy / "chat_template.jinja").write_text(HANG, encoding="utf-8")
-    with pytest.raises(ModelFileError, match=r"chat_template\.jinja: its chat template did not render .* within 0\.5 s"):
+    with pytest.raises(
+        ModelFileError, match=r"chat_template\.jinja: its chat template did not render .* within 0\.5 s"
+    ):
         load_tokenizer(copy)
     # the render was stopped, not left running: a loop like this one fills memory until the process dies
     assert not any(t.name == "chat-template-check" for t in threading.enumerate())
@@ -87,8 +89,24 @@ def test_a_tensor_file_linked_to_a_device_is_refused_as_not_a_regular_file(tmp_p
 
 def test_eval_on_a_crafted_directory_is_one_line_and_exit_2(copy):
     (copy / "config.json").write_text("[" * 100_000, encoding="utf-8")
-    run = subprocess.run([sys.executable, "-m", "reference_trainer", "eval", "--model", str(copy), "--env", trainer_envs.ENV_ID,
-                          "--import", "support.trainer_envs"], capture_output=True, text=True, timeout=300,
-                         cwd=ROOT, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])})
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reference_trainer",
+            "eval",
+            "--model",
+            str(copy),
+            "--env",
+            trainer_envs.ENV_ID,
+            "--import",
+            "support.trainer_envs",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])},
+    )
     assert run.returncode == 2, run.stderr[-2000:]
     assert run.stderr.strip().count("\n") == 0 and "config.json: JSON nested too deeply" in run.stderr

@@ -13,7 +13,10 @@ from support.real_model import NAME, smollm2_dir, smollm2_tokenizer  # noqa: E40
 
 PROMPTS = [
     [{"role": "user", "content": "What is the capital of France?"}],
-    [{"role": "system", "content": "You play Sokoban."}, {"role": "user", "content": "#####\n#P X_#\n#####\nYour move?"}],
+    [
+        {"role": "system", "content": "You play Sokoban."},
+        {"role": "user", "content": "#####\n#P X_#\n#####\nYour move?"},
+    ],
 ]
 
 
@@ -27,14 +30,22 @@ def test_converted_checkpoint__gives_the_gguf_loaded_models_logits():
         ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
         ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
         reference = gguf_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        assert ids == list(reference["input_ids"] if hasattr(reference, "keys") else reference)  # the same tokenizer and template
+        assert ids == list(
+            reference["input_ids"] if hasattr(reference, "keys") else reference
+        )  # the same tokenizer and template
         x = torch.tensor([ids])
         with torch.no_grad():
             want = gguf_model(x).logits
             got = policy.lm(x).logits
         assert torch.allclose(got, want, atol=1e-5, rtol=0), (got - want).abs().max()
-    answer = policy.generate([ids], max_new_tokens=8, stop_ids=frozenset({tokenizer.eos_token_id}), pad_id=tokenizer.pad_token_id,
-                             generator=torch.Generator().manual_seed(0), temperature=0)
+    answer = policy.generate(
+        [ids],
+        max_new_tokens=8,
+        stop_ids=frozenset({tokenizer.eos_token_id}),
+        pad_id=tokenizer.pad_token_id,
+        generator=torch.Generator().manual_seed(0),
+        temperature=0,
+    )
     assert answer[0][0]
 
 
@@ -64,8 +75,13 @@ def test_a_gguf_path__is_converted_into_a_directory_keyed_by_its_hash(tmp_path, 
     from reference_trainer import models
 
     calls = []
-    monkeypatch.setattr(models, "convert_gguf", lambda path, out: calls.append((path, out)) or out.mkdir(parents=True) or
-                        (out / "gguf_source.json").write_text("{}") or out)
+    monkeypatch.setattr(
+        models,
+        "convert_gguf",
+        lambda path, out: (
+            calls.append((path, out)) or out.mkdir(parents=True) or (out / "gguf_source.json").write_text("{}") or out
+        ),
+    )
     copy.write_bytes(b"GGUF one")
     first = resolve_model(copy)
     assert resolve_model(copy) == first and len(calls) == 1  # converted once

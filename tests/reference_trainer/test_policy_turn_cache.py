@@ -28,7 +28,9 @@ def _turns(policy, prompts_by_turn, reuse, temperature, seed=7):
         keys = sorted(turn)
         prompts = [history.get(k, []) + turn[k] for k in keys]
         kw = dict(turn_cache=cache, keys=keys) if reuse else {}
-        ids, lps = policy.generate(prompts, max_new_tokens=6, stop_ids=STOPS, pad_id=0, generator=gen, temperature=temperature, **kw)
+        ids, lps = policy.generate(
+            prompts, max_new_tokens=6, stop_ids=STOPS, pad_id=0, generator=gen, temperature=temperature, **kw
+        )
         for k, p, r in zip(keys, prompts, ids):
             history[k] = p + r + [4]  # an end-of-turn token the template adds after a response
             if reuse:  # the next turn reuses all of the prompt and the response's fed tokens
@@ -65,7 +67,9 @@ def test_a_prompt_that_does_not_extend_what_the_cache_holds_runs_whole():
     assert cache.cached_prefix(1, [4]) == 0 and cache.cached_prefix(2, [4, 5, 6]) == 0
     policy = Policy(random_lm("qwen2", seed=2), vocab_limit=290)
     with pytest.raises(ValueError, match="one key per prompt"):
-        policy.generate([[5, 6]], max_new_tokens=2, stop_ids=STOPS, pad_id=0, generator=torch.Generator(), turn_cache=cache)
+        policy.generate(
+            [[5, 6]], max_new_tokens=2, stop_ids=STOPS, pad_id=0, generator=torch.Generator(), turn_cache=cache
+        )
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +82,19 @@ def test_rollouts_with_the_turn_cache_equal_rollouts_without(toy_policy, env_id)
     policy, tokenizer = toy_policy
     fmt = ChatFormat(tokenizer)
     envs = SerialPool([gym.make(env_id) for _ in range(6)])
-    runs = [collect(policy, fmt, envs, list(range(12)), generator=torch.Generator().manual_seed(3), max_new_tokens=8,
-                    temperature=1.0, reuse_cache=reuse) for reuse in (True, False)]
+    runs = [
+        collect(
+            policy,
+            fmt,
+            envs,
+            list(range(12)),
+            generator=torch.Generator().manual_seed(3),
+            max_new_tokens=8,
+            temperature=1.0,
+            reuse_cache=reuse,
+        )
+        for reuse in (True, False)
+    ]
     envs.close()
     for a, b in zip(*runs):
         assert a.conversation.ids == b.conversation.ids and a.rewards == b.rewards
@@ -90,15 +105,31 @@ def test_rollouts_with_the_turn_cache_equal_rollouts_without(toy_policy, env_id)
 @pytest.fixture(scope="module")
 def sokoban_policy(tmp_path_factory):
     spec = TinySpec(arch="gpt2", num_layers=3, corpus_episodes=16)  # the Sokoban recipe's layout
-    return load_policy(build_tiny("TurnSokoban-v0", tmp_path_factory.mktemp("tiny") / "sokoban", spec=spec, env_kwargs=SOKOBAN_ENV_KWARGS))
+    return load_policy(
+        build_tiny(
+            "TurnSokoban-v0", tmp_path_factory.mktemp("tiny") / "sokoban", spec=spec, env_kwargs=SOKOBAN_ENV_KWARGS
+        )
+    )
 
 
 def test_a_five_turn_sokoban_rollout_with_the_turn_cache_equals_one_without(sokoban_policy):
     policy, tokenizer = sokoban_policy
     fmt = ChatFormat(tokenizer)
     envs = SerialPool([gym.make("TurnSokoban-v0", max_episode_steps=5, **SOKOBAN_ENV_KWARGS) for _ in range(6)])
-    runs = [collect(policy, fmt, envs, list(range(6)), generator=torch.Generator().manual_seed(11), max_new_tokens=16,
-                    max_context_tokens=1024, temperature=1.0, reuse_cache=reuse) for reuse in (True, False)]
+    runs = [
+        collect(
+            policy,
+            fmt,
+            envs,
+            list(range(6)),
+            generator=torch.Generator().manual_seed(11),
+            max_new_tokens=16,
+            max_context_tokens=1024,
+            temperature=1.0,
+            reuse_cache=reuse,
+        )
+        for reuse in (True, False)
+    ]
     envs.close()
     for a, b in zip(*runs):
         assert a.conversation.ids == b.conversation.ids and a.rewards == b.rewards

@@ -44,7 +44,10 @@ class ScriptedPolicy:
 def _template_ids(tokenizer, fmt, ep):
     c = ep.conversation
     ids = tokenizer.apply_chat_template(
-        fmt.messages(c.observations, c.responses, c.system_prompt), tokenize=True, add_generation_prompt=len(c.observations) > len(c.responses), return_dict=False
+        fmt.messages(c.observations, c.responses, c.system_prompt),
+        tokenize=True,
+        add_generation_prompt=len(c.observations) > len(c.responses),
+        return_dict=False,
     )
     return list(ids["input_ids"] if isinstance(ids, dict) else ids)
 
@@ -71,8 +74,15 @@ def test_split_system_prompt__instructions_become_the_system_message_token_for_t
     fmt = ChatFormat(tokenizer, system_prompt)
     envs = SerialPool([gym.make("TurnSokoban-v0") for _ in range(2)])
     texts = ["<answer>Up</answer>", "nonsense", "<answer>Left || Down</answer>"]
-    eps = collect(ScriptedPolicy(fmt, texts), fmt, envs, [0, 1, 2], generator=torch.Generator(), max_new_tokens=16,
-                  split_system_prompt=True)
+    eps = collect(
+        ScriptedPolicy(fmt, texts),
+        fmt,
+        envs,
+        [0, 1, 2],
+        generator=torch.Generator(),
+        max_new_tokens=16,
+        split_system_prompt=True,
+    )
     for ep in eps:
         c = ep.conversation
         first = gym.make("TurnSokoban-v0").reset(seed=ep.seed)[0]
@@ -102,8 +112,14 @@ def test_a_response_cut_at_max_new_tokens_is_closed_by_template_tokens(tiny):
     _, tokenizer = tiny
     fmt = ChatFormat(tokenizer)
     envs = SerialPool([gym.make(trainer_envs.ENV_ID)])
-    [ep] = collect(ScriptedPolicy(fmt, ["a long answer that goes on and on"], stop=False), fmt, envs, [0],
-                   generator=torch.Generator(), max_new_tokens=3)
+    [ep] = collect(
+        ScriptedPolicy(fmt, ["a long answer that goes on and on"], stop=False),
+        fmt,
+        envs,
+        [0],
+        generator=torch.Generator(),
+        max_new_tokens=3,
+    )
     c = ep.conversation
     start, end = c.action_spans[0]
     assert end - start == 3 and c.ids[end] == fmt.assistant_suffix[0] and c.roles[end] == ROLE_TEMPLATE
@@ -139,7 +155,9 @@ def test_special_token_text_in_an_observation_stays_plain_text(tiny):
 
 
 @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.one_of(st_turn.responses(), st.just(""), st.just("<|im_end|> <|im_start|>user\n\udcff")), max_size=6))
+@given(
+    st.lists(st.one_of(st_turn.responses(), st.just(""), st.just("<|im_end|> <|im_start|>user\n\udcff")), max_size=6)
+)
 def test_batch_encoding_equals_one_text_at_a_time(tiny, texts):
     """A rollout tokenises a turn's observations in one call; the ids must be those of one call per text."""
     fmt = ChatFormat(tiny[1])
@@ -208,8 +226,11 @@ def test_rollouts_are_identical_in_a_serial_pool_and_in_gymnasium_vector_envs(ti
     fmt = ChatFormat(tokenizer)
     factory = functools.partial(make_guarded, trainer_envs.ENV_ID)
     results = []
-    for envs in (make_envs(trainer_envs.ENV_ID, 3, "list"), VectorPool(make_vec([factory] * 3, mode="sync")),
-                 VectorPool(make_vec([factory] * 3, mode="async", vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED}))):
+    for envs in (
+        make_envs(trainer_envs.ENV_ID, 3, "list"),
+        VectorPool(make_vec([factory] * 3, mode="sync")),
+        VectorPool(make_vec([factory] * 3, mode="async", vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED})),
+    ):
         try:
             eps = collect(policy, fmt, envs, [5, 6, 7, 8], generator=torch.Generator().manual_seed(1), max_new_tokens=5)
         finally:
@@ -222,31 +243,68 @@ def test_context_overflow_ends_the_episode_as_truncated_never_cut(tiny):
     policy, tokenizer = tiny
     fmt = ChatFormat(tokenizer)
     envs = SerialPool([gym.make(trainer_envs.ENV_ID)])
-    [long] = collect(ScriptedPolicy(fmt, ["L", "R"]), fmt, envs, [3], generator=torch.Generator(), max_new_tokens=4,
-                     max_context_tokens=10_000)
-    first = len(fmt.tokenizer.apply_chat_template([{"role": "user", "content": long.conversation.observations[0]}],
-                                                  add_generation_prompt=True, tokenize=True, return_dict=False))
+    [long] = collect(
+        ScriptedPolicy(fmt, ["L", "R"]),
+        fmt,
+        envs,
+        [3],
+        generator=torch.Generator(),
+        max_new_tokens=4,
+        max_context_tokens=10_000,
+    )
+    first = len(
+        fmt.tokenizer.apply_chat_template(
+            [{"role": "user", "content": long.conversation.observations[0]}],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+        )
+    )
     limit = first + 4 + len(fmt.assistant_suffix) + 2  # room for one turn, not two
-    [ep] = collect(ScriptedPolicy(fmt, ["L", "R"]), fmt, envs, [3], generator=torch.Generator(), max_new_tokens=4,
-                   max_context_tokens=limit)
+    [ep] = collect(
+        ScriptedPolicy(fmt, ["L", "R"]),
+        fmt,
+        envs,
+        [3],
+        generator=torch.Generator(),
+        max_new_tokens=4,
+        max_context_tokens=limit,
+    )
     if ep.terminated:  # the first door was already wrong: nothing to test for this seed
         pytest.skip("episode ended on the first turn")
     assert ep.truncated and ep.truncation == "context" and ep.num_turns == 1
     assert len(ep.conversation) <= limit
     with pytest.raises(ValueError, match="max_context_tokens"):
-        collect(ScriptedPolicy(fmt, ["L"]), fmt, envs, [3], generator=torch.Generator(), max_new_tokens=4, max_context_tokens=first)
+        collect(
+            ScriptedPolicy(fmt, ["L"]),
+            fmt,
+            envs,
+            [3],
+            generator=torch.Generator(),
+            max_new_tokens=4,
+            max_context_tokens=first,
+        )
 
 
 def test_make_batch_puts_turn_rewards_on_the_last_action_token(tiny):
     _, tokenizer = tiny
     fmt = ChatFormat(tokenizer)
     envs = SerialPool([gym.make(trainer_envs.ENV_ID) for _ in range(3)])
-    eps = collect(ScriptedPolicy(fmt, ["left", "xyz", "right"]), fmt, envs, [0, 1, 2], generator=torch.Generator(), max_new_tokens=8)
+    eps = collect(
+        ScriptedPolicy(fmt, ["left", "xyz", "right"]),
+        fmt,
+        envs,
+        [0, 1, 2],
+        generator=torch.Generator(),
+        max_new_tokens=8,
+    )
     batch = make_batch(eps, tokenizer.pad_token_id)
     for b, ep in enumerate(eps):
         ends = [e - 1 for _, e in ep.conversation.action_spans]
         assert torch.allclose(batch.token_rewards[b, ends], torch.tensor(ep.rewards))
         assert batch.token_rewards[b].sum().item() == pytest.approx(ep.ret)
-        assert batch.turn_mask[b].sum() == ep.num_turns and batch.turn_rewards[b, : ep.num_turns].tolist() == pytest.approx(ep.rewards)
+        assert batch.turn_mask[b].sum() == ep.num_turns and batch.turn_rewards[
+            b, : ep.num_turns
+        ].tolist() == pytest.approx(ep.rewards)
     assert (batch.turn_ids[batch.attention_mask == 0] == -1).all()
     assert not batch.action_mask[batch.attention_mask == 0].any()

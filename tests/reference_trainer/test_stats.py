@@ -22,7 +22,9 @@ def test_tasks_with_one_key_are_resampled_together():
     diffs = [[[1, 1, -1, -1]]]
     ci = nested_bootstrap(diffs, ["a", "a", "b", "b"], resamples=2000)
     assert ci["clusters"] == 2 and ci["low"] == -1.0 and ci["high"] == 1.0
-    assert nested_bootstrap(diffs, ["a", "a", "b", "b"]) == nested_bootstrap(diffs, ["a", "a", "b", "b"])  # seeded: recomputable
+    assert nested_bootstrap(diffs, ["a", "a", "b", "b"]) == nested_bootstrap(
+        diffs, ["a", "a", "b", "b"]
+    )  # seeded: recomputable
 
 
 def test_bad_shapes_say_what_is_expected():

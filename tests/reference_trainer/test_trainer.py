@@ -32,16 +32,39 @@ def tiny_dir(tmp_path_factory):
 
 def _config(tiny_dir, out, algo="turn-ppo", **algo_kw):
     group = 4 if algo == "grpo" else 1
-    return preset(algo, **{"model": tiny_dir, "tasks_per_iteration": 8 // group, "group_size": group, "num_envs": 8, "max_new_tokens": 3,
-                           "minibatch_size": 4, "epochs": 2, "lr": 3e-3, **algo_kw,
-                           "env": trainer_envs.ENV_ID, "iterations": 2, "eval_episodes": 8, "eval_every": 0, "out": str(out),
-                           "progress": False})
+    return preset(
+        algo,
+        **{
+            "model": tiny_dir,
+            "tasks_per_iteration": 8 // group,
+            "group_size": group,
+            "num_envs": 8,
+            "max_new_tokens": 3,
+            "minibatch_size": 4,
+            "epochs": 2,
+            "lr": 3e-3,
+            **algo_kw,
+            "env": trainer_envs.ENV_ID,
+            "iterations": 2,
+            "eval_episodes": 8,
+            "eval_every": 0,
+            "out": str(out),
+            "progress": False,
+        },
+    )
 
 
 def _scripted_batch(trainer, texts, seeds, env_id=trainer_envs.ENV_ID):
     envs = SerialPool([gym.make(env_id) for _ in seeds])
-    eps = collect(Scripted(trainer.fmt, texts), trainer.fmt, envs, seeds, generator=torch.Generator(), max_new_tokens=4,
-                  groups=[i // 2 for i in range(len(seeds))])
+    eps = collect(
+        Scripted(trainer.fmt, texts),
+        trainer.fmt,
+        envs,
+        seeds,
+        generator=torch.Generator(),
+        max_new_tokens=4,
+        groups=[i // 2 for i in range(len(seeds))],
+    )
     return make_batch(eps, trainer.pad_id)
 
 
@@ -69,11 +92,16 @@ def test_gradients_never_reach_observation_template_or_padding_positions(tiny_di
     tr.policy.evaluate = evaluate_everywhere
     hidden = {}
     trunk = tr.policy.lm.get_decoder()
-    handle = trunk.register_forward_hook(lambda m, i, o: hidden.setdefault("h", o.last_hidden_state) .retain_grad())
+    handle = trunk.register_forward_hook(lambda m, i, o: hidden.setdefault("h", o.last_hidden_state).retain_grad())
     try:
         sel = torch.arange(len(batch))
-        loss, _ = tr._losses(prepared.select(sel), batch.action_mask.sum().float(), prepared.value_mask.sum().float().clamp(min=1),
-                             None, tr.policy.actor_parameters())
+        loss, _ = tr._losses(
+            prepared.select(sel),
+            batch.action_mask.sum().float(),
+            prepared.value_mask.sum().float().clamp(min=1),
+            None,
+            tr.policy.actor_parameters(),
+        )
         loss.backward()
     finally:
         del tr.policy.evaluate
@@ -113,7 +141,11 @@ def test_no_nan_on_degenerate_batches(tiny_dir, tmp_path, algo, case):
 
 # ---------------------------------------------------------------------- micro-batches
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(1, 500), max_size=40), st.one_of(st.none(), st.integers(1, 12)), st.sampled_from([0, 1, 64, 600, 2048]))
+@given(
+    st.lists(st.integers(1, 500), max_size=40),
+    st.one_of(st.none(), st.integers(1, 12)),
+    st.sampled_from([0, 1, 64, 600, 2048]),
+)
 def test_micro_batches_cover_every_row_once_within_the_budget(lengths, size, budget):
     chunks = micro_batches(torch.tensor(lengths, dtype=torch.long), size, budget)
     rows = sorted(int(i) for c in chunks for i in c)
@@ -124,7 +156,9 @@ def test_micro_batches_cover_every_row_once_within_the_budget(lengths, size, bud
             assert len(c) * max(lengths[int(i)] for i in c) <= budget
     if not budget:  # plain consecutive chunks
         step = size or max(len(lengths), 1)
-        assert [c.tolist() for c in chunks] == [list(range(j, min(j + step, len(lengths)))) for j in range(0, len(lengths), step)]
+        assert [c.tolist() for c in chunks] == [
+            list(range(j, min(j + step, len(lengths)))) for j in range(0, len(lengths), step)
+        ]
 
 
 def test_micro_batches_by_tokens_group_similar_lengths():
@@ -132,8 +166,14 @@ def test_micro_batches_by_tokens_group_similar_lengths():
     assert sorted(map(sorted, (c.tolist() for c in chunks))) == [[0, 2, 4], [1, 3, 5]]
 
 
-@pytest.mark.parametrize("algo,micro", [("s-ppo", dict(micro_batch_size=2)), ("st-ppo", dict(micro_batch_size=2)),
-                                        ("st-ppo", dict(micro_batch_tokens=40))])
+@pytest.mark.parametrize(
+    "algo,micro",
+    [
+        ("s-ppo", dict(micro_batch_size=2)),
+        ("st-ppo", dict(micro_batch_size=2)),
+        ("st-ppo", dict(micro_batch_tokens=40)),
+    ],
+)
 def test_micro_batches_give_the_same_update_as_whole_minibatches(tiny_dir, tmp_path, algo, micro):
     results = []
     for i, kw in enumerate(({}, micro)):
@@ -175,8 +215,25 @@ def test_resume_from_a_checkpoint_continues_with_identical_metrics(tiny_dir, tmp
     # resume in a fresh process, through the command line
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(ROOT), os.environ.get("PYTHONPATH", "")])}
     out = tmp_path / "resumed"
-    subprocess.run([sys.executable, "-m", "reference_trainer", "train", "--resume", str(ckpt), "--out", str(out),
-                    "--import", "support.trainer_envs", "--no-progress"], check=True, env=env, cwd=ROOT, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reference_trainer",
+            "train",
+            "--resume",
+            str(ckpt),
+            "--out",
+            str(out),
+            "--import",
+            "support.trainer_envs",
+            "--no-progress",
+        ],
+        check=True,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+    )
     resumed = [r for r in _strip_time(read_metrics(out / "metrics.jsonl")) if r.get("phase") == "train"]
     for r in resumed:
         r.pop("phase")
@@ -195,9 +252,19 @@ def test_a_users_local_checkpoint_loads_and_trains_with_a_separate_critic(tiny_d
 
     tok = load_tokenizer(tiny_dir)
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512,
-                                         eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id))
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=len(tok),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=512,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+        )
+    )
     user = tmp_path / "my-llama"
     model.save_pretrained(user)
     tok.save_pretrained(user)
@@ -263,7 +330,9 @@ def test_evaluation_plays_the_weight_average_and_restores_the_actor(tiny_dir, tm
         assert torch.allclose(avg, 0.5 * s + 0.5 * t)
     seen = []
     orig = tr.rollout
-    tr.rollout = lambda *a, **k: (seen.append([p.detach().clone() for p in tr.policy.lm.parameters()]), orig(*a, **k))[1]
+    tr.rollout = lambda *a, **k: (seen.append([p.detach().clone() for p in tr.policy.lm.parameters()]), orig(*a, **k))[
+        1
+    ]
     tr.evaluate()
     assert all(torch.allclose(a, b) for a, b in zip(seen[0], tr.averaged_lm.parameters()))  # the average played
     assert all(torch.equal(a, b) for a, b in zip(tr.policy.lm.parameters(), trained))  # and the actor is back
@@ -309,20 +378,31 @@ def test_the_documented_recipe_command_is_the_recipe():
 
     text = (ROOT / "docs" / "trainer.md").read_text()
     start = text.index("python -m reference_trainer train --env TurnSokoban-v0 --env-kwarg prompt_style=compact")
-    argv = shlex.split(text[start:text.index("\n\n", start)].replace("\\\n", " "))[3:]
+    argv = shlex.split(text[start : text.index("\n\n", start)].replace("\\\n", " "))[3:]
     cfg = config_from_args(build_parser().parse_args(argv))
     assert cfg.to_dict() == sokoban_tiny(out="runs/sokoban").to_dict()
 
 
 def test_cli_help_lists_every_option_group():
     text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
-    for flag in ("--algo", "--model", "--device", "--dtype", "--sft-episodes", "--clip-bias-correction", "--resume", "--env-kwarg"):
+    for flag in (
+        "--algo",
+        "--model",
+        "--device",
+        "--dtype",
+        "--sft-episodes",
+        "--clip-bias-correction",
+        "--resume",
+        "--env-kwarg",
+    ):
         assert flag in text
 
 
 def test_cli_presets_and_explicit_overrides():
     p = build_parser()
-    cfg = config_from_args(p.parse_args(["train", "--algo", "st-ppo", "--gamma", "0.5", "--env-kwarg", "prompt_style=compact"]))
+    cfg = config_from_args(
+        p.parse_args(["train", "--algo", "st-ppo", "--gamma", "0.5", "--env-kwarg", "prompt_style=compact"])
+    )
     assert (cfg.algo.ratio_level, cfg.algo.advantage, cfg.algo.clip_bias_correction) == ("turn", "turn_gae", "max1")
     assert cfg.algo.gamma == 0.5 and cfg.algo.lam == 0.9 and cfg.rollout.env_kwargs == {"prompt_style": "compact"}
     cfg = config_from_args(p.parse_args(["train", "--algo", "grpo"]))
@@ -347,11 +427,20 @@ runpy.run_module("reference_trainer", run_name="__main__")
 """
 
 
-@pytest.mark.parametrize("blocked,argv", [("torch", ["demo"]), ("torch", ["train", "--iterations", "1"]),
-                                          ("transformers", ["eval", "--model", "x"]), ("matplotlib", ["plot", "m.jsonl", "c.png"])])
+@pytest.mark.parametrize(
+    "blocked,argv",
+    [
+        ("torch", ["demo"]),
+        ("torch", ["train", "--iterations", "1"]),
+        ("transformers", ["eval", "--model", "x"]),
+        ("matplotlib", ["plot", "m.jsonl", "c.png"]),
+    ],
+)
 def test_cli_without_the_train_extra_says_what_to_install(blocked, argv, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    p = subprocess.run([sys.executable, "-c", _WITHOUT, blocked, *argv], env=env, cwd=tmp_path, capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-c", _WITHOUT, blocked, *argv], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert f"{blocked!r} cannot be imported" in p.stderr
     assert 'pip install "agentgym-turn[train]"' in p.stderr and "pip install torch==2.13.0" in p.stderr
@@ -362,10 +451,24 @@ def test_cli_without_the_train_extra_says_what_to_install(blocked, argv, tmp_pat
 def test_a_preset_is_the_same_config_from_python_and_from_the_command_line(algo):
     p = build_parser()
     assert preset(algo) == Config.from_preset(algo) == config_from_args(p.parse_args(["train", "--algo", algo]))
-    argv = ["train", "--algo", algo, "--gamma", "0.5", "--group-size", "3", "--env", "E-v0", "--tiny-hidden", "32",
-            "--env-kwarg", "prompt_style=compact"]
-    assert preset(algo, gamma=0.5, group_size=3, env="E-v0", tiny_hidden=32, env_kwargs={"prompt_style": "compact"}) == \
-        config_from_args(p.parse_args(argv))
+    argv = [
+        "train",
+        "--algo",
+        algo,
+        "--gamma",
+        "0.5",
+        "--group-size",
+        "3",
+        "--env",
+        "E-v0",
+        "--tiny-hidden",
+        "32",
+        "--env-kwarg",
+        "prompt_style=compact",
+    ]
+    assert preset(
+        algo, gamma=0.5, group_size=3, env="E-v0", tiny_hidden=32, env_kwargs={"prompt_style": "compact"}
+    ) == config_from_args(p.parse_args(argv))
     if algo == "grpo":  # the rollout settings a preset implies come with it from Python too
         assert (preset(algo).rollout.group_size, preset(algo).rollout.tasks_per_iteration) == (8, 8)
     with pytest.raises(TypeError, match="unknown field.*'gama'"):
@@ -374,8 +477,24 @@ def test_a_preset_is_the_same_config_from_python_and_from_the_command_line(algo)
 
 def test_cli_unknown_env_says_how_to_register_one(tiny_dir, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    p = subprocess.run([sys.executable, "-m", "reference_trainer", "eval", "--env", "NoSuchEnv-v0", "--model", tiny_dir,
-                        "--out", str(tmp_path)], env=env, cwd=ROOT, capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reference_trainer",
+            "eval",
+            "--env",
+            "NoSuchEnv-v0",
+            "--model",
+            tiny_dir,
+            "--out",
+            str(tmp_path),
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode != 0 and "--import" in p.stderr
 
 
@@ -389,10 +508,24 @@ def test_every_preset_learns_the_toy_corridor_from_a_random_start(tiny_dir, tmp_
     # entropy bonus keeps a run from collapsing onto one door (measured on seeds 0-3: PPO
     # variants reach 100% in 40-100 iterations, GRPO in 50-150 with the larger bonus).
     group = 8 if algo == "grpo" else 1
-    cfg = preset(algo, model=tiny_dir, tasks_per_iteration=64 // group, group_size=group, num_envs=64, max_new_tokens=2,
-                 lr=3e-3, minibatch_size=64, ent_coef=0.03 if algo == "grpo" else 0.01,
-                 env=trainer_envs.ENV_ID, iterations=150, eval_every=10, eval_episodes=100, target_success=0.95,
-                 out=str(tmp_path), progress=False)
+    cfg = preset(
+        algo,
+        model=tiny_dir,
+        tasks_per_iteration=64 // group,
+        group_size=group,
+        num_envs=64,
+        max_new_tokens=2,
+        lr=3e-3,
+        minibatch_size=64,
+        ent_coef=0.03 if algo == "grpo" else 0.01,
+        env=trainer_envs.ENV_ID,
+        iterations=150,
+        eval_every=10,
+        eval_episodes=100,
+        target_success=0.95,
+        out=str(tmp_path),
+        progress=False,
+    )
     trainer = Trainer(cfg)
     try:
         summary = trainer.fit()
@@ -452,8 +585,14 @@ def test_shuffled_reward_prepares_advantages_from_another_episodes_score(tiny_di
     assert env.sum(1).tolist() != shuffled.sum(1).tolist() or permutation.tolist() == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("argv,env,iterations", [(["demo"], "TurnSokoban-v0", None), (["demo", "--recipe", "webshop"], "TurnWebShop-v0", None),
-                                                 (["demo", "--recipe", "webshop", "--iterations", "3", "--seed", "2"], "TurnWebShop-v0", 3)])
+@pytest.mark.parametrize(
+    "argv,env,iterations",
+    [
+        (["demo"], "TurnSokoban-v0", None),
+        (["demo", "--recipe", "webshop"], "TurnWebShop-v0", None),
+        (["demo", "--recipe", "webshop", "--iterations", "3", "--seed", "2"], "TurnWebShop-v0", 3),
+    ],
+)
 def test_demo_runs_the_chosen_recipe_for_its_budget(argv, env, iterations):
     from reference_trainer.cli import build_parser, demo_config
     from reference_trainer.recipes import RECIPES
@@ -463,7 +602,10 @@ def test_demo_runs_the_chosen_recipe_for_its_budget(argv, env, iterations):
     recipe = RECIPES[args.recipe]
     assert cfg.train.env == env == recipe.env_id
     assert cfg.train.iterations == (iterations or recipe.rl_iterations)
-    assert cfg.to_dict() == recipe.build(args.algo, seed=args.seed, iterations=cfg.train.iterations, out=args.out).to_dict()
+    assert (
+        cfg.to_dict()
+        == recipe.build(args.algo, seed=args.seed, iterations=cfg.train.iterations, out=args.out).to_dict()
+    )
 
 
 def test_fit_with_a_known_start_evaluation_runs_the_same_as_playing_it(tiny_dir, tmp_path):
@@ -478,8 +620,13 @@ def test_fit_with_a_known_start_evaluation_runs_the_same_as_playing_it(tiny_dir,
     given = Trainer(_config(tiny_dir, tmp_path / "given"))
     summary_given = given.fit(start=start)
     given.close()
-    assert summary_given["start_outcomes"] == summary["start_outcomes"] and summary_given["end_outcomes"] == summary["end_outcomes"]
-    assert _strip_time(read_metrics(tmp_path / "given" / "metrics.jsonl")) == _strip_time(read_metrics(tmp_path / "played" / "metrics.jsonl"))
+    assert (
+        summary_given["start_outcomes"] == summary["start_outcomes"]
+        and summary_given["end_outcomes"] == summary["end_outcomes"]
+    )
+    assert _strip_time(read_metrics(tmp_path / "given" / "metrics.jsonl")) == _strip_time(
+        read_metrics(tmp_path / "played" / "metrics.jsonl")
+    )
     with pytest.raises(ValueError, match="held-out tasks"):
         Trainer(_config(tiny_dir, tmp_path / "short")).fit(start=(start[0], {"score": start[1]["score"][:3]}))
 
@@ -489,12 +636,19 @@ def test_sft_env_kwargs_override_the_env_options_of_expert_play_only(tmp_path):
     rollouts keep ``env_kwargs``. From the command line too."""
     from reference_trainer.tasks import demo_env_kwargs
 
-    cfg = preset("turn-ppo", env="TurnSearchQA-v0", env_kwargs={"topk": 1, "question_types": ["single_hop"]},
-                 sft_env_kwargs={"question_types": None, "expert_recall": ["founded"]}, out=str(tmp_path))
+    cfg = preset(
+        "turn-ppo",
+        env="TurnSearchQA-v0",
+        env_kwargs={"topk": 1, "question_types": ["single_hop"]},
+        sft_env_kwargs={"question_types": None, "expert_recall": ["founded"]},
+        out=str(tmp_path),
+    )
     merged = demo_env_kwargs(cfg)
     assert merged == {"topk": 1, "question_types": None, "expert_recall": ["founded"]}
     assert cfg.rollout.env_kwargs == {"topk": 1, "question_types": ["single_hop"]}
-    args = build_parser().parse_args(["train", "--env", "TurnSearchQA-v0", "--sft-env-kwargs", '{"question_types": null}'])
+    args = build_parser().parse_args(
+        ["train", "--env", "TurnSearchQA-v0", "--sft-env-kwargs", '{"question_types": null}']
+    )
     assert config_from_args(args).train.sft_env_kwargs == {"question_types": None}
 
 
@@ -568,7 +722,9 @@ def test_evaluation_plays_each_distinct_start_once_and_counts_it_for_every_seed(
     tr.rollout = lambda seeds, *a, **k: (played.append(list(seeds)), orig(seeds, *a, **k))[1]
     once = tr.evaluate(), dict(tr.last_eval_outcomes)
     assert len(played[0]) == 3 and len(once[1]["seeds"]) == 12  # three levels among twelve draws
-    monkeypatch.setattr(evaluation, "_distinct_starts", lambda env_id, env_kwargs, seeds: (seeds, list(range(len(seeds)))))
+    monkeypatch.setattr(
+        evaluation, "_distinct_starts", lambda env_id, env_kwargs, seeds: (seeds, list(range(len(seeds))))
+    )
     every = tr.evaluate(), dict(tr.last_eval_outcomes)
     assert len(played[1]) == 12
     assert every[1]["success"] == once[1]["success"] and every[1]["seeds"] == once[1]["seeds"]

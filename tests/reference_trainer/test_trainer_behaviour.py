@@ -42,19 +42,43 @@ from support import recorded  # noqa: E402
 
 FIXTURE = DATA / "trainer_behaviour.json"
 
-_TOY_BASE = dict(tasks_per_iteration=8, group_size=1, num_envs=8, max_new_tokens=3, minibatch_size=4, epochs=2, lr=3e-3,
-                 iterations=3, eval_episodes=8, eval_every=0, progress=False, threads=1)
+_TOY_BASE = dict(
+    tasks_per_iteration=8,
+    group_size=1,
+    num_envs=8,
+    max_new_tokens=3,
+    minibatch_size=4,
+    epochs=2,
+    lr=3e-3,
+    iterations=3,
+    eval_episodes=8,
+    eval_every=0,
+    progress=False,
+    threads=1,
+)
 #: name -> (preset, overrides on top of _TOY_BASE, SFT first?)
 TOY_CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "ppo": ("ppo", dict(ent_coef=0.01, micro_batch_size=2)),
-    "turn-ppo": ("turn-ppo", dict(kl_coef=0.05, ema_decay=0.5, kl_reference="average", loss_agg="seq-mean-token-mean",
-                                  reward_scale=0.5)),
+    "turn-ppo": (
+        "turn-ppo",
+        dict(kl_coef=0.05, ema_decay=0.5, kl_reference="average", loss_agg="seq-mean-token-mean", reward_scale=0.5),
+    ),
     "s-ppo": ("s-ppo", dict(micro_batch_size=2, critic_warmup=1, lr_warmup_steps=2, lr=0.02)),
     "st-ppo": ("st-ppo", dict(micro_batch_tokens=40, recompute_old_logp=False, lr=0.02, value_clip=None)),
     "grpo": ("grpo", dict(tasks_per_iteration=2, group_size=4, kl_coef=0.05)),
-    "turn-ppo-sft-separate-critic": ("turn-ppo", dict(critic="separate", sft_episodes=8, sft_steps=3, sft_batch_size=4,
-                                                      iterations=2, ema_decay=0.5, reward="success",
-                                                      lr=0.01)),
+    "turn-ppo-sft-separate-critic": (
+        "turn-ppo",
+        dict(
+            critic="separate",
+            sft_episodes=8,
+            sft_steps=3,
+            sft_batch_size=4,
+            iterations=2,
+            ema_decay=0.5,
+            reward="success",
+            lr=0.01,
+        ),
+    ),
 }
 #: The Sokoban recipe (reference_trainer.recipes.sokoban_tiny), shrunk: the same options, few episodes
 #: (and the 2-layer model the fixture was recorded with).
@@ -62,8 +86,16 @@ SOKOBAN_CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "sokoban-turn-ppo": ("turn-ppo", dict(tasks_per_iteration=16, num_envs=16)),
     "sokoban-grpo": ("grpo", dict(tasks_per_iteration=4, num_envs=16)),
 }
-_SOKOBAN_SMALL = dict(iterations=2, sft_episodes=32, sft_steps=4, sft_batch_size=16, eval_episodes=16, progress=False,
-                      tiny_layers=2, sft_validate_every=0)
+_SOKOBAN_SMALL = dict(
+    iterations=2,
+    sft_episodes=32,
+    sft_steps=4,
+    sft_batch_size=16,
+    eval_episodes=16,
+    progress=False,
+    tiny_layers=2,
+    sft_validate_every=0,
+)
 
 
 def toy_config(name: str, model_dir: str, out: str):
@@ -122,14 +154,19 @@ def run_case(cfg) -> dict[str, Any]:
         record: dict[str, Any] = {"config": _comparable(cfg.to_dict())}
         if cfg.train.sft_episodes > 0:
             record["sft"] = {k: v for k, v in trainer.sft().items() if k != "sft/step_seconds"}  # a time, not behaviour
-        record["iterations"] = [{k: v for k, v in trainer.train_iteration().items() if not k.startswith("time/")}
-                                for _ in range(cfg.train.iterations)]
+        record["iterations"] = [
+            {k: v for k, v in trainer.train_iteration().items() if not k.startswith("time/")}
+            for _ in range(cfg.train.iterations)
+        ]
         record["eval"] = trainer.evaluate()
         assert len(digests["eval"]) == 1, digests
         record["rollout_digests"], (record["eval_digest"],) = digests["train"], digests["eval"]
         params = [p.detach().double() for p in trainer.policy.parameters()]
-        record["weights"] = {"sum": float(sum(p.sum() for p in params)), "abs_sum": float(sum(p.abs().sum() for p in params)),
-                             "sq_sum": float(sum((p * p).sum() for p in params))}
+        record["weights"] = {
+            "sum": float(sum(p.sum() for p in params)),
+            "abs_sum": float(sum(p.abs().sum() for p in params)),
+            "sq_sum": float(sum((p * p).sum() for p in params)),
+        }
     finally:
         trainer.close()
     return record
@@ -143,7 +180,9 @@ def record_all(root: Path) -> dict[str, Any]:
     torch.set_num_threads(1)
     toy_model = str(trainer_envs.build_toy_tiny(root / "toy_model"))
     cases = {name: run_case(toy_config(name, toy_model, str(root / name))) for name in TOY_CASES}
-    cases.update({name: run_case(sokoban_config(name, str(root / "sokoban_tiny"), str(root / name))) for name in SOKOBAN_CASES})
+    cases.update(
+        {name: run_case(sokoban_config(name, str(root / "sokoban_tiny"), str(root / name))) for name in SOKOBAN_CASES}
+    )
     return cases
 
 
@@ -195,7 +234,9 @@ def _drop_new_fields_at_their_defaults(expected: dict[str, Any], got: dict[str, 
     from reference_trainer.config import _SECTIONS
 
     for section, cls in _SECTIONS.items():
-        defaults = {f.name: (f.default_factory() if f.default_factory is not MISSING else f.default) for f in fields(cls)}
+        defaults = {
+            f.name: (f.default_factory() if f.default_factory is not MISSING else f.default) for f in fields(cls)
+        }
         for key in set(got.get(section, {})) - set(expected.get(section, {})):
             if key in defaults and json.loads(json.dumps(defaults[key], default=str)) == got[section][key]:
                 del got[section][key]
@@ -213,15 +254,23 @@ def test_short_seeded_runs_reproduce_the_committed_metrics(recorded_runs, name):
     _drop_new_fields_at_their_defaults(expected["config"], got["config"])
     problems, branched = compare(expected, got, name)
     assert not problems, "\n".join(problems[:20])
-    assert branched != "the rollout of iteration 1", f"{name}: the first rollout sampled other tokens than the fixture's"
+    assert branched != "the rollout of iteration 1", (
+        f"{name}: the first rollout sampled other tokens than the fixture's"
+    )
     if branched:
         warnings.warn(f"{name}: sampling branched at {branched} (float rounding of this CPU); compared up to there")
 
 
 def test_compare__stops_at_the_first_rollout_that_sampled_other_tokens():
     it = {"train/pg_loss": 1.0, "train/clipfrac": 0.1, "rollout/turns": 2.0}
-    run = {"config": {"a": 1}, "iterations": [dict(it), dict(it)], "rollout_digests": ["x", "y"], "weights": {"sum": 5.0},
-           "eval": {"success": 0.5}, "eval_digest": "e"}
+    run = {
+        "config": {"a": 1},
+        "iterations": [dict(it), dict(it)],
+        "rollout_digests": ["x", "y"],
+        "weights": {"sum": 5.0},
+        "eval": {"success": 0.5},
+        "eval_digest": "e",
+    }
     same = json.loads(json.dumps(run))
     assert compare(run, same, "c") == ([], None)
     noisy = json.loads(json.dumps(run))

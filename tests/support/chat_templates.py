@@ -130,8 +130,10 @@ PROMPT_NUMBERED_TEMPLATE = (
 )
 
 #: Qwen2's pre-tokenizer pattern: whitespace runs are grouped (``\s*[\r\n]+``), across what a template joins.
-QWEN2_PRETOKENIZER = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-                      r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PRETOKENIZER = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 
 
 def _add_special(tokenizer: Any, extra: Sequence[str], **named: str) -> None:
@@ -139,7 +141,9 @@ def _add_special(tokenizer: Any, extra: Sequence[str], **named: str) -> None:
     try:
         tokenizer.add_special_tokens({"extra_special_tokens": list(extra), **named}, replace_extra_special_tokens=False)
     except TypeError:  # transformers 4
-        tokenizer.add_special_tokens({"additional_special_tokens": list(extra), **named}, replace_additional_special_tokens=False)
+        tokenizer.add_special_tokens(
+            {"additional_special_tokens": list(extra), **named}, replace_additional_special_tokens=False
+        )
 
 
 @functools.lru_cache(maxsize=4)
@@ -180,8 +184,12 @@ def llama3_tokenizer(base: Any) -> Any:
     """``base`` copied, with Llama 3's special tokens and header template; eos ``<|eot_id|>`` (the end of a
     turn, as Llama-3-Instruct's generation config stops on), bos ``<|begin_of_text|>``."""
     tok = copy.deepcopy(base)
-    _add_special(tok, ["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|end_of_text|>"],
-                 bos_token="<|begin_of_text|>", eos_token="<|eot_id|>")
+    _add_special(
+        tok,
+        ["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|end_of_text|>"],
+        bos_token="<|begin_of_text|>",
+        eos_token="<|eot_id|>",
+    )
     tok.chat_template = LLAMA3_TEMPLATE
     return tok
 
@@ -204,7 +212,9 @@ def _merging(env_ids: tuple[str, ...], episodes: int, vocab_size: int) -> Any:
     return train_tokenizer(texts, vocab_size, pattern=QWEN2_PRETOKENIZER)
 
 
-def whitespace_merging_tokenizer(env_ids: Iterable[str] = ("TurnSearchQA-v0",), episodes: int = 3, vocab_size: int = 512) -> Any:
+def whitespace_merging_tokenizer(
+    env_ids: Iterable[str] = ("TurnSearchQA-v0",), episodes: int = 3, vocab_size: int = 512
+) -> Any:
     """A ChatML byte-level BPE trained on ``env_ids`` whose pre-tokenizer groups whitespace runs as Qwen2's does:
     ``"<|im_start|>user\\n"`` followed by content that starts with ``"\\n\\n"`` is tokenised as one run of three
     newlines when re-rendered, but as ``"\\n"`` then ``"\\n\\n"`` when assembled piece by piece."""

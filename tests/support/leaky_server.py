@@ -31,7 +31,11 @@ async def ws(websocket):
     try:
         while True:
             message = json.loads(await websocket.receive_text())
-            reply = {"observation": "Guess.", "reward": 0.0, "done": False} if message.get("type") in ("reset", "step") else {}
+            reply = (
+                {"observation": "Guess.", "reward": 0.0, "done": False}
+                if message.get("type") in ("reset", "step")
+                else {}
+            )
             await websocket.send_text(json.dumps({"type": "observation", "data": reply}))
     except Exception:
         pass

@@ -24,8 +24,16 @@ class LearningJobs:
     #: The negative control's overrides: each episode paid another episode's score (``--reward shuffled``).
     CONTROL = {"reward": "shuffled"}
 
-    def __init__(self, names: list[str], work: str, workers: int = 2, *, recipes: dict | None = None, tasks: tuple | None = None,
-                 controls: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        names: list[str],
+        work: str,
+        workers: int = 2,
+        *,
+        recipes: dict | None = None,
+        tasks: tuple | None = None,
+        controls: tuple[str, ...] = (),
+    ):
         from reference_trainer.recipes import RECIPES, learn, suite_sft_policy
 
         self.recipes = {name: (recipes or RECIPES)[name] for name in names}
@@ -76,8 +84,12 @@ class LearningJobs:
                     fn, args = self.rl, ((name, "turn-ppo", 0, 0, 0, self.work),)
                 else:
                     fn, args = self.rl, ((name, "turn-ppo", 0, 0, 0, self.work, dict(self.CONTROL)),)
-                self.pool.apply_async(fn, args, callback=lambda result, t=task: self._finish(t, result),
-                                      error_callback=lambda exc, t=task: self._finish(t, None, exc))
+                self.pool.apply_async(
+                    fn,
+                    args,
+                    callback=lambda result, t=task: self._finish(t, result),
+                    error_callback=lambda exc, t=task: self._finish(t, None, exc),
+                )
             if self.error is not None or (not self.ready and self.running == 0):
                 self.finished.set()
 

@@ -38,10 +38,21 @@ class SlowCorridorEnv(CorridorEnv):
     _inside = 0
     _cond = threading.Condition()
 
-    def __init__(self, step_delay_s: float = 0.0, stall_seeds: tuple[int, ...] = (), stall_room: int = 0,
-                 stall_s: float = 60.0, **kwargs: Any):
+    def __init__(
+        self,
+        step_delay_s: float = 0.0,
+        stall_seeds: tuple[int, ...] = (),
+        stall_room: int = 0,
+        stall_s: float = 60.0,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
-        self.step_delay_s, self.stall_seeds, self.stall_room, self.stall_s = step_delay_s, tuple(stall_seeds), stall_room, stall_s
+        self.step_delay_s, self.stall_seeds, self.stall_room, self.stall_s = (
+            step_delay_s,
+            tuple(stall_seeds),
+            stall_room,
+            stall_s,
+        )
         self.task_seed: int | None = None
 
     @classmethod
@@ -70,7 +81,6 @@ class SlowCorridorEnv(CorridorEnv):
         finally:
             with cls._cond:
                 cls._inside -= 1
-
 
     def close(self) -> None:
         with type(self)._cond:

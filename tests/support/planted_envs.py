@@ -74,7 +74,10 @@ class AnswerWithoutSearchEnv(TurnEnv):
     def _reset(self, options):
         self.city = sorted(self.CITIES)[int(self.np_random.integers(len(self.CITIES)))]
         self.searched, self.solved = False, False
-        return f"In what year was {self.city} founded? Search with <search>q</search>, answer with <answer>year</answer>.", {}
+        return (
+            f"In what year was {self.city} founded? Search with <search>q</search>, answer with <answer>year</answer>.",
+            {},
+        )
 
     def parse_action(self, response: str):
         m = find_tagged(response, ("search", "answer"))
@@ -130,8 +133,10 @@ class WeakExpertEnv(GuessNumberEnv):
 
 def limited(cls: type, turns: int):
     """A zero-argument factory of ``cls`` under a turn limit (what a registration's ``max_episode_steps`` does)."""
+
     def make() -> gym.Env:
         return gym.wrappers.TimeLimit(cls(), turns)
+
     make.__name__ = cls.__name__
     return make
 

@@ -49,17 +49,20 @@ class CrossMachineExact:
     why: str
 
 
-_ENV_OUTPUTS = ("env outputs: strings, integers and Python floats added in a fixed order; BM25 scores are float32 sums "
-                "in posting order (np.add.at, elementwise) and equal scores rank by document index (bm25.top_k), "
-                "so no SIMD reduction or sort decides a result")
+_ENV_OUTPUTS = (
+    "env outputs: strings, integers and Python floats added in a fixed order; BM25 scores are float32 sums "
+    "in posting order (np.add.at, elementwise) and equal scores rank by document index (bm25.top_k), "
+    "so no SIMD reduction or sort decides a result"
+)
 
 #: Every file under ``tests/data``, with how the tests that read it compare it.
 FIXTURES: dict[str, Tolerance | CrossMachineExact] = {
     "trainer_behaviour.json": Tolerance(
-        rel=1e-3, abs=1e-4,
+        rel=1e-3,
+        abs=1e-4,
         why="torch float32 kernels: about 1e-7 apart per operation across CPUs, up to 1e-4 relative after a few Adam "
-            "steps (measured with ATEN_CPU_CAPABILITY=default against AVX-512); sampled tokens are compared by digest "
-            "and the comparison stops where they branch (tests/reference_trainer/test_trainer_behaviour.py)",
+        "steps (measured with ATEN_CPU_CAPABILITY=default against AVX-512); sampled tokens are compared by digest "
+        "and the comparison stops where they branch (tests/reference_trainer/test_trainer_behaviour.py)",
         overrides={
             # the share of items past a clip threshold: an item sitting on the threshold flips with the last bit
             "*clipfrac*": Tolerance(0.0, 0.03, "threshold counts"),
@@ -68,19 +71,22 @@ FIXTURES: dict[str, Tolerance | CrossMachineExact] = {
         },
     ),
     "transcripts.json": CrossMachineExact(_ENV_OUTPUTS),
-    "sokoban_ragen.json": CrossMachineExact("parsed actions and messages (strings); rewards are multiples of 0.1 "
-                                            "summed in Python, compared with pytest.approx"),
+    "sokoban_ragen.json": CrossMachineExact(
+        "parsed actions and messages (strings); rewards are multiples of 0.1 "
+        "summed in Python, compared with pytest.approx"
+    ),
     "searchqa_protocol_cases.json": CrossMachineExact(_ENV_OUTPUTS),
     "webshop_pages_original.json": CrossMachineExact("page texts (strings) of a seeded catalog; " + _ENV_OUTPUTS),
-    "webshop_reward_agreement.json": CrossMachineExact("WebShop rewards: Python float arithmetic on fuzzy-match ratios "
-                                                       "of strings, compared to 1e-9"),
+    "webshop_reward_agreement.json": CrossMachineExact(
+        "WebShop rewards: Python float arithmetic on fuzzy-match ratios of strings, compared to 1e-9"
+    ),
     "webshop_title_nouns.json": CrossMachineExact("lists of words; agreement rates are ratios of integer counts"),
 }
 
 #: The test modules that read each fixture: the meta-test re-runs these for the exact ones.
 READERS: dict[str, tuple[str, ...]] = {
     "trainer_behaviour.json": ("reference_trainer/test_trainer_behaviour.py",),
-    "transcripts.json": ("agentgym_turn/test_transcripts.py",),
+    "transcripts.json": ("agentgym_turn/test_registration_transcripts.py",),
     "sokoban_ragen.json": ("agentgym_turn/sokoban/test_ragen.py",),
     "searchqa_protocol_cases.json": ("agentgym_turn/searchqa/test_protocol.py",),
     "webshop_pages_original.json": ("agentgym_turn/webshop/test_pages.py",),
@@ -91,9 +97,9 @@ READERS: dict[str, tuple[str, ...]] = {
 #: Numbers recorded inside learning tests (a measured start or gain) are bands, never points: the
 #: trajectory of a sampled run is another draw on another CPU, so each band leaves room for it.
 BANDS: dict[str, str] = {
-    "reference_trainer/recipes/test_learning_sokoban.py": "SFT start >= 60% (measured 75.3%, SFT seed 0); RL gain >= 1 point, interval low above -2; the shuffled control shows no gain and ends >= 1 point below",
-    "reference_trainer/recipes/test_learning_webshop.py": "SFT score >= 0.25 (measured 0.30-0.47, SFT seeds 0-2); RL gain >= 3 points, interval above 0; the shuffled control shows no gain and ends >= 3 points below",
-    "reference_trainer/recipes/test_learning_searchqa.py": "SFT start >= 12% (measured 16.1% at step 600, the best of an 800-step run; the suite's ceiling is 600); RL exact match interval low above -2; invalid turns fall >= 2 points with the real reward and end >= 2 points below the shuffled control's",
+    "reference_trainer/recipes/test_sokoban_learning.py": "SFT start >= 60% (measured 75.3%, SFT seed 0); RL gain >= 1 point, interval low above -2; the shuffled control shows no gain and ends >= 1 point below",
+    "reference_trainer/recipes/test_webshop_learning.py": "SFT score >= 0.25 (measured 0.30-0.47, SFT seeds 0-2); RL gain >= 3 points, interval above 0; the shuffled control shows no gain and ends >= 3 points below",
+    "reference_trainer/recipes/test_searchqa_learning.py": "SFT start >= 12% (measured 16.1% at step 600, the best of an 800-step run; the suite's ceiling is 600); RL exact match interval low above -2; invalid turns fall >= 2 points with the real reward and end >= 2 points below the shuffled control's",
 }
 
 

@@ -10,7 +10,9 @@ class Scripted:
     def generate(self, prompts, *, max_new_tokens, **_):
         out = []
         for _ in prompts:
-            ids = self.fmt.encode_content(self.texts[self.n % len(self.texts)])[: max_new_tokens - 1] + [self.fmt.assistant_suffix[0]]
+            ids = self.fmt.encode_content(self.texts[self.n % len(self.texts)])[: max_new_tokens - 1] + [
+                self.fmt.assistant_suffix[0]
+            ]
             self.n += 1
             out.append(ids)
         return out, [[0.0] * len(i) for i in out]

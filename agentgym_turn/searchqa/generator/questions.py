@@ -127,7 +127,9 @@ class _Builder:
 
     def work_hop(self, j: int, about: str) -> Hop:
         wk = self.w.works[j]
-        return Hop((f"{wk.title} {wk.kind}", wk.title, f"\"{wk.title}\""), self.r.work_passage[j], about.format(f"\"{wk.title}\""))
+        return Hop(
+            (f"{wk.title} {wk.kind}", wk.title, f'"{wk.title}"'), self.r.work_passage[j], about.format(f'"{wk.title}"')
+        )
 
     def city_hop(self, c: int, about: str) -> Hop:
         city = self.w.cities[c]
@@ -137,28 +139,52 @@ class _Builder:
     def birth_year(self):
         i = self.pick(len(self.w.people))
         p = self.w.people[i]
-        return Draft("single_hop", "birth_year", f"In what year was {p.name} born?", (str(p.birth_year),),
-                (self.person_hop(i, "find out when {} was born", "born"),), "year")
+        return Draft(
+            "single_hop",
+            "birth_year",
+            f"In what year was {p.name} born?",
+            (str(p.birth_year),),
+            (self.person_hop(i, "find out when {} was born", "born"),),
+            "year",
+        )
 
     def birthplace(self):
         i = self.pick(len(self.w.people))
         p = self.w.people[i]
-        return Draft("single_hop", "birthplace", f"In which city was {p.name} born?", (self.w.cities[p.birthplace].name,),
-                (self.person_hop(i, "find out where {} was born", "born"),), "city")
+        return Draft(
+            "single_hop",
+            "birthplace",
+            f"In which city was {p.name} born?",
+            (self.w.cities[p.birthplace].name,),
+            (self.person_hop(i, "find out where {} was born", "born"),),
+            "city",
+        )
 
     def death_year(self):
         if not self.dead:
             return None
         i = self.dead[self.pick(len(self.dead))]
         p = self.w.people[i]
-        return Draft("single_hop", "death_year", f"In what year did {p.name} die?", (str(p.death_year),),
-                (self.person_hop(i, "find out when {} died", "died"),), "year")
+        return Draft(
+            "single_hop",
+            "death_year",
+            f"In what year did {p.name} die?",
+            (str(p.death_year),),
+            (self.person_hop(i, "find out when {} died", "died"),),
+            "year",
+        )
 
     def employer(self):
         i = self.pick(len(self.w.people))
         p = self.w.people[i]
-        return Draft("single_hop", "employer", f"Which organisation did {p.name} work for?", (self.w.organisations[p.employer].name,),
-                (self.person_hop(i, "find out whom {} worked for", "worked for"),), "organisation")
+        return Draft(
+            "single_hop",
+            "employer",
+            f"Which organisation did {p.name} work for?",
+            (self.w.organisations[p.employer].name,),
+            (self.person_hop(i, "find out whom {} worked for", "worked for"),),
+            "organisation",
+        )
 
     def creator(self):
         if not self.w.works:
@@ -166,16 +192,29 @@ class _Builder:
         j = self.pick(len(self.w.works))
         wk = self.w.works[j]
         verb = WORK_ROLES[wk.kind][1]
-        return Draft("single_hop", "creator", f"Who {verb} the {wk.kind} \"{wk.title}\"?", _person_answers(self.w, wk.creator),
-                (self.work_hop(j, "find out who made {}"),), "person", stratum=wk.kind)
+        return Draft(
+            "single_hop",
+            "creator",
+            f'Who {verb} the {wk.kind} "{wk.title}"?',
+            _person_answers(self.w, wk.creator),
+            (self.work_hop(j, "find out who made {}"),),
+            "person",
+            stratum=wk.kind,
+        )
 
     def work_year(self):
         if not self.w.works:
             return None
         j = self.pick(len(self.w.works))
         wk = self.w.works[j]
-        return Draft("single_hop", "work_year", f"In what year did the {wk.kind} \"{wk.title}\" come out?", (str(wk.year),),
-                (self.work_hop(j, "find out when {} came out"),), "year")
+        return Draft(
+            "single_hop",
+            "work_year",
+            f'In what year did the {wk.kind} "{wk.title}" come out?',
+            (str(wk.year),),
+            (self.work_hop(j, "find out when {} came out"),),
+            "year",
+        )
 
     def publisher(self):
         if not self.w.works:
@@ -183,34 +222,68 @@ class _Builder:
         j = self.pick(len(self.w.works))
         wk = self.w.works[j]
         org_kind, _, org_verb, _ = WORK_ROLES[wk.kind]
-        q = (f"Which {org_kind} holds the {wk.kind} \"{wk.title}\"?" if org_verb == "holds"
-             else f"Which {org_kind} {org_verb} the {wk.kind} \"{wk.title}\"?")
-        return Draft("single_hop", "publisher", q, (self.w.organisations[wk.publisher].name,),
-                (self.work_hop(j, "find out which organisation published or holds {}"),), "organisation", stratum=wk.kind)
+        q = (
+            f'Which {org_kind} holds the {wk.kind} "{wk.title}"?'
+            if org_verb == "holds"
+            else f'Which {org_kind} {org_verb} the {wk.kind} "{wk.title}"?'
+        )
+        return Draft(
+            "single_hop",
+            "publisher",
+            q,
+            (self.w.organisations[wk.publisher].name,),
+            (self.work_hop(j, "find out which organisation published or holds {}"),),
+            "organisation",
+            stratum=wk.kind,
+        )
 
     def founded(self):
         j = self.pick(len(self.w.organisations))
         o = self.w.organisations[j]
-        return Draft("single_hop", "founded", f"In what year was {o.name} founded?", (str(o.founded),),
-                (self.org_hop(j, "find out when {} was founded", "founded"),), "year")
+        return Draft(
+            "single_hop",
+            "founded",
+            f"In what year was {o.name} founded?",
+            (str(o.founded),),
+            (self.org_hop(j, "find out when {} was founded", "founded"),),
+            "year",
+        )
 
     def founder(self):
         j = self.pick(len(self.w.organisations))
         o = self.w.organisations[j]
-        return Draft("single_hop", "founder", f"Who founded {o.name}?", _person_answers(self.w, o.founder),
-                (self.org_hop(j, "find out who founded {}", "founded by"),), "person")
+        return Draft(
+            "single_hop",
+            "founder",
+            f"Who founded {o.name}?",
+            _person_answers(self.w, o.founder),
+            (self.org_hop(j, "find out who founded {}", "founded by"),),
+            "person",
+        )
 
     def headquarters(self):
         j = self.pick(len(self.w.organisations))
         o = self.w.organisations[j]
-        return Draft("single_hop", "headquarters", f"In which city is {o.name} headquartered?", (self.w.cities[o.headquarters].name,),
-                (self.org_hop(j, "find out where {} is headquartered", "headquartered"),), "city")
+        return Draft(
+            "single_hop",
+            "headquarters",
+            f"In which city is {o.name} headquartered?",
+            (self.w.cities[o.headquarters].name,),
+            (self.org_hop(j, "find out where {} is headquartered", "headquartered"),),
+            "city",
+        )
 
     def city_country(self):
         c = self.pick(len(self.w.cities))
         city = self.w.cities[c]
-        return Draft("single_hop", "city_country", f"In which country is the city of {city.name}?", (self.w.countries[city.country].name,),
-                (self.city_hop(c, "find out which country {} is in"),), "country")
+        return Draft(
+            "single_hop",
+            "city_country",
+            f"In which country is the city of {city.name}?",
+            (self.w.countries[city.country].name,),
+            (self.city_hop(c, "find out which country {} is in"),),
+            "country",
+        )
 
     # bridge ---------------------------------------------------------------------------------
     def creator_birthplace(self):
@@ -220,10 +293,18 @@ class _Builder:
         wk = self.w.works[j]
         role = WORK_ROLES[wk.kind][3]
         p = wk.creator
-        return Draft("bridge", "creator_birthplace", f"In which city was the {role} of the {wk.kind} \"{wk.title}\" born?",
-                (self.w.cities[self.w.people[p].birthplace].name,),
-                (self.work_hop(j, "find out who made {}"), self.person_hop(p, "find out where {} was born", "born")), "city",
-                (self.w.cities[self.w.people[p].residence].name, self.w.cities[self.w.organisations[wk.publisher].headquarters].name))
+        return Draft(
+            "bridge",
+            "creator_birthplace",
+            f'In which city was the {role} of the {wk.kind} "{wk.title}" born?',
+            (self.w.cities[self.w.people[p].birthplace].name,),
+            (self.work_hop(j, "find out who made {}"), self.person_hop(p, "find out where {} was born", "born")),
+            "city",
+            (
+                self.w.cities[self.w.people[p].residence].name,
+                self.w.cities[self.w.organisations[wk.publisher].headquarters].name,
+            ),
+        )
 
     def creator_birth_year(self):
         if not self.w.works:
@@ -232,39 +313,76 @@ class _Builder:
         wk = self.w.works[j]
         role = WORK_ROLES[wk.kind][3]
         p = wk.creator
-        return Draft("bridge", "creator_birth_year", f"In what year was the {role} of the {wk.kind} \"{wk.title}\" born?",
-                (str(self.w.people[p].birth_year),),
-                (self.work_hop(j, "find out who made {}"), self.person_hop(p, "find out when {} was born", "born")), "year")
+        return Draft(
+            "bridge",
+            "creator_birth_year",
+            f'In what year was the {role} of the {wk.kind} "{wk.title}" born?',
+            (str(self.w.people[p].birth_year),),
+            (self.work_hop(j, "find out who made {}"), self.person_hop(p, "find out when {} was born", "born")),
+            "year",
+        )
 
     def founder_birthplace(self):
         j = self.pick(len(self.w.organisations))
         o = self.w.organisations[j]
-        return Draft("bridge", "founder_birthplace", f"In which city was the founder of {o.name} born?",
-                (self.w.cities[self.w.people[o.founder].birthplace].name,),
-                (self.org_hop(j, "find out who founded {}", "founded by"), self.person_hop(o.founder, "find out where {} was born", "born")), "city")
+        return Draft(
+            "bridge",
+            "founder_birthplace",
+            f"In which city was the founder of {o.name} born?",
+            (self.w.cities[self.w.people[o.founder].birthplace].name,),
+            (
+                self.org_hop(j, "find out who founded {}", "founded by"),
+                self.person_hop(o.founder, "find out where {} was born", "born"),
+            ),
+            "city",
+        )
 
     def founder_birth_year(self):
         j = self.pick(len(self.w.organisations))
         o = self.w.organisations[j]
-        return Draft("bridge", "founder_birth_year", f"In what year was the founder of {o.name} born?",
-                (str(self.w.people[o.founder].birth_year),),
-                (self.org_hop(j, "find out who founded {}", "founded by"), self.person_hop(o.founder, "find out when {} was born", "born")), "year")
+        return Draft(
+            "bridge",
+            "founder_birth_year",
+            f"In what year was the founder of {o.name} born?",
+            (str(self.w.people[o.founder].birth_year),),
+            (
+                self.org_hop(j, "find out who founded {}", "founded by"),
+                self.person_hop(o.founder, "find out when {} was born", "born"),
+            ),
+            "year",
+        )
 
     def employer_headquarters(self):
         i = self.pick(len(self.w.people))
         p = self.w.people[i]
         o = self.w.organisations[p.employer]
-        return Draft("bridge", "employer_headquarters", f"In which city is the organisation that {p.name} worked for headquartered?",
-                (self.w.cities[o.headquarters].name,),
-                (self.person_hop(i, "find out whom {} worked for", "worked for"), self.org_hop(p.employer, "find out where {} is headquartered", "headquartered")), "city")
+        return Draft(
+            "bridge",
+            "employer_headquarters",
+            f"In which city is the organisation that {p.name} worked for headquartered?",
+            (self.w.cities[o.headquarters].name,),
+            (
+                self.person_hop(i, "find out whom {} worked for", "worked for"),
+                self.org_hop(p.employer, "find out where {} is headquartered", "headquartered"),
+            ),
+            "city",
+        )
 
     def employer_founded(self):
         i = self.pick(len(self.w.people))
         p = self.w.people[i]
         o = self.w.organisations[p.employer]
-        return Draft("bridge", "employer_founded", f"In what year was the organisation that {p.name} worked for founded?",
-                (str(o.founded),),
-                (self.person_hop(i, "find out whom {} worked for", "worked for"), self.org_hop(p.employer, "find out when {} was founded", "founded")), "year")
+        return Draft(
+            "bridge",
+            "employer_founded",
+            f"In what year was the organisation that {p.name} worked for founded?",
+            (str(o.founded),),
+            (
+                self.person_hop(i, "find out whom {} worked for", "worked for"),
+                self.org_hop(p.employer, "find out when {} was founded", "founded"),
+            ),
+            "year",
+        )
 
     def publisher_founder(self):
         if not self.w.works:
@@ -274,26 +392,50 @@ class _Builder:
         org_kind, _, org_verb, _ = WORK_ROLES[wk.kind]
         o = self.w.organisations[wk.publisher]
         clause = "holds" if org_verb == "holds" else org_verb
-        return Draft("bridge", "publisher_founder", f"Who founded the {org_kind} that {clause} the {wk.kind} \"{wk.title}\"?",
-                _person_answers(self.w, o.founder),
-                (self.work_hop(j, "find out which organisation published or holds {}"), self.org_hop(wk.publisher, "find out who founded {}", "founded by")), "person",
-                stratum=wk.kind)
+        return Draft(
+            "bridge",
+            "publisher_founder",
+            f'Who founded the {org_kind} that {clause} the {wk.kind} "{wk.title}"?',
+            _person_answers(self.w, o.founder),
+            (
+                self.work_hop(j, "find out which organisation published or holds {}"),
+                self.org_hop(wk.publisher, "find out who founded {}", "founded by"),
+            ),
+            "person",
+            stratum=wk.kind,
+        )
 
     def headquarters_country(self):
         j = self.pick(len(self.w.organisations))
         o = self.w.organisations[j]
         city = self.w.cities[o.headquarters]
-        return Draft("bridge", "headquarters_country", f"In which country is the city where {o.name} is headquartered?",
-                (self.w.countries[city.country].name,),
-                (self.org_hop(j, "find out where {} is headquartered", "headquartered"), self.city_hop(o.headquarters, "find out which country {} is in")), "country")
+        return Draft(
+            "bridge",
+            "headquarters_country",
+            f"In which country is the city where {o.name} is headquartered?",
+            (self.w.countries[city.country].name,),
+            (
+                self.org_hop(j, "find out where {} is headquartered", "headquartered"),
+                self.city_hop(o.headquarters, "find out which country {} is in"),
+            ),
+            "country",
+        )
 
     def birthplace_country(self):
         i = self.pick(len(self.w.people))
         p = self.w.people[i]
         city = self.w.cities[p.birthplace]
-        return Draft("bridge", "birthplace_country", f"In which country is the city where {p.name} was born?",
-                (self.w.countries[city.country].name,),
-                (self.person_hop(i, "find out where {} was born", "born"), self.city_hop(p.birthplace, "find out which country {} is in")), "country")
+        return Draft(
+            "bridge",
+            "birthplace_country",
+            f"In which country is the city where {p.name} was born?",
+            (self.w.countries[city.country].name,),
+            (
+                self.person_hop(i, "find out where {} was born", "born"),
+                self.city_hop(p.birthplace, "find out which country {} is in"),
+            ),
+            "country",
+        )
 
     # comparison -----------------------------------------------------------------------------
     def two_people(self) -> tuple[int, int] | None:
@@ -313,10 +455,18 @@ class _Builder:
         elder, younger = (pa, pb) if pa.birth_year < pb.birth_year else (pb, pa)
         if pa.birthplace == pb.birthplace:
             return None
-        return Draft("comparison", "elder_birthplace", f"In which city was the elder of {pa.name} and {pb.name} born?",
-                (self.w.cities[elder.birthplace].name,),
-                (self.person_hop(a, "find out when and where {} was born", "born"), self.person_hop(b, "find out when and where {} was born", "born")), "city",
-                (self.w.cities[younger.birthplace].name,))
+        return Draft(
+            "comparison",
+            "elder_birthplace",
+            f"In which city was the elder of {pa.name} and {pb.name} born?",
+            (self.w.cities[elder.birthplace].name,),
+            (
+                self.person_hop(a, "find out when and where {} was born", "born"),
+                self.person_hop(b, "find out when and where {} was born", "born"),
+            ),
+            "city",
+            (self.w.cities[younger.birthplace].name,),
+        )
 
     def younger_birth_year(self):
         pair = self.two_people()
@@ -324,10 +474,18 @@ class _Builder:
             return None
         a, b = pair
         pa, pb = self.w.people[a], self.w.people[b]
-        return Draft("comparison", "younger_birth_year", f"In what year was the younger of {pa.name} and {pb.name} born?",
-                (str(max(pa.birth_year, pb.birth_year)),),
-                (self.person_hop(a, "find out when {} was born", "born"), self.person_hop(b, "find out when {} was born", "born")), "year",
-                (str(min(pa.birth_year, pb.birth_year)),))
+        return Draft(
+            "comparison",
+            "younger_birth_year",
+            f"In what year was the younger of {pa.name} and {pb.name} born?",
+            (str(max(pa.birth_year, pb.birth_year)),),
+            (
+                self.person_hop(a, "find out when {} was born", "born"),
+                self.person_hop(b, "find out when {} was born", "born"),
+            ),
+            "year",
+            (str(min(pa.birth_year, pb.birth_year)),),
+        )
 
     def founded_gap(self):
         n = len(self.w.organisations)
@@ -338,9 +496,17 @@ class _Builder:
         gap = abs(oa.founded - ob.founded)
         if gap == 0:
             return None
-        return Draft("comparison", "founded_gap", f"How many years apart were {oa.name} and {ob.name} founded?",
-                _number_aliases(gap),
-                (self.org_hop(a, "find out when {} was founded", "founded"), self.org_hop(b, "find out when {} was founded", "founded")), "gap")
+        return Draft(
+            "comparison",
+            "founded_gap",
+            f"How many years apart were {oa.name} and {ob.name} founded?",
+            _number_aliases(gap),
+            (
+                self.org_hop(a, "find out when {} was founded", "founded"),
+                self.org_hop(b, "find out when {} was founded", "founded"),
+            ),
+            "gap",
+        )
 
     def earlier_creator(self):
         n = len(self.w.works)
@@ -351,36 +517,70 @@ class _Builder:
         if a == b or wa.year == wb.year or wa.creator == wb.creator:
             return None
         first, second = (wa, wb) if wa.year < wb.year else (wb, wa)
-        return Draft("comparison", "earlier_creator", f"Who made whichever came out first, \"{wa.title}\" or \"{wb.title}\"?",
-                _person_answers(self.w, first.creator),
-                (self.work_hop(a, "find out when {} came out and who made it"), self.work_hop(b, "find out when {} came out and who made it")), "person",
-                (self.w.people[second.creator].name,))
+        return Draft(
+            "comparison",
+            "earlier_creator",
+            f'Who made whichever came out first, "{wa.title}" or "{wb.title}"?',
+            _person_answers(self.w, first.creator),
+            (
+                self.work_hop(a, "find out when {} came out and who made it"),
+                self.work_hop(b, "find out when {} came out and who made it"),
+            ),
+            "person",
+            (self.w.people[second.creator].name,),
+        )
 
 
 #: (type, template name, weight). Weights: 40% single-hop, 40% bridge, 20% comparison.
 TEMPLATES: tuple[tuple[str, str, float], ...] = (
-    ("single_hop", "birth_year", 5), ("single_hop", "birthplace", 5), ("single_hop", "death_year", 3),
-    ("single_hop", "employer", 4), ("single_hop", "creator", 5), ("single_hop", "work_year", 4),
-    ("single_hop", "publisher", 4), ("single_hop", "founded", 4), ("single_hop", "founder", 4),
-    ("single_hop", "headquarters", 4), ("single_hop", "city_country", 3),
-    ("bridge", "creator_birthplace", 6), ("bridge", "creator_birth_year", 5), ("bridge", "founder_birthplace", 5),
-    ("bridge", "founder_birth_year", 4), ("bridge", "employer_headquarters", 5), ("bridge", "employer_founded", 4),
-    ("bridge", "publisher_founder", 5), ("bridge", "headquarters_country", 3), ("bridge", "birthplace_country", 3),
-    ("comparison", "elder_birthplace", 6), ("comparison", "younger_birth_year", 5), ("comparison", "founded_gap", 4),
+    ("single_hop", "birth_year", 5),
+    ("single_hop", "birthplace", 5),
+    ("single_hop", "death_year", 3),
+    ("single_hop", "employer", 4),
+    ("single_hop", "creator", 5),
+    ("single_hop", "work_year", 4),
+    ("single_hop", "publisher", 4),
+    ("single_hop", "founded", 4),
+    ("single_hop", "founder", 4),
+    ("single_hop", "headquarters", 4),
+    ("single_hop", "city_country", 3),
+    ("bridge", "creator_birthplace", 6),
+    ("bridge", "creator_birth_year", 5),
+    ("bridge", "founder_birthplace", 5),
+    ("bridge", "founder_birth_year", 4),
+    ("bridge", "employer_headquarters", 5),
+    ("bridge", "employer_founded", 4),
+    ("bridge", "publisher_founder", 5),
+    ("bridge", "headquarters_country", 3),
+    ("bridge", "birthplace_country", 3),
+    ("comparison", "elder_birthplace", 6),
+    ("comparison", "younger_birth_year", 5),
+    ("comparison", "founded_gap", 4),
     ("comparison", "earlier_creator", 5),
 )
 
 
 #: Template -> for each hop (entity searched), the attributes of that entity the question uses.
 TEMPLATE_FACTS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "birth_year": (("birth_year",),), "birthplace": (("birthplace",),), "death_year": (("death_year",),),
-    "employer": (("employer",),), "creator": (("creator",),), "work_year": (("year",),),
-    "publisher": (("publisher",),), "founded": (("founded",),), "founder": (("founder",),),
-    "headquarters": (("headquarters",),), "city_country": (("country",),),
-    "creator_birthplace": (("creator",), ("birthplace",)), "creator_birth_year": (("creator",), ("birth_year",)),
-    "founder_birthplace": (("founder",), ("birthplace",)), "founder_birth_year": (("founder",), ("birth_year",)),
-    "employer_headquarters": (("employer",), ("headquarters",)), "employer_founded": (("employer",), ("founded",)),
-    "publisher_founder": (("publisher",), ("founder",)), "headquarters_country": (("headquarters",), ("country",)),
+    "birth_year": (("birth_year",),),
+    "birthplace": (("birthplace",),),
+    "death_year": (("death_year",),),
+    "employer": (("employer",),),
+    "creator": (("creator",),),
+    "work_year": (("year",),),
+    "publisher": (("publisher",),),
+    "founded": (("founded",),),
+    "founder": (("founder",),),
+    "headquarters": (("headquarters",),),
+    "city_country": (("country",),),
+    "creator_birthplace": (("creator",), ("birthplace",)),
+    "creator_birth_year": (("creator",), ("birth_year",)),
+    "founder_birthplace": (("founder",), ("birthplace",)),
+    "founder_birth_year": (("founder",), ("birth_year",)),
+    "employer_headquarters": (("employer",), ("headquarters",)),
+    "employer_founded": (("employer",), ("founded",)),
+    "publisher_founder": (("publisher",), ("founder",)),
+    "headquarters_country": (("headquarters",), ("country",)),
     "birthplace_country": (("birthplace",), ("country",)),
     "elder_birthplace": (("birth_year", "birthplace"), ("birth_year", "birthplace")),
     "younger_birth_year": (("birth_year",), ("birth_year",)),
@@ -400,7 +600,9 @@ def _normalise_weights() -> np.ndarray:
     return np.array([w / by_type[t] * share[t] for t, _, w in TEMPLATES])
 
 
-def _add_options(drafts: list[Draft], rng: np.random.Generator, builder: "_Builder") -> list[tuple[tuple[str, ...], int]]:
+def _add_options(
+    drafts: list[Draft], rng: np.random.Generator, builder: "_Builder"
+) -> list[tuple[tuple[str, ...], int]]:
     """``(choices, answer_index)`` for each of ``drafts`` (the generated questions, in order).
 
     Questions are dealt into blocks of four with distinct golds (:func:`_option_blocks`), and
@@ -474,7 +676,10 @@ def _option_blocks(drafts: list[Draft], rng: np.random.Generator) -> list[list[i
         partial: list[list[int]] = []
         for k in members:
             gold = normalize_answer(drafts[k].golds[0])
-            home = next((b for b in partial if len(b) < 4 and all(normalize_answer(drafts[j].golds[0]) != gold for j in b)), None)
+            home = next(
+                (b for b in partial if len(b) < 4 and all(normalize_answer(drafts[j].golds[0]) != gold for j in b)),
+                None,
+            )
             if home is None:
                 partial.append([k])
             else:
@@ -522,8 +727,9 @@ def _split_of(index: int) -> str:
     return next(name for name, sl in SPLITS.items() if sl.start <= index and (sl.stop is None or index < sl.stop))
 
 
-def _replay_earlier_option_draws(world: World, draft: Draft, rng: np.random.Generator,
-                                 same_kind: dict[str, list[int]]) -> None:
+def _replay_earlier_option_draws(
+    world: World, draft: Draft, rng: np.random.Generator, same_kind: dict[str, list[int]]
+) -> None:
     """Make the draws the earlier option generator made from the question stream, and nothing else.
 
     Options now come from their own stream (:func:`_add_options`); replaying the earlier draws
@@ -541,7 +747,12 @@ def _replay_earlier_option_draws(world: World, draft: Draft, rng: np.random.Gene
         for trap in draft.traps:
             if len(seen) < 4:
                 seen.add(normalize_answer(trap))
-        pools = {"city": world.cities, "country": world.countries, "person": world.people, "organisation": world.organisations}
+        pools = {
+            "city": world.cities,
+            "country": world.countries,
+            "person": world.people,
+            "organisation": world.organisations,
+        }
         pool = [world.organisations[j] for j in same_kind.get(gold, [])] if draft.answer_kind == "organisation" else []
         pool = pool if len(pool) >= 4 else pools.get(draft.answer_kind, [])
         tries = 0

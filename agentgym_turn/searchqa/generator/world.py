@@ -37,8 +37,16 @@ OCCUPATION_WORK: dict[str, str] = {
     "painter": "painting",
 }
 _OTHER_OCCUPATIONS = (
-    "physicist", "chemist", "mathematician", "astronomer", "botanist", "historian",
-    "cartographer", "engineer", "economist", "architect",
+    "physicist",
+    "chemist",
+    "mathematician",
+    "astronomer",
+    "botanist",
+    "historian",
+    "cartographer",
+    "engineer",
+    "economist",
+    "architect",
 )
 OCCUPATIONS: tuple[str, ...] = tuple(OCCUPATION_WORK) + _OTHER_OCCUPATIONS
 
@@ -87,18 +95,92 @@ EMPLOYER_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 _TITLE_ADJECTIVES = (
-    "Silent", "Hollow", "Crimson", "Distant", "Broken", "Quiet", "Bitter", "Amber", "Velvet",
-    "Wandering", "Hidden", "Burning", "Frozen", "Pale", "Restless", "Forgotten", "Endless",
-    "Gentle", "Savage", "Lonely", "Patient", "Narrow", "Copper", "Scarlet", "Ivory", "Shallow",
-    "Drowned", "Crooked", "Tender", "Weary", "Sleeping", "Painted", "Secret", "Fading",
-    "Northern", "Southern", "Eastern", "Western", "Brass", "Marble", "Paper", "Glass", "Salt",
+    "Silent",
+    "Hollow",
+    "Crimson",
+    "Distant",
+    "Broken",
+    "Quiet",
+    "Bitter",
+    "Amber",
+    "Velvet",
+    "Wandering",
+    "Hidden",
+    "Burning",
+    "Frozen",
+    "Pale",
+    "Restless",
+    "Forgotten",
+    "Endless",
+    "Gentle",
+    "Savage",
+    "Lonely",
+    "Patient",
+    "Narrow",
+    "Copper",
+    "Scarlet",
+    "Ivory",
+    "Shallow",
+    "Drowned",
+    "Crooked",
+    "Tender",
+    "Weary",
+    "Sleeping",
+    "Painted",
+    "Secret",
+    "Fading",
+    "Northern",
+    "Southern",
+    "Eastern",
+    "Western",
+    "Brass",
+    "Marble",
+    "Paper",
+    "Glass",
+    "Salt",
 )
 _TITLE_NOUNS = (
-    "Lantern", "Harbour", "Orchard", "Mirror", "Meadow", "Cathedral", "Compass", "Lighthouse",
-    "Violin", "Monsoon", "Garden", "Tide", "Season", "Kingdom", "Frontier", "Archive",
-    "Carnival", "Voyage", "Island", "Letter", "Shadow", "Fountain", "Orchestra", "Horizon",
-    "Pilgrim", "Furnace", "Citadel", "Feather", "Caravan", "Ember", "Prairie", "Glacier",
-    "Sparrow", "Harvest", "Anchor", "Chapel", "Ferry", "Thread", "Window", "Ledger", "Valley",
+    "Lantern",
+    "Harbour",
+    "Orchard",
+    "Mirror",
+    "Meadow",
+    "Cathedral",
+    "Compass",
+    "Lighthouse",
+    "Violin",
+    "Monsoon",
+    "Garden",
+    "Tide",
+    "Season",
+    "Kingdom",
+    "Frontier",
+    "Archive",
+    "Carnival",
+    "Voyage",
+    "Island",
+    "Letter",
+    "Shadow",
+    "Fountain",
+    "Orchestra",
+    "Horizon",
+    "Pilgrim",
+    "Furnace",
+    "Citadel",
+    "Feather",
+    "Caravan",
+    "Ember",
+    "Prairie",
+    "Glacier",
+    "Sparrow",
+    "Harvest",
+    "Anchor",
+    "Chapel",
+    "Ferry",
+    "Thread",
+    "Window",
+    "Ledger",
+    "Valley",
 )
 _TITLE_PATTERNS = (
     "The {a} {n}",
@@ -259,7 +341,9 @@ def generate_world(config: WorldConfig | None = None) -> World:
     return world
 
 
-def _countries_and_cities(cfg: WorldConfig, coiner: Coiner, rng: np.random.Generator) -> tuple[list[Country], list[City]]:
+def _countries_and_cities(
+    cfg: WorldConfig, coiner: Coiner, rng: np.random.Generator
+) -> tuple[list[Country], list[City]]:
     """Countries (each with a capital: its first city) and cities, each country with at least one city."""
     stems = coiner.words(cfg.num_countries)
     country_names = []
@@ -312,16 +396,24 @@ def _people_fields(cfg: WorldConfig, coiner: Coiner, rng: np.random.Generator) -
         residence = birthplace if rng.random() < 0.4 else int(rng.integers(0, cfg.num_cities))
         people_raw.append(
             dict(
-                name=name, short_name=short, first=first, last=last,
+                name=name,
+                short_name=short,
+                first=first,
+                last=last,
                 pronoun="he" if rng.random() < 0.5 else "she",
-                birth_year=birth, death_year=death, birthplace=birthplace, residence=residence,
+                birth_year=birth,
+                death_year=death,
+                birthplace=birthplace,
+                residence=residence,
                 occupation=_pick(rng, OCCUPATIONS),
             )
         )
     return people_raw
 
 
-def _organisations(cfg: WorldConfig, coiner: Coiner, rng: np.random.Generator, people_raw: list[dict]) -> list[Organisation]:
+def _organisations(
+    cfg: WorldConfig, coiner: Coiner, rng: np.random.Generator, people_raw: list[dict]
+) -> list[Organisation]:
     """Organisations (every kind at least once when there are enough), founded 25-55 years after the founder's birth."""
     org_words = coiner.words(cfg.num_organisations * 2)
     eligible_founders = [i for i, p in enumerate(people_raw) if p["birth_year"] <= 1960] or list(range(len(people_raw)))
@@ -341,8 +433,11 @@ def _organisations(cfg: WorldConfig, coiner: Coiner, rng: np.random.Generator, p
         founded = min(2015, people_raw[founder]["birth_year"] + int(rng.integers(25, 56)))
         organisations.append(
             Organisation(
-                name=name, kind=kind, founded=founded,
-                headquarters=int(rng.integers(0, cfg.num_cities)), founder=founder,
+                name=name,
+                kind=kind,
+                founded=founded,
+                headquarters=int(rng.integers(0, cfg.num_cities)),
+                founder=founder,
                 staff=int(round(float(rng.lognormal(6.0, 1.2)), -1)) + 20,
             )
         )
@@ -390,7 +485,9 @@ def _employ(people_raw: list[dict], orgs: _OrgPicker, rng: np.random.Generator) 
     return people
 
 
-def _works(cfg: WorldConfig, coiner: Coiner, rng: np.random.Generator, people: list[Person], orgs: _OrgPicker) -> list[Work]:
+def _works(
+    cfg: WorldConfig, coiner: Coiner, rng: np.random.Generator, people: list[Person], orgs: _OrgPicker
+) -> list[Work]:
     """Works by creative people, with unique titles, published by an organisation of the fitting kind."""
     creatives = [i for i, p in enumerate(people) if p.occupation in OCCUPATION_WORK]
     works: list[Work] = []
@@ -418,7 +515,15 @@ def _works(cfg: WorldConfig, coiner: Coiner, rng: np.random.Generator, people: l
             title = f"{coiner.words(1)[0]} {_pick(rng, nouns)}"
         seen_titles.add(title)
         publisher = orgs.pick(rng, orgs.existing_kinds([WORK_ROLES[kind][0]]), year)
-        works.append(Work(title=title, kind=kind, year=max(year, orgs.organisations[publisher].founded), creator=creator, publisher=publisher))
+        works.append(
+            Work(
+                title=title,
+                kind=kind,
+                year=max(year, orgs.organisations[publisher].founded),
+                creator=creator,
+                publisher=publisher,
+            )
+        )
     return works
 
 

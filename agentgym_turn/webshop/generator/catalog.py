@@ -91,8 +91,14 @@ def _join_and(items: Sequence[str]) -> str:
 
 
 _REVIEW_TITLES = (
-    ("Exactly as described", 5), ("Great value", 5), ("Love it", 5), ("Pretty good", 4),
-    ("Does the job", 4), ("Okay for the price", 3), ("Not what I expected", 2), ("Would not buy again", 1),
+    ("Exactly as described", 5),
+    ("Great value", 5),
+    ("Love it", 5),
+    ("Pretty good", 4),
+    ("Does the job", 4),
+    ("Okay for the price", 3),
+    ("Not what I expected", 2),
+    ("Would not buy again", 1),
 )
 _REVIEW_BODIES = (
     "I bought this for {use} and it has held up well.",
@@ -191,12 +197,18 @@ class GeneratedShop:
         whom = ptype.for_whom[int(self.for_whom[i]) % len(ptype.for_whom)]
         model = int(self.model[i])
         return dict(
-            spec=spec, ptype=ptype, attrs=attrs, options=options, whom=whom,
+            spec=spec,
+            ptype=ptype,
+            attrs=attrs,
+            options=options,
+            whom=whom,
             brand=BRANDS[int(self.brand[i])],
             modifier=spec.modifiers[int(self.modifier[i]) % len(spec.modifiers)],
             material=spec.materials[int(self.material[i]) % len(spec.materials)],
             use=USES[int(self.use[i])],
-            model=f"{chr(65 + model // 26000)}{chr(65 + model // 1000 % 26)}{model % 1000}" if self.has_model[i] else "",
+            model=f"{chr(65 + model // 26000)}{chr(65 + model // 1000 % 26)}{model % 1000}"
+            if self.has_model[i]
+            else "",
         )
 
     def _title(self, x: dict, i: int) -> str:
@@ -244,7 +256,9 @@ class GeneratedShop:
         reviews = []
         for _ in range(int(rrng.integers(0, 4))):
             t, score = _REVIEW_TITLES[int(rrng.integers(0, len(_REVIEW_TITLES)))]
-            body = _REVIEW_BODIES[int(rrng.integers(0, len(_REVIEW_BODIES)))].format(use=x["use"], material=x["material"])
+            body = _REVIEW_BODIES[int(rrng.integers(0, len(_REVIEW_BODIES)))].format(
+                use=x["use"], material=x["material"]
+            )
             reviews.append(Review(t, score, body))
         spec, ptype = x["spec"], x["ptype"]
         return Product(
@@ -273,7 +287,14 @@ class GeneratedShop:
             x = self._parts(i)
             features = self._features(x)
             out.append(
-                " ".join((self._title(x, i), self._description(x), features[0] if features else "", self._option_text(x["options"]))).lower()
+                " ".join(
+                    (
+                        self._title(x, i),
+                        self._description(x),
+                        features[0] if features else "",
+                        self._option_text(x["options"]),
+                    )
+                ).lower()
             )
         return out
 
@@ -290,7 +311,9 @@ class GeneratedShop:
         attrs = product.attributes
         k = int(rng.integers(1, min(3, len(attrs)) + 1))
         chosen = tuple(attrs[j] for j in sorted(rng.choice(len(attrs), size=k, replace=False)))
-        goal_options = {name: values[int(rng.integers(0, len(values)))] for name, values in sorted(product.options.items())}
+        goal_options = {
+            name: values[int(rng.integers(0, len(values)))] for name, values in sorted(product.options.items())
+        }
         price_upper = price_upper_for(product.price, rng)
         whom = f" {x['whom']}" if x["whom"] else ""
         noun = x["ptype"].noun
@@ -346,7 +369,11 @@ def _index_layout(shop: "GeneratedShop") -> tuple[list[str], np.ndarray]:
     P = _Pieces()
     n = shop.num_products
     if n >= 50_000:  # the layout, the BM25 build and numba's first compile take seconds to a minute: say so
-        print(f"Indexing {n:,} WebShop products for search (numba compiles once per process)...", file=sys.stderr, flush=True)
+        print(
+            f"Indexing {n:,} WebShop products for search (numba compiles once per process)...",
+            file=sys.stderr,
+            flush=True,
+        )
     type_cat = np.array([c for c, _ in _TYPES], dtype=np.int64)
     t = shop.type_id.astype(np.int64)
     cat = type_cat[t]
@@ -356,16 +383,44 @@ def _index_layout(shop: "GeneratedShop") -> tuple[list[str], np.ndarray]:
     feature = _feature_columns(P, cat, words, n)
     options = _option_columns(P, shop, t)
     c_this, c_from, c_made, c_andis, c_and, c_designed = (
-        P.id("this"), P.id("from"), P.id("is made of"), P.id("and is"), P.id("and"), P.id("designed for"),
+        P.id("this"),
+        P.id("from"),
+        P.id("is made of"),
+        P.id("and is"),
+        P.id("and"),
+        P.id("designed for"),
     )
     const = lambda pid: np.full(n, pid, dtype=np.int64)  # noqa: E731
     brand, modifier, material, noun, whom, use, attr = (
-        words["brand"], words["modifier"], words["material"], words["noun"], words["whom"], words["use"], words["attr"],
+        words["brand"],
+        words["modifier"],
+        words["material"],
+        words["noun"],
+        words["whom"],
+        words["use"],
+        words["attr"],
     )
     columns = [
-        brand, modifier, material, noun, whom, np.where(shop.title_attr, attr[0], -1), model,  # title
-        const(c_this), modifier, noun, const(c_from), brand, const(c_made), material, const(c_andis),
-        attr[1], const(c_and), attr[2], const(c_designed), use,  # description
+        brand,
+        modifier,
+        material,
+        noun,
+        whom,
+        np.where(shop.title_attr, attr[0], -1),
+        model,  # title
+        const(c_this),
+        modifier,
+        noun,
+        const(c_from),
+        brand,
+        const(c_made),
+        material,
+        const(c_andis),
+        attr[1],
+        const(c_and),
+        attr[2],
+        const(c_designed),
+        use,  # description
         *feature,
         *options,
     ]

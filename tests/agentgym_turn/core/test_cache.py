@@ -48,7 +48,9 @@ def test_cache__two_keys_build_at_the_same_time():
         saw_other[me] = started[other].wait(30)
         return me
 
-    threads = [threading.Thread(target=cache.get, args=(k, lambda k=k, o=o: build(k, o))) for k, o in (("a", "b"), ("b", "a"))]
+    threads = [
+        threading.Thread(target=cache.get, args=(k, lambda k=k, o=o: build(k, o))) for k, o in (("a", "b"), ("b", "a"))
+    ]
     for t in threads:
         t.start()
     for t in threads:

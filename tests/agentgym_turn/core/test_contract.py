@@ -39,7 +39,13 @@ def test_a_fault_inside_a_turn_ends_the_episode_typed_without_raising(error, sta
     _, reward, terminated, truncated, info = env.step("<answer>1</answer>")
     assert (info["exit_status"], info["reward_valid"], terminated, truncated) == ("ok", True, False, False)
     obs, reward, terminated, truncated, info = env.step("<answer>7</answer>")
-    assert (info["exit_status"], info["reward_valid"], reward, terminated, truncated) == (status, False, 0.0, False, True)
+    assert (info["exit_status"], info["reward_valid"], reward, terminated, truncated) == (
+        status,
+        False,
+        0.0,
+        False,
+        True,
+    )
     assert info["action_is_valid"] and "This episode is over" in obs
     assert env.episode_over and env.step("<answer>3</answer>")[2]  # the episode stays over until reset
     assert (status == "env_error") == any("env_error" in r.getMessage() for r in caplog.records)  # a bug is logged
@@ -78,9 +84,18 @@ def _play(env, seed, steps=12, expert_share=0.7):
     rng = np.random.default_rng(seed)
     _, info = env.reset(seed=seed)
     out = [(0.0, info)]
-    strays = ["garbage", "<answer>Left</answer>", "search[red shoes]", "click[back to search]", "<say>hi</say>", "<search>who</search>"]
+    strays = [
+        "garbage",
+        "<answer>Left</answer>",
+        "search[red shoes]",
+        "click[back to search]",
+        "<say>hi</say>",
+        "<search>who</search>",
+    ]
     for _ in range(steps):
-        response = env.unwrapped.expert_action() if rng.random() < expert_share else strays[int(rng.integers(len(strays)))]
+        response = (
+            env.unwrapped.expert_action() if rng.random() < expert_share else strays[int(rng.integers(len(strays)))]
+        )
         _, reward, terminated, truncated, info = env.step(response)
         out.append((reward, info))
         if terminated or truncated:
@@ -104,8 +119,19 @@ def test_reward_components__declared_names_sum_to_every_reward(env_id):
 
 
 def test_reward_components__name_the_papers_terms():
-    assert gym.make("TurnSokoban-v0").unwrapped.metadata["reward_components"] == ("step", "box_on_target", "box_off_target", "finish", "format")
-    assert gym.make("TurnWebShop-v0").unwrapped.metadata["reward_components"] == ("attributes", "options", "price", "format")
+    assert gym.make("TurnSokoban-v0").unwrapped.metadata["reward_components"] == (
+        "step",
+        "box_on_target",
+        "box_off_target",
+        "finish",
+        "format",
+    )
+    assert gym.make("TurnWebShop-v0").unwrapped.metadata["reward_components"] == (
+        "attributes",
+        "options",
+        "price",
+        "format",
+    )
     assert gym.make("TurnSearchQA-v0").unwrapped.metadata["reward_components"] == ("exact_match", "format")
     env = gym.make("TurnSokoban-v0")
     env.reset(seed=3)
@@ -113,7 +139,11 @@ def test_reward_components__name_the_papers_terms():
         _, reward, terminated, _, info = env.step(env.unwrapped.expert_action())
         if terminated:
             break
-    assert info["success"] and info["reward_components"]["finish"] == 10.0 and info["reward_components"]["box_on_target"] == 1.0
+    assert (
+        info["success"]
+        and info["reward_components"]["finish"] == 10.0
+        and info["reward_components"]["box_on_target"] == 1.0
+    )
 
 
 @pytest.mark.parametrize("env_id", IDS)
@@ -147,7 +177,7 @@ def test_fork_env_keeps_the_wrappers_and_the_turns_played():
     env.reset(seed=1)
     for _ in range(3):
         env.step("no move")
-    twin, = fork_env(env, 1)
+    (twin,) = fork_env(env, 1)
     assert repr(twin) == repr(env) and twin.unwrapped is not env.unwrapped
     assert [twin.step("no move")[3] for _ in range(2)] == [False, True]  # TimeLimit's count came along
     assert env.unwrapped.turn == 3  # the original did not move
@@ -162,11 +192,15 @@ def _sokoban_after(seed, turns):
     return info["state_key"], (u._boxes, u._player, u._moves, u.turn, u.episode_over, u._deadlocked)
 
 
-MOVES = st.sampled_from(["Up", "Down", "Left", "Right", "Up || Down", "Left || Right", "Down || Up", "Right || Left", ""])
+MOVES = st.sampled_from(
+    ["Up", "Down", "Left", "Right", "Up || Down", "Left || Right", "Down || Up", "Right || Left", ""]
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), a=st.lists(MOVES, min_size=2, max_size=2), b=st.lists(MOVES, min_size=2, max_size=2))
+@given(
+    seed=st.integers(0, 2**31 - 1), a=st.lists(MOVES, min_size=2, max_size=2), b=st.lists(MOVES, min_size=2, max_size=2)
+)
 def test_sokoban_state_key__equal_exactly_when_board_moves_and_turn_are(seed, a, b):
     """Two action sequences from one level: the keys are equal exactly when they reach the same boxes, player,
     moves played and turn (the level's walls and targets are shared)."""
@@ -214,7 +248,11 @@ def test_searchqa_state_key__searches_in_either_order_and_other_questions_apart(
     x, y = "<search>capital city</search>", "<search>born in</search>"
     assert after(0, [x, y]) == after(0, [y, x])  # the same passages retrieved, the same budget left
     assert after(0, [x, y]) != after(0, [x, x])
-    assert after(0, []) != after(1, []) or gym.make("TurnSearchQA-v0").reset(seed=0)[1]["question_id"] == gym.make("TurnSearchQA-v0").reset(seed=1)[1]["question_id"]
+    assert (
+        after(0, []) != after(1, [])
+        or gym.make("TurnSearchQA-v0").reset(seed=0)[1]["question_id"]
+        == gym.make("TurnSearchQA-v0").reset(seed=1)[1]["question_id"]
+    )
 
 
 def test_dialog_state_key__follows_both_sides_histories():

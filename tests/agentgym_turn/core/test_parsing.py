@@ -111,7 +111,13 @@ def test_parse_bracket_action__reads_verb_and_argument(text, verb, argument):
 
 @pytest.mark.parametrize(
     "text, words",
-    [("", "No action"), ("doubleclick[x]", "No action"), ("click[", "never closed"), ("click[ ]", "empty"), ("buy[x]", "No action")],
+    [
+        ("", "No action"),
+        ("doubleclick[x]", "No action"),
+        ("click[", "never closed"),
+        ("click[ ]", "empty"),
+        ("buy[x]", "No action"),
+    ],
 )
 def test_parse_bracket_action__explains_what_is_wrong(text, words):
     r = parse_bracket_action(text)
@@ -179,7 +185,13 @@ def test_work_counter__stops_an_exponential_pattern_at_its_cap():
 
 @pytest.mark.parametrize(
     "pattern",
-    [r"<\s*+(/?)\s*+(answer|search)\s*+>", r"(?<![\w])(search|click)[ \t]*+\[", r"\b(a|an|the)\b", r"(?<!\s)\s*+x", r"\w+"],
+    [
+        r"<\s*+(/?)\s*+(answer|search)\s*+>",
+        r"(?<![\w])(search|click)[ \t]*+\[",
+        r"\b(a|an|the)\b",
+        r"(?<!\s)\s*+x",
+        r"\w+",
+    ],
 )
 def test_work_counter__passes_linear_patterns(pattern):
     worst = regex_growth(re.compile(pattern, re.I))[0]
@@ -197,7 +209,9 @@ _FIDELITY_PATTERNS = [
 ]
 
 
-@given(st.sampled_from(_FIDELITY_PATTERNS), st.text(alphabet="aAbBcdxy <>/[]().:-!_'’\t", max_size=30), st.integers(0, 30))
+@given(
+    st.sampled_from(_FIDELITY_PATTERNS), st.text(alphabet="aAbBcdxy <>/[]().:-!_'’\t", max_size=30), st.integers(0, 30)
+)
 def test_work_counter__matches_like_re(pattern, text, pos):
     pos = min(pos, len(text))
     m = pattern.match(text, pos)
@@ -231,7 +245,9 @@ _KNOWN_SUPERLINEAR: dict[str, str] = {}  # pattern name -> why (strict xfail: fi
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(n, marks=pytest.mark.xfail(reason=_KNOWN_SUPERLINEAR[n], strict=True)) if n in _KNOWN_SUPERLINEAR else n
+        pytest.param(n, marks=pytest.mark.xfail(reason=_KNOWN_SUPERLINEAR[n], strict=True))
+        if n in _KNOWN_SUPERLINEAR
+        else n
         for n in sorted(_PATTERNS)
     ],
 )
@@ -282,7 +298,16 @@ def _line_growth(fn, name, under=None):
         lambda t: protocol.first_action(protocol.cut_response(t)),
         lambda t: protocol.extract_answer(t + t),
     ],
-    ids=["find_tagged-2", "find_tagged-1", "parse_bracket_action", "strip_think", "split_moves", "choice_index", "first_action", "extract_answer"],
+    ids=[
+        "find_tagged-2",
+        "find_tagged-1",
+        "parse_bracket_action",
+        "strip_think",
+        "split_moves",
+        "choice_index",
+        "first_action",
+        "extract_answer",
+    ],
 )
 def test_python_parsers__do_linear_work_on_the_worst_responses(parser):
     bad = [g for g in (_line_growth(parser, name) for name in WORST_RESPONSES) if g.superlinear()]
@@ -299,7 +324,9 @@ def test_env_steps__do_linear_python_work_on_the_worst_responses(env_id):
 
     bad = []
     for name in WORST_RESPONSES:
-        step(worst_response(name, _LINE_SIZES[0]))  # warm-up: first-use caches (a search's results) are not per-character work
+        step(
+            worst_response(name, _LINE_SIZES[0])
+        )  # warm-up: first-use caches (a search's results) are not per-character work
         counts = tuple(step(worst_response(name, n)) for n in _LINE_SIZES)
         g = Growth(name, counts, growth(counts))
         if g.superlinear():

@@ -33,8 +33,14 @@ def test_a_crafted_snapshot_is_refused_without_being_unpickled(env_id, tmp_path)
     env.reset(seed=0)
     marker = tmp_path / "ran"
     genuine = env.unwrapped.snapshot()
-    crafted = [pickle.dumps(_Boom(str(marker))), genuine[:-1] + bytes([genuine[-1] ^ 1]),
-               genuine[:40] + pickle.dumps(_Boom(str(marker))), b"", "text", None]
+    crafted = [
+        pickle.dumps(_Boom(str(marker))),
+        genuine[:-1] + bytes([genuine[-1] ^ 1]),
+        genuine[:40] + pickle.dumps(_Boom(str(marker))),
+        b"",
+        "text",
+        None,
+    ]
     for blob in crafted:
         with pytest.raises(SnapshotError):
             env.unwrapped.restore(blob)
@@ -43,8 +49,10 @@ def test_a_crafted_snapshot_is_refused_without_being_unpickled(env_id, tmp_path)
 
 
 def _snapshot_in_a_child(key: str | None) -> bytes:
-    code = ("import sys, gymnasium as gym, agentgym_turn; e = gym.make('TurnSokoban-v0'); e.reset(seed=3); "
-            "e.step('<answer>Up</answer>'); sys.stdout.buffer.write(e.unwrapped.snapshot())")
+    code = (
+        "import sys, gymnasium as gym, agentgym_turn; e = gym.make('TurnSokoban-v0'); e.reset(seed=3); "
+        "e.step('<answer>Up</answer>'); sys.stdout.buffer.write(e.unwrapped.snapshot())"
+    )
     env = {k: v for k, v in os.environ.items() if k != KEY_VARIABLE}
     if key is not None:
         env[KEY_VARIABLE] = key
@@ -65,6 +73,9 @@ def test_another_process_snapshot_loads_only_under_a_shared_key(monkeypatch):
         local = gym.make("TurnSokoban-v0")
         local.reset(seed=3)
         local.step("<answer>Up</answer>")
-        assert env.unwrapped._state_text() == local.unwrapped._state_text() and env.unwrapped.turn == local.unwrapped.turn == 1
+        assert (
+            env.unwrapped._state_text() == local.unwrapped._state_text()
+            and env.unwrapped.turn == local.unwrapped.turn == 1
+        )
     finally:
         snapshots._key.cache_clear()

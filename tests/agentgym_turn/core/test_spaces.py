@@ -37,7 +37,17 @@ def test_sanitize_text__always_lands_in_the_space(text):
 
 
 # Characters real corpora carry (wiki dumps, product pages) that must reach the agent unchanged.
-ORDINARY_UNICODE = ["10\xa0km", "a\u200db\u200cc", "hy\xadphen", "\ufeffbom", "line\u2028sep", "para\u2029sep", "a\r\nb", "e\u0301", "\ue000"]
+ORDINARY_UNICODE = [
+    "10\xa0km",
+    "a\u200db\u200cc",
+    "hy\xadphen",
+    "\ufeffbom",
+    "line\u2028sep",
+    "para\u2029sep",
+    "a\r\nb",
+    "e\u0301",
+    "\ue000",
+]
 
 
 def test_sanitize_text__ordinary_unicode_passes_through_unchanged():

@@ -45,12 +45,21 @@ def _keys(env_id, seeds, **kwargs):
 @given(catalog=st.integers(0, 10**6), products=st.integers(60, 200), split=st.sampled_from(CONTENT_SPLITS))
 def test_webshop_goals_of_a_content_split_are_in_it_in_any_catalog(catalog, products, split):
     try:
-        keys = _keys("TurnWebShop-v0", range(12), num_products=products, catalog_seed=catalog, goal_split="all", content_split=split)
+        keys = _keys(
+            "TurnWebShop-v0",
+            range(12),
+            num_products=products,
+            catalog_seed=catalog,
+            goal_split="all",
+            content_split=split,
+        )
     except ValueError as e:  # a small catalog may hold no goal of a 10% split: said, not drawn from another split
         assert "content_split" in str(e)
         return
     assert all(content_split(k) == split for k in keys)
-    assert keys == _keys("TurnWebShop-v0", range(12), num_products=products, catalog_seed=catalog, goal_split="all", content_split=split)
+    assert keys == _keys(
+        "TurnWebShop-v0", range(12), num_products=products, catalog_seed=catalog, goal_split="all", content_split=split
+    )
 
 
 def test_webshop_train_and_test_goals_share_no_instruction_across_catalogs():

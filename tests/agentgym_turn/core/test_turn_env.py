@@ -79,7 +79,19 @@ class _EchoEnv(GuessNumberEnv):
 
 @pytest.mark.parametrize(
     "text",
-    ["10\xa0km", "a\u200db\u200cc", "hy\xadphen", "\ufeffbom", "line\u2028sep", "para\u2029sep", "a\r\nb", "a\rb", "e\u0301", "\ue000", "🙂\ufe0f"],
+    [
+        "10\xa0km",
+        "a\u200db\u200cc",
+        "hy\xadphen",
+        "\ufeffbom",
+        "line\u2028sep",
+        "para\u2029sep",
+        "a\r\nb",
+        "a\rb",
+        "e\u0301",
+        "\ue000",
+        "🙂\ufe0f",
+    ],
 )
 def test_observation__ordinary_unicode_in_an_echo_arrives_unchanged(text):
     env = _EchoEnv()

@@ -40,7 +40,9 @@ def test_extra_info__same_keys_on_reset_valid_invalid_and_after_the_end():
 
 def test_reset_options__unknown_name_is_refused_with_a_suggestion():
     env = _GuessWithInfo()
-    with pytest.raises(ValueError, match=r"unknown option\(s\) \['secrt'\] \(did you mean 'secret'\?\); accepted options: secret"):
+    with pytest.raises(
+        ValueError, match=r"unknown option\(s\) \['secrt'\] \(did you mean 'secret'\?\); accepted options: secret"
+    ):
         env.reset(seed=0, options={"secrt": 3})
     with pytest.raises(ValueError, match="accepted options: none"):
         GuessNumberEnv().reset(options={"anything": 1})

@@ -21,7 +21,9 @@ def test_wilson_interval__hand_computed():
 def test_mean_interval__hand_computed():
     # values 1, 2, 3, 4: mean 2.5, s^2 = 5/3, half = 1.959964 * sqrt(5/12) = 1.26515.
     mean, low, high = mean_interval([1.0, 2.0, 3.0, 4.0])
-    assert mean == 2.5 and low == pytest.approx(2.5 - 1.26515, abs=1e-5) and high == pytest.approx(2.5 + 1.26515, abs=1e-5)
+    assert (
+        mean == 2.5 and low == pytest.approx(2.5 - 1.26515, abs=1e-5) and high == pytest.approx(2.5 + 1.26515, abs=1e-5)
+    )
 
 
 @given(st.integers(0, 500), st.integers(1, 500))
@@ -33,11 +35,22 @@ def test_wilson_interval__inside_unit_interval_and_around_the_rate(k, n):
 
 def test_summarize__infra_errors_are_left_out_of_every_mean():
     def record(success, score, statuses, status="ok", tokens=(5,)):
-        return {"success": success, "score": score, "rewards": [score], "actions": ["x"] * len(statuses),
-                "exit_statuses": statuses, "eval": {"status": status, "completion_tokens": list(tokens)}}
+        return {
+            "success": success,
+            "score": score,
+            "rewards": [score],
+            "actions": ["x"] * len(statuses),
+            "exit_statuses": statuses,
+            "eval": {"status": status, "completion_tokens": list(tokens)},
+        }
 
-    m = summarize([record(True, 1.0, ["ok"]), record(False, 0.0, ["invalid_action", "ok"]),
-                   record(False, 0.0, ["ok"], status="infra_error", tokens=(99,))])
+    m = summarize(
+        [
+            record(True, 1.0, ["ok"]),
+            record(False, 0.0, ["invalid_action", "ok"]),
+            record(False, 0.0, ["ok"], status="infra_error", tokens=(99,)),
+        ]
+    )
     assert (m["episodes"], m["scored"], m["infra_errors"]) == (3, 2, 1)
     assert m["success"]["mean"] == 0.5 and m["score"]["mean"] == 0.5
     assert m["invalid_format_rate"] == pytest.approx(1 / 3) and m["turns"] == 1.5 and m["completion_tokens"] == 5

@@ -39,12 +39,16 @@ def _sums_to(components: dict[str, float], reward: float) -> bool:
 def test_verl_agent_infos_carry_the_contract_fields_and_components_sum_to_each_reward(env_id):
     envs = build_envs(env_id, seed=2, env_num=1, group_n=2)
     _, infos = envs.reset()
-    assert all(i["exit_status"] == "ok" and i["reward_valid"] is True and _sums_to(i["reward_components"], 0.0) for i in infos)
+    assert all(
+        i["exit_status"] == "ok" and i["reward_valid"] is True and _sums_to(i["reward_components"], 0.0) for i in infos
+    )
     expert = envs.envs[0].unwrapped.expert_action()
     for _ in range(5):  # past the turn limit: done envs repeat their last info with reward 0
         _, rewards, dones, infos = envs.step([expert, "no idea"])
         assert all(_sums_to(i["reward_components"], r) for i, r in zip(infos, rewards))
-        assert all(i["reward_valid"] is True and i["exit_status"] in ("ok", "invalid_action", "truncated") for i in infos)
+        assert all(
+            i["reward_valid"] is True and i["exit_status"] in ("ok", "invalid_action", "truncated") for i in infos
+        )
         expert = envs.envs[0].unwrapped.expert_action() if not dones[0] else expert
     assert infos[1]["exit_status"] in ("invalid_action", "truncated") and envs.faulted == [False, False]
     envs.close()
@@ -54,10 +58,20 @@ def test_verl_agent_a_faulted_turn_ends_the_episode_and_flags_it_until_the_next_
     envs = build_envs(FAULTY_ID, seed=0, env_num=1, group_n=2)
     envs.reset()
     _, rewards, dones, infos = envs.step(["<answer>0</answer>", "CRASH"])
-    assert infos[1]["exit_status"] == "infra_error" and infos[1]["reward_valid"] is False and dones[1] and rewards[1] == 0.0
+    assert (
+        infos[1]["exit_status"] == "infra_error"
+        and infos[1]["reward_valid"] is False
+        and dones[1]
+        and rewards[1] == 0.0
+    )
     assert infos[0]["reward_valid"] is True and envs.faulted == [False, True]
     _, rewards, dones, infos = envs.step(["<answer>1</answer>", "<answer>1</answer>"])
-    assert dones[1] and rewards[1] == 0.0 and infos[1]["exit_status"] == "infra_error" and infos[1]["reward_valid"] is False
+    assert (
+        dones[1]
+        and rewards[1] == 0.0
+        and infos[1]["exit_status"] == "infra_error"
+        and infos[1]["reward_valid"] is False
+    )
     assert _sums_to(infos[1]["reward_components"], 0.0)
     envs.reset()
     assert envs.faulted == [False, False]
@@ -75,7 +89,9 @@ def test_trl_records_carry_each_turns_components_and_the_last_exit_status():
     episode = instance.episode
     assert len(episode.reward_components) == len(episode.rewards) == 2
     assert all(_sums_to(c, r) for c, r in zip(episode.reward_components, episode.rewards))
-    assert episode.rewards[0] < 0 and math.isclose(episode.reward_components[0]["format"], episode.rewards[0])  # the format penalty
+    assert episode.rewards[0] < 0 and math.isclose(
+        episode.reward_components[0]["format"], episode.rewards[0]
+    )  # the format penalty
     assert episode.exit_status in ("ok", "invalid_action") and episode.reward_valid
     assert math.isclose(sum(episode.component_returns.values()), episode.episode_return, abs_tol=1e-9)
     assert math.isclose(instance.get_reward(), episode.episode_return) and environment.history == [episode]
@@ -127,7 +143,9 @@ def test_both_adapters_turn_an_env_that_raises_into_a_faulted_episode_not_an_exc
     envs.reset()
     _, rewards, dones, infos = envs.step(["fine", "boom"])
     assert rewards == [0.5, 0.0] and dones == [False, True]
-    assert (infos[1]["exit_status"], infos[1]["reward_valid"]) == ("env_error", False) and infos[0]["reward_valid"] is True
+    assert (infos[1]["exit_status"], infos[1]["reward_valid"]) == ("env_error", False) and infos[0][
+        "reward_valid"
+    ] is True
     env = trl_environment(RAISING_ID)()
     env.reset()
     env._turn("boom")  # what each of its tools does with the action text

@@ -31,7 +31,9 @@ def tiny(tmp_path_factory):
     from reference_trainer.policy import load_policy
     from reference_trainer.tiny import TinySpec, build_tiny
 
-    path = build_tiny(ENV_ID, tmp_path_factory.mktemp("tiny") / "model", spec=TinySpec(corpus_episodes=8), env_kwargs=ENV_KWARGS)
+    path = build_tiny(
+        ENV_ID, tmp_path_factory.mktemp("tiny") / "model", spec=TinySpec(corpus_episodes=8), env_kwargs=ENV_KWARGS
+    )
     policy, tokenizer = load_policy(path)
     return policy.lm, tokenizer
 
@@ -172,7 +174,11 @@ def test_verl_agent_envs__step_ids_and_trajectory_are_the_views_exact_tokens(tin
         assert trajectory["prompt_ids"] == prompts[i]
         view, _ = _replay(tokenizer, envs.seeds[i], sampled[i])
         prompt, response, mask = completion_of(view)
-        assert (trajectory["prompt_ids"], trajectory["response_ids"], trajectory["response_mask"]) == (prompt, response, mask)
+        assert (trajectory["prompt_ids"], trajectory["response_ids"], trajectory["response_mask"]) == (
+            prompt,
+            response,
+            mask,
+        )
         assert [response[s:e] for s, e in _runs(mask)] == sampled[i]
         sequence = envs.samples(i)[0]
         assert prompt + response == sequence.ids[: len(prompt) + len(response)]
@@ -195,20 +201,39 @@ def test_token_rollout__drives_a_real_grpo_trainer(tiny, tmp_path):
     rollout.history = []
     dataset = Dataset.from_dict({"prompt": [str(seed) for seed in range(steps * rows_per_step)]})
     config = GRPOConfig(
-        output_dir=str(tmp_path / "out"), max_steps=steps, per_device_train_batch_size=generations * rows_per_step,
-        num_generations=generations, max_completion_length=256, learning_rate=1e-3, logging_steps=1,
-        save_strategy="no", report_to="none", use_cpu=True, bf16=False, seed=0, shuffle_dataset=False,
-        dataloader_num_workers=0, gradient_checkpointing=False,
+        output_dir=str(tmp_path / "out"),
+        max_steps=steps,
+        per_device_train_batch_size=generations * rows_per_step,
+        num_generations=generations,
+        max_completion_length=256,
+        learning_rate=1e-3,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        seed=0,
+        shuffle_dataset=False,
+        dataloader_num_workers=0,
+        gradient_checkpointing=False,
     )
     torch.manual_seed(0)
-    trainer = GRPOTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
-                          reward_funcs=[env_return_reward], rollout_func=rollout)
+    trainer = GRPOTrainer(
+        model=model,
+        args=config,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        reward_funcs=[env_return_reward],
+        rollout_func=rollout,
+    )
     trainer.train()
     per_step = generations * rows_per_step
     episodes = rollout.history
     assert len(episodes) == steps * per_step
     seeds = [e.seed for e in episodes]
-    assert all(len(set(seeds[s : s + generations])) == 1 for s in range(0, len(seeds), generations))  # groups share a task
+    assert all(
+        len(set(seeds[s : s + generations])) == 1 for s in range(0, len(seeds), generations)
+    )  # groups share a task
     logs = [entry for entry in trainer.state.log_history if "rewards/env_return_reward/mean" in entry]
     assert len(logs) == steps
     for k, entry in enumerate(logs):

@@ -85,7 +85,9 @@ def test_parallel_view__plays_the_same_dialog_as_the_aec_env_and_converts_back()
 _MOVE = st.one_of(
     st.text(max_size=60),
     st.text(max_size=30).map(lambda t: f"<say>{t}</say>"),
-    st.sampled_from(["<done/>", "<DONE />", "search[shoes]", "click[buy now]", "click[< prev]", "<say></say>", "<say>x", "</say>"]),
+    st.sampled_from(
+        ["<done/>", "<DONE />", "search[shoes]", "click[buy now]", "click[< prev]", "<say></say>", "<say>x", "</say>"]
+    ),
     st.just("EXPERT"),
 )
 
@@ -110,7 +112,9 @@ def test_any_string_from_either_agent__never_raises_and_keeps_the_turn_order(mov
         if mover == ASSISTANT:
             assert info["messages"] == messages + (1 if said else 0)
         # a valid message hands the turn over; anything else (a shop action, an invalid move) keeps it
-        assert env.agent_selection == (other if said and not env.terminations[mover] else mover) or env.terminations[mover]
+        assert (
+            env.agent_selection == (other if said and not env.terminations[mover] else mover) or env.terminations[mover]
+        )
         for agent in env.agents:
             assert env.observation_space(agent).contains(env.observe(agent))
 
@@ -123,6 +127,7 @@ def test_same_seed_and_moves__same_dialog():
         while env.agents and not env.terminations[env.agent_selection]:
             env.step(env.expert_action() if rng.random() < 0.7 else "nonsense")
         return env.render(), env.infos[ASSISTANT]
+
     assert transcript(11) == transcript(11)
     assert transcript(11)[0] != transcript(12)[0]
 

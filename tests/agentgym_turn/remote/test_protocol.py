@@ -50,8 +50,16 @@ def _as_json_text(value):
     return value
 
 
-@given(ANY_TEXT, st.floats(allow_nan=False) | st.none(), st.booleans(), st.booleans(), st.dictionaries(ANY_TEXT, JSON_DATA, max_size=6))
-@example("\udc00\ud800x\ud800\udc00", None, False, False, {"\ud800\udc00": None, "\ud800": "\udfff"})  # a pair joins; lone ones stay
+@given(
+    ANY_TEXT,
+    st.floats(allow_nan=False) | st.none(),
+    st.booleans(),
+    st.booleans(),
+    st.dictionaries(ANY_TEXT, JSON_DATA, max_size=6),
+)
+@example(
+    "\udc00\ud800x\ud800\udc00", None, False, False, {"\ud800\udc00": None, "\ud800": "\udfff"}
+)  # a pair joins; lone ones stay
 def test_an_observation_round_trips_exactly(text, reward, terminated, truncated, info):
     payload = json.loads(dumps(observation_payload(text, reward, terminated, truncated, info)))
     got = parse_observation_payload(payload)
@@ -88,16 +96,27 @@ def test_messages_are_checked_field_by_field():
         parse_client_message('{"type": "state"}' + " " * 100, max_bytes=100)
     assert err.value.extra["max_bytes"] == 100
     assert parse_client_message('{"type": "reset"}', max_bytes=LIMIT) == ("reset", {})
-    assert parse_client_message('{"type": "reset", "data": {"seed": 3, "options": null, "other": 1}}', max_bytes=LIMIT) == (
+    assert parse_client_message(
+        '{"type": "reset", "data": {"seed": 3, "options": null, "other": 1}}', max_bytes=LIMIT
+    ) == (
         "reset",
         {"seed": 3, "options": None},
     )
-    assert parse_client_message('{"type": "step", "data": {"message": ["a"]}}', max_bytes=LIMIT)[1][ACTION_FIELD] == ["a"]
+    assert parse_client_message('{"type": "step", "data": {"message": ["a"]}}', max_bytes=LIMIT)[1][ACTION_FIELD] == [
+        "a"
+    ]
 
 
 def test_the_schemas_publish_what_the_client_needs_and_nothing_is_lost():
-    schemas = build_schemas(env_id="X-v0", max_action_length=10, max_observation_length=20, max_episode_steps=5, render_modes=["ansi"],
-                            render_fps=4, config_digest="ab12")
+    schemas = build_schemas(
+        env_id="X-v0",
+        max_action_length=10,
+        max_observation_length=20,
+        max_episode_steps=5,
+        render_modes=["ansi"],
+        render_fps=4,
+        config_digest="ab12",
+    )
     assert set(schemas) == {"action", "observation", "state"}
     assert served_spec_from_schemas(json.loads(dumps(schemas))) == {
         "env_id": "X-v0",
@@ -128,4 +147,6 @@ def test_a_malformed_observation_names_the_field():
         mutate(bad)
         with pytest.raises(ValueError, match=word):
             parse_observation_payload(bad)
-    assert math.isnan(parse_observation_payload(json.loads(dumps(observation_payload("t", float("nan"), False, False, {}))))[1])
+    assert math.isnan(
+        parse_observation_payload(json.loads(dumps(observation_payload("t", float("nan"), False, False, {}))))[1]
+    )

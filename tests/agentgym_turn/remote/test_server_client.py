@@ -95,8 +95,14 @@ def test_served_transcript_equals_the_in_process_transcript_byte_for_byte(server
 
 #: Garbage a policy (or a bug around it) may send: past the message bound in bytes, past the action space in
 #: characters, and values JSON cannot carry. Each is an invalid turn served as in process, never a fault.
-GARBAGE = [("4 MiB", "x" * (4 << 20)), ("astral past the limit", "\U0001F600" * 70_000), ("NaN", float("nan")),
-           ("infinity in a list", [float("inf")]), ("an int", 5), ("None", None)]
+GARBAGE = [
+    ("4 MiB", "x" * (4 << 20)),
+    ("astral past the limit", "\U0001f600" * 70_000),
+    ("NaN", float("nan")),
+    ("infinity in a list", [float("inf")]),
+    ("an int", 5),
+    ("None", None),
+]
 
 
 @pytest.mark.parametrize("name, action", GARBAGE, ids=[g[0] for g in GARBAGE])
@@ -145,7 +151,14 @@ def test_reset_options_errors_are_raised_by_the_client_as_the_local_env_raises_t
 def test_a_vector_env_of_served_envs_steps_as_a_vector_env_of_local_ones(servers, mode):
     server = _server(servers, "TurnSokoban-v0")
     vector_kwargs = {"shared_memory": False} if mode == "async" else {}
-    remote = gym.make_vec(REMOTE_ENV_ID, 3, vectorization_mode=mode, vector_kwargs=vector_kwargs, base_url=server.base_url, env_id="TurnSokoban-v0")
+    remote = gym.make_vec(
+        REMOTE_ENV_ID,
+        3,
+        vectorization_mode=mode,
+        vector_kwargs=vector_kwargs,
+        base_url=server.base_url,
+        env_id="TurnSokoban-v0",
+    )
     local = agentgym_turn.make_vec("TurnSokoban-v0", 3, mode)
     assert repr(remote.reset(seed=[1, 2, 3])) == repr(local.reset(seed=[1, 2, 3]))
     actions = ["<answer>Up</answer>", "", "<answer>Left || Down</answer>"]
@@ -217,7 +230,7 @@ def test_a_server_at_capacity_refuses_with_openenv_capacity_error_and_recovers(s
     first, second = _remote(server), _remote(server)
     first.reset(seed=0)
     second.reset(seed=1)
-    third = _remote(server, capacity_wait_s=0)  # refused at once, no retries (test_capacity.py covers them)
+    third = _remote(server, capacity_wait_s=0)  # refused at once, no retries (test_server_capacity.py covers them)
     with pytest.raises(ServerAtCapacityError) as err:
         third.reset(seed=2)
     assert "2/2" in str(err.value) and "--max-sessions" in str(err.value)
@@ -243,12 +256,18 @@ def test_an_idle_session_is_closed_and_reset_opens_a_new_one(servers):
     local.reset(seed=0)
     assert remote.step("<answer>Up</answer>") == local.step("<answer>Up</answer>") and remote.unwrapped.resumed == 1
     wait_for(lambda: server.sessions.active == 0)
-    stay = _remote(server, resume_wait_s=0)  # without resuming, the episode ends as a fault outside the policy's control
+    stay = _remote(
+        server, resume_wait_s=0
+    )  # without resuming, the episode ends as a fault outside the policy's control
     stay.reset(seed=0)
     wait_for(lambda: server.sessions.active <= 1 and stay.unwrapped._ws is not None)
     wait_for(lambda: server.sessions.active == 0)
     observation, reward, terminated, truncated, info = stay.step("<answer>Up</answer>")
-    assert "idle for more than 0.2 s" in observation and (info["exit_status"], info["reward_valid"], truncated) == ("infra_error", False, True)
+    assert "idle for more than 0.2 s" in observation and (info["exit_status"], info["reward_valid"], truncated) == (
+        "infra_error",
+        False,
+        True,
+    )
     assert "episode is over" in stay.step("<answer>Up</answer>")[0]  # until reset, as a finished local episode
     stay.close()
     assert remote.reset(seed=0) == gym.make("TurnSokoban-v0").reset(seed=0)
@@ -412,10 +431,16 @@ def test_bad_messages_get_openenv_error_frames_and_the_session_survives(servers)
             assert frame["type"] == "error" and frame["data"]["code"] == code, (payload[:60], frame)
             assert isinstance(frame["data"]["message"], str) and frame["data"]["message"]
         frame = _exchange(ws, '{"type": "step", "data": {"message": "x", "extra": 1}}')
-        assert frame["data"]["errors"][0]["loc"] == ["data", "extra"] and frame["data"]["errors"][0]["type"] == "extra_forbidden"
+        assert (
+            frame["data"]["errors"][0]["loc"] == ["data", "extra"]
+            and frame["data"]["errors"][0]["type"] == "extra_forbidden"
+        )
         # the session still works, and unknown reset keys are dropped as OpenEnv drops them
         frame = _exchange(ws, '{"type": "reset", "data": {"seed": 4, "episode_id": "e-1", "difficulty": "hard"}}')
-        assert frame["type"] == "observation" and frame["data"]["observation"]["text"] == gym.make("TurnSokoban-v0").reset(seed=4)[0]
+        assert (
+            frame["type"] == "observation"
+            and frame["data"]["observation"]["text"] == gym.make("TurnSokoban-v0").reset(seed=4)[0]
+        )
         assert frame["data"]["reward"] is None and frame["data"]["done"] is False
         # a non-string message is a legal action (the turn contract): an invalid turn, not an error
         frame = _exchange(ws, '{"type": "step", "data": {"message": 42}}')
@@ -444,7 +469,9 @@ def _http(server: EnvServer, method: str, path: str, body: bytes | None = None) 
     import urllib.error
     import urllib.request
 
-    request = urllib.request.Request(server.base_url + path, data=body, method=method, headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        server.base_url + path, data=body, method=method, headers={"Content-Type": "application/json"}
+    )
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(request, timeout=30) as response:
@@ -456,8 +483,10 @@ def _http(server: EnvServer, method: str, path: str, body: bytes | None = None) 
 def test_http_endpoints_follow_openenv(servers):
     server = _server(servers, "TurnSokoban-v0")
     local = gym.make("TurnSokoban-v0")
-    assert _http(server, "GET", "/health") == (200, {"status": "healthy", "sessions": server.sessions.active,
-                                                     "max_sessions": server.sessions.max_sessions})
+    assert _http(server, "GET", "/health") == (
+        200,
+        {"status": "healthy", "sessions": server.sessions.active, "max_sessions": server.sessions.max_sessions},
+    )
     status, metadata = _http(server, "GET", "/metadata")
     assert status == 200 and metadata["name"] == "TurnSokoban-v0" and isinstance(metadata["description"], str)
     status, schema = _http(server, "GET", "/schema")
@@ -467,7 +496,12 @@ def test_http_endpoints_follow_openenv(servers):
     # /reset: a fresh env per request, as OpenEnv's HTTP reset
     status, reset = _http(server, "POST", "/reset", b'{"seed": 5}')
     text, info = local.reset(seed=5)
-    assert status == 200 and reset["observation"]["text"] == text and reset["observation"]["info"] == info and reset["done"] is False
+    assert (
+        status == 200
+        and reset["observation"]["text"] == text
+        and reset["observation"]["info"] == info
+        and reset["done"] is False
+    )
     assert _http(server, "POST", "/reset", b"")[0] == 200
     assert _http(server, "POST", "/reset", b'{"seed": -3}')[0] == 422
     assert _http(server, "POST", "/reset", b'{"options": {"nope": 1}}')[0] == 422
@@ -477,14 +511,21 @@ def test_http_endpoints_follow_openenv(servers):
     assert status == 409 and "/ws" in answer["detail"]
     assert _http(server, "POST", "/step", b'{"action": {"text": "Up"}}')[0] == 422
     assert _http(server, "POST", "/step", b"{}")[0] == 422
-    assert _http(server, "GET", "/state") == (200, {"episode_id": None, "step_count": 0, "env_id": "TurnSokoban-v0", "render": None})
+    assert _http(server, "GET", "/state") == (
+        200,
+        {"episode_id": None, "step_count": 0, "env_id": "TurnSokoban-v0", "render": None},
+    )
     assert _http(server, "GET", "/nowhere")[0] == 404
     # what OpenEnv's runtime validator reads: OpenAPI paths of simulation mode, a JSON-RPC /mcp
     status, openapi = _http(server, "GET", "/openapi.json")
-    assert status == 200 and openapi["info"]["version"].startswith("1.") and {"/reset", "/step", "/state"} <= set(openapi["paths"])
+    assert (
+        status == 200
+        and openapi["info"]["version"].startswith("1.")
+        and {"/reset", "/step", "/state"} <= set(openapi["paths"])
+    )
     assert _http(server, "POST", "/mcp", b"{}")[1]["error"]["code"] == -32600
     assert _http(server, "POST", "/mcp", b"{nope")[1]["error"]["code"] == -32700
-    # outside an MCP session (no Accept header for the streamable transport) the SDK refuses it; the tools: test_mcp.py
+    # outside an MCP session (no Accept header for the streamable transport) the SDK refuses it; the tools: test_mcp_tools.py
     status, answer = _http(server, "POST", "/mcp", b'{"jsonrpc": "2.0", "method": "tools/list", "id": 3}')
     assert status == 406 and answer["jsonrpc"] == "2.0" and "accept" in answer["error"]["message"].lower()
 
@@ -498,7 +539,9 @@ def test_cli_refuses_an_unknown_id_in_one_line(capsys):
     assert "Did you mean 'TurnSokoban-v0'?" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("flag,value", [("--max-sessions", "0"), ("--workers", "0"), ("--idle-timeout", "-1"), ("--max-message-bytes", "10")])
+@pytest.mark.parametrize(
+    "flag,value", [("--max-sessions", "0"), ("--workers", "0"), ("--idle-timeout", "-1"), ("--max-message-bytes", "10")]
+)
 def test_cli_refuses_a_bad_bound_naming_the_flag(capsys, flag, value):
     from agentgym_turn.cli import main
 
@@ -509,7 +552,20 @@ def test_cli_refuses_a_bad_bound_naming_the_flag(capsys, flag, value):
 
 def test_cli_serves_an_env_that_the_client_plays(tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agentgym_turn", "serve", "env", "TurnSokoban-v0", "--port", "0", "--max-sessions", "4", "--kwarg", "format_penalty=-0.5"],
+        [
+            sys.executable,
+            "-m",
+            "agentgym_turn",
+            "serve",
+            "env",
+            "TurnSokoban-v0",
+            "--port",
+            "0",
+            "--max-sessions",
+            "4",
+            "--kwarg",
+            "format_penalty=-0.5",
+        ],
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -530,8 +586,12 @@ def test_cli_serves_an_env_that_the_client_plays(tmp_path):
 
 
 #: Info keys that give a task's answer away, per id: never sent by a server started without --expert.
-ORACLE_KEYS = {"TurnSokoban-v0": set(), "TurnSearchQA-v0": {"golden_answers", "question_id"},
-               "TurnWebShop-v0": {"goal_index"}, "TurnWebShopDialog-v0": {"goal_index"}}
+ORACLE_KEYS = {
+    "TurnSokoban-v0": set(),
+    "TurnSearchQA-v0": {"golden_answers", "question_id"},
+    "TurnWebShop-v0": {"goal_index"},
+    "TurnWebShopDialog-v0": {"goal_index"},
+}
 
 
 @pytest.mark.parametrize("env_id", sorted(ORACLE_KEYS))
@@ -549,11 +609,18 @@ def test_a_default_server_serves_no_oracle_and_says_how_to_turn_it_on(env_id):
         with pytest.raises(RuntimeError, match="--expert"):
             remote.unwrapped.expert_action()
         remote.close()
-        body = json.loads(urllib.request.urlopen(urllib.request.Request(
-            server.base_url + "/reset", data=b'{"seed": 0}', headers={"Content-Type": "application/json"})).read())
+        body = json.loads(
+            urllib.request.urlopen(
+                urllib.request.Request(
+                    server.base_url + "/reset", data=b'{"seed": 0}', headers={"Content-Type": "application/json"}
+                )
+            ).read()
+        )
         assert not any(f'"{key}"' in json.dumps(body) for key in hidden)
     local = gym.make(env_id)
-    assert hidden == set(local.unwrapped.oracle_info_keys) and hidden <= set(local.reset(seed=0)[1])  # in process, all there
+    assert hidden == set(local.unwrapped.oracle_info_keys) and hidden <= set(
+        local.reset(seed=0)[1]
+    )  # in process, all there
 
 
 def test_a_server_started_with_expert_serves_the_oracles():
@@ -581,8 +648,15 @@ def test_json_constants_are_refused_and_no_answer_is_invalid_json(servers, const
     assert frame["type"] == "error" and frame["data"]["code"] == "INVALID_JSON", frame
 
 
-@pytest.mark.parametrize("data", ['{"seed": 1e400}', '{"seed": 0, "task_id": -1e400}', '{"seed": 0, "metadata": {"x": 1e400}}',
-                                  '{"seed": 0, "extra": 1e400}'])
+@pytest.mark.parametrize(
+    "data",
+    [
+        '{"seed": 1e400}',
+        '{"seed": 0, "task_id": -1e400}',
+        '{"seed": 0, "metadata": {"x": 1e400}}',
+        '{"seed": 0, "extra": 1e400}',
+    ],
+)
 def test_numbers_past_a_float_are_refused_never_echoed_as_infinity(servers, data):
     """``1e400`` is valid JSON that Python reads as infinity; echoing it back would send ``Infinity``."""
     from agentgym_turn.serving import loads_strict
@@ -608,12 +682,14 @@ def test_a_text_frame_of_invalid_utf8_closes_with_1007_and_logs_one_line_without
     handler.emit = records.append  # type: ignore[method-assign]
     log = logging.getLogger("uvicorn.error")
     log.addHandler(handler)
-    host, port = server.base_url[len("http://"):].rsplit(":", 1)
+    host, port = server.base_url[len("http://") :].rsplit(":", 1)
     try:
         with socket.create_connection((host, int(port)), timeout=10) as s:
             key = base64.b64encode(os.urandom(16)).decode()
-            s.sendall(f"GET /ws HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                      f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+            s.sendall(
+                f"GET /ws HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+            )
             assert s.recv(4096).startswith(b"HTTP/1.1 101")
             payload, mask = b"\xff\xfe\xfd", os.urandom(4)
             s.sendall(bytes([0x81, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
@@ -626,20 +702,24 @@ def test_a_text_frame_of_invalid_utf8_closes_with_1007_and_logs_one_line_without
     finally:
         log.removeHandler(handler)
     utf8 = [r for r in records if "UTF-8" in r.getMessage()]
-    assert utf8 and all(r.levelno == logging.WARNING and r.exc_info is None for r in utf8), [(r.levelname, r.exc_info) for r in utf8]
+    assert utf8 and all(r.levelno == logging.WARNING and r.exc_info is None for r in utf8), [
+        (r.levelname, r.exc_info) for r in utf8
+    ]
 
 
-BIG_LEVEL = "\n".join([
-    "############",
-    "#@ $ $ $ $ #",
-    "# $ $ $ $  #",
-    "#  $ $ $   #",
-    "# $ $ $    #",
-    "#..........#",
-    "#....      #",
-    "#          #",
-    "############",
-])
+BIG_LEVEL = "\n".join(
+    [
+        "############",
+        "#@ $ $ $ $ #",
+        "# $ $ $ $  #",
+        "#  $ $ $   #",
+        "# $ $ $    #",
+        "#..........#",
+        "#....      #",
+        "#          #",
+        "############",
+    ]
+)
 
 
 def test_a_default_server_refuses_a_client_level_at_once_and_other_sessions_keep_stepping():
@@ -652,7 +732,9 @@ def test_a_default_server_refuses_a_client_level_at_once_and_other_sessions_keep
             frame = _exchange(ws, json.dumps({"type": "reset", "data": {"seed": 0, "options": {"level": BIG_LEVEL}}}))
             assert frame["type"] == "error" and "--client-content" in frame["data"]["message"], frame
             assert other.step("<answer>Up</answer>")[4]["action_is_valid"]  # the other session plays on
-        status, answer = _http(server, "POST", "/reset", json.dumps({"seed": 0, "options": {"level": BIG_LEVEL}}).encode())
+        status, answer = _http(
+            server, "POST", "/reset", json.dumps({"seed": 0, "options": {"level": BIG_LEVEL}}).encode()
+        )
         assert status == 403 and "--client-content" in answer["detail"]
         other.close()
 
@@ -669,7 +751,9 @@ def test_stateless_resets_count_against_the_session_cap():
     with EnvServer("TurnSokoban-v0", port=0, max_sessions=1) as server:
         held = _remote(server)
         held.reset(seed=0)
-        request = urllib.request.Request(server.base_url + "/reset", data=b'{"seed": 0}', headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            server.base_url + "/reset", data=b'{"seed": 0}', headers={"Content-Type": "application/json"}
+        )
         with pytest.raises(urllib.error.HTTPError) as full:
             urllib.request.urlopen(request, timeout=30)
         assert full.value.code == 503 and full.value.headers["Retry-After"] == "1"

@@ -121,7 +121,9 @@ def test_search__returns_search_r1_information_block(env_on_test_split):
     env_on_test_split.reset(options={"question_index": 7})
     q = env_on_test_split.unwrapped.question
     query = q.hops[0].queries[0]
-    obs, reward, terminated, truncated, info = env_on_test_split.step(f"<think>let me look</think>\n<search> {query} </search>")
+    obs, reward, terminated, truncated, info = env_on_test_split.step(
+        f"<think>let me look</think>\n<search> {query} </search>"
+    )
     hits = env_on_test_split.unwrapped._retriever.retrieve([query], 3)[0]
     lines = []
     for k, h in enumerate(hits, 1):
@@ -147,7 +149,14 @@ def test_answer__terminates_with_em_reward_and_f1(env_on_test_split):
     env_on_test_split.reset(options={"question_index": 0})
     q = env_on_test_split.unwrapped.question
     _, reward, terminated, _, info = env_on_test_split.step(f"<answer>  The {q.golden_answers[0]}!! </answer>")
-    assert (reward, terminated, info["em"], info["f1"], info["success"], info["score"]) == (1.0, True, 1.0, 1.0, True, 1.0)
+    assert (reward, terminated, info["em"], info["f1"], info["success"], info["score"]) == (
+        1.0,
+        True,
+        1.0,
+        1.0,
+        True,
+        1.0,
+    )
     env_on_test_split.reset(options={"question_index": 0})
     _, reward, terminated, _, info = env_on_test_split.step(f"<answer>{q.golden_answers[0]} and more words</answer>")
     assert reward == 0.0 and terminated and 0 < info["f1"] < 1 and not info["success"]
@@ -221,7 +230,12 @@ def test_any_response__never_raises_and_stays_in_the_spaces(data):
     env = _fuzz_envs[data.draw(st.integers(0, 3))]
     env.reset(seed=data.draw(st.integers(0, 50)))
     for _ in range(data.draw(st.integers(1, 3))):
-        response = data.draw(st.one_of(st_turn.responses(tags=("search", "answer", "think", "information")), st_turn.tagged(("search", "answer"))))
+        response = data.draw(
+            st.one_of(
+                st_turn.responses(tags=("search", "answer", "think", "information")),
+                st_turn.tagged(("search", "answer")),
+            )
+        )
         obs, reward, terminated, truncated, info = env.step(response)
         assert obs in env.observation_space
         assert reward in (env.unwrapped.format_penalty, 0.0, 1.0)
@@ -230,8 +244,12 @@ def test_any_response__never_raises_and_stays_in_the_spaces(data):
             break
 
 
-_fuzz_envs = [gym.make("TurnSearchQA-v0"), gym.make("TurnSearchQA-MCQ-v0"),
-              gym.make("TurnSearchQA-v0", protocol="strict"), gym.make("TurnSearchQA-MCQ-v0", protocol="strict")]
+_fuzz_envs = [
+    gym.make("TurnSearchQA-v0"),
+    gym.make("TurnSearchQA-MCQ-v0"),
+    gym.make("TurnSearchQA-v0", protocol="strict"),
+    gym.make("TurnSearchQA-MCQ-v0", protocol="strict"),
+]
 
 _recording = TurnSearchQAEnv(protocol="strict")
 _recording._retriever = RecordingRetriever(_recording._retriever)
@@ -248,7 +266,12 @@ def test_strict_tags__the_first_complete_search_wins_whatever_follows(prefix, qu
     assert info["action_is_valid"] and recorder.queries == [query.strip()]
 
 
-@given(_plain.filter(lambda x: x.strip()), _plain, st.sampled_from(["search", "answer"]), st.sampled_from(["search", "answer"]))
+@given(
+    _plain.filter(lambda x: x.strip()),
+    _plain,
+    st.sampled_from(["search", "answer"]),
+    st.sampled_from(["search", "answer"]),
+)
 def test_strict_tags__an_allowed_tag_opened_inside_an_open_pair_is_invalid(outer, inner, tag_a, tag_b):
     env, recorder = _recording, _recording._retriever
     recorder.queries = []
@@ -307,7 +330,10 @@ def test_reset_options__choose_the_question(env_on_test_split):
 
 
 def test_prompt_template__replaces_the_first_message():
-    env = gym.make("TurnSearchQA-v0", prompt_template="Q: {question} ({max_searches} searches, top {topk}) {unknown} <answer> X </answer>")
+    env = gym.make(
+        "TurnSearchQA-v0",
+        prompt_template="Q: {question} ({max_searches} searches, top {topk}) {unknown} <answer> X </answer>",
+    )
     obs, _ = env.reset(seed=0)
     q = env.unwrapped.question.question
     assert obs == f"Q: {q} (4 searches, top 3) {{unknown}} <answer> X </answer>"
@@ -316,7 +342,14 @@ def test_prompt_template__replaces_the_first_message():
 
 
 def test_constructor__rejects_bad_arguments():
-    for kwargs in ({"topk": 0}, {"max_searches": -1}, {"corpus_path": "x.jsonl"}, {"retriever": "tfidf"}, {"retriever": "dense"}, {"split": "valid"}):
+    for kwargs in (
+        {"topk": 0},
+        {"max_searches": -1},
+        {"corpus_path": "x.jsonl"},
+        {"retriever": "tfidf"},
+        {"retriever": "dense"},
+        {"split": "valid"},
+    ):
         with pytest.raises(ValueError):
             TurnSearchQAEnv(**kwargs)
     with pytest.raises(FileNotFoundError, match="never downloads"):
@@ -358,6 +391,7 @@ def test_render__ansi_shows_question_and_progress():
 
 # ---------------------------------------------------------------------------- FlashRAG files
 
+
 def _write(path, rows):
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "wt", encoding="utf-8") as f:
@@ -382,7 +416,11 @@ def tiny_files(tmp_path):
 
 
 def test_flashrag_files__run_with_an_in_process_retriever(tiny_files):
-    env = gym.make("TurnSearchQA-v0", dataset_path=str(tiny_files / "nq_test.jsonl"), corpus_path=str(tiny_files / "corpus.jsonl.gz"))
+    env = gym.make(
+        "TurnSearchQA-v0",
+        dataset_path=str(tiny_files / "nq_test.jsonl"),
+        corpus_path=str(tiny_files / "corpus.jsonl.gz"),
+    )
     obs, info = env.reset(options={"question_index": 0})
     assert "Question: where was aldo tavesk born?\n" in obs and info["question_type"] == "dataset"
     obs, *_ = env.step("<search> Aldo Tavesk </search>")
@@ -403,7 +441,12 @@ def test_flashrag_files__multiple_choice_answers_by_index_letter_text_or_metadat
         {"question": "Which drug? ", "golden_answers": [2], "choices": ["a1", "b2", "c3", "d4"]},
         {"question": "Which organ?", "golden_answers": ["B"], "choices": ["liver", "heart", "lung", "skin"]},
         {"question": "Which cell?", "golden_answers": ["lung"], "choices": ["liver", "heart", "lung", "skin"]},
-        {"question": "Which one?", "golden_answers": ["whatever"], "choices": ["w", "x", "y", "z"], "metadata": {"answer_letter": "D"}},
+        {
+            "question": "Which one?",
+            "golden_answers": ["whatever"],
+            "choices": ["w", "x", "y", "z"],
+            "metadata": {"answer_letter": "D"},
+        },
     ]
     _write(tmp_path / "med.jsonl", rows)
     qs = load_flashrag(tmp_path / "med.jsonl")

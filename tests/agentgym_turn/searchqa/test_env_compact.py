@@ -16,7 +16,10 @@ from agentgym_turn.testing import check_turn_env
 def test_first_sentences__cuts_the_text_after_the_nth_sentence_and_keeps_the_title():
     contents = '"Aldo Tavesk"\nAldo Tavesk was a poet. He was born in Merrow in 1850. He said "no." Then he left!'
     assert first_sentences(contents, 1) == '"Aldo Tavesk"\nAldo Tavesk was a poet.'
-    assert first_sentences(contents, 3) == '"Aldo Tavesk"\nAldo Tavesk was a poet. He was born in Merrow in 1850. He said "no."'
+    assert (
+        first_sentences(contents, 3)
+        == '"Aldo Tavesk"\nAldo Tavesk was a poet. He was born in Merrow in 1850. He said "no."'
+    )
     assert first_sentences(contents, 4) == contents
     assert first_sentences(contents, 9) == contents
 
@@ -79,7 +82,9 @@ def test_expert_think_off__gives_the_same_actions_without_the_think_line():
 
 
 def test_expert_think_off__keeps_the_turn_contract():
-    check_turn_env(lambda: gym.make("TurnSearchQA-v0", expert_think=False, passage_sentences=3), episodes=3, fuzz_actions=16)
+    check_turn_env(
+        lambda: gym.make("TurnSearchQA-v0", expert_think=False, passage_sentences=3), episodes=3, fuzz_actions=16
+    )
 
 
 def test_expert_recall__answers_the_named_templates_at_once_and_searches_the_rest():
@@ -135,5 +140,8 @@ def test_expert_recall__unknown_template_names_are_refused_with_the_parameter_na
 
 
 def test_expert_recall__keeps_the_turn_contract():
-    check_turn_env(lambda: gym.make("TurnSearchQA-v0", expert_recall=["birthplace"], passage_sentences=3, topk=3),
-                   episodes=3, fuzz_actions=16)
+    check_turn_env(
+        lambda: gym.make("TurnSearchQA-v0", expert_recall=["birthplace"], passage_sentences=3, topk=3),
+        episodes=3,
+        fuzz_actions=16,
+    )

@@ -24,10 +24,15 @@ def write_search_r1_parquet(path, rows, *, with_id=True):
     records = []
     for k, (question, golds) in enumerate(rows):
         q = question.strip() + ("" if question.strip().endswith("?") else "?")
-        record = {"question": q, "golden_answers": golds, "data_source": "nq",
-                  "prompt": [{"role": "user", "content": PROMPT.format(q)}], "ability": "fact-reasoning",
-                  "reward_model": {"style": "rule", "ground_truth": {"target": golds}},
-                  "extra_info": {"split": "test", "index": k}}
+        record = {
+            "question": q,
+            "golden_answers": golds,
+            "data_source": "nq",
+            "prompt": [{"role": "user", "content": PROMPT.format(q)}],
+            "ability": "fact-reasoning",
+            "reward_model": {"style": "rule", "ground_truth": {"target": golds}},
+            "extra_info": {"split": "test", "index": k},
+        }
         if with_id:
             record = {"id": f"test_{k}", **record}
         records.append(record)
@@ -39,18 +44,24 @@ def write_jsonl(path, rows):
     return path
 
 
-CORPUS = [{"id": "0", "contents": '"Zebra"\nThe zebra is a striped animal of Varnora.'},
-          {"id": "1", "contents": '"Kiwi"\nThe kiwi is a bird.'},
-          {"id": "2", "contents": '"Skisjosk"\nSkisjosk is a port city.'}]
+CORPUS = [
+    {"id": "0", "contents": '"Zebra"\nThe zebra is a striped animal of Varnora.'},
+    {"id": "1", "contents": '"Kiwi"\nThe kiwi is a bird.'},
+    {"id": "2", "contents": '"Skisjosk"\nSkisjosk is a port city.'},
+]
 
 
 # ------------------------------------------------------------------------- parquet
 def test_search_r1_parquet__loads_with_its_golds_ids_and_runs_in_the_env(tmp_path):
     path = tmp_path / "test.parquet"
-    write_search_r1_parquet(path, [("what striped animal lives in varnora", ["zebra", "zebras"]), ("which bird?", ["kiwi"])])
+    write_search_r1_parquet(
+        path, [("what striped animal lives in varnora", ["zebra", "zebras"]), ("which bird?", ["kiwi"])]
+    )
     qs = load_questions(path)
     assert [(q.id, q.question, q.golden_answers) for q in qs] == [
-        ("test_0", "what striped animal lives in varnora?", ("zebra", "zebras")), ("test_1", "which bird?", ("kiwi",))]
+        ("test_0", "what striped animal lives in varnora?", ("zebra", "zebras")),
+        ("test_1", "which bird?", ("kiwi",)),
+    ]
     corpus = write_jsonl(tmp_path / "corpus.jsonl", CORPUS)
     env = gym.make("TurnSearchQA-v0", dataset_path=str(path), corpus_path=str(corpus))
     obs, info = env.reset(options={"question_id": "test_0"})
@@ -77,15 +88,23 @@ def test_search_r1_parquet__without_ids_and_damaged(tmp_path):
 
 # ------------------------------------------------------------------------- gold answers and ids
 def test_golds__null_dropped_nested_flattened_empty_refused(tmp_path):
-    path = write_jsonl(tmp_path / "q.jsonl", [
-        {"id": "a", "question": "q1", "golden_answers": [None, "Paris"]},
-        {"id": "b", "question": "q2", "golden_answers": [["x", "y"], "z", 1987]},
-    ])
+    path = write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"id": "a", "question": "q1", "golden_answers": [None, "Paris"]},
+            {"id": "b", "question": "q2", "golden_answers": [["x", "y"], "z", 1987]},
+        ],
+    )
     a, b = load_flashrag(path)
     assert a.golden_answers == ("Paris",) and b.golden_answers == ("x", "y", "z", "1987")
     for golds in ([None], [], [""], ["  "], None):
-        bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": "ok", "question": "q", "golden_answers": ["y"]},
-                                                     {"id": "c", "question": "q3", "golden_answers": golds}])
+        bad = write_jsonl(
+            tmp_path / "bad.jsonl",
+            [
+                {"id": "ok", "question": "q", "golden_answers": ["y"]},
+                {"id": "c", "question": "q3", "golden_answers": golds},
+            ],
+        )
         with pytest.raises(DataFileError, match=r"bad\.jsonl:2: no gold answer"):
             load_flashrag(bad)
     for golds in ([{"a": 1}], [True]):
@@ -104,16 +123,25 @@ def test_null_gold__an_answer_none_does_not_score(tmp_path):
 
 
 def test_duplicate_ids__refused_naming_both_lines(tmp_path):
-    path = write_jsonl(tmp_path / "q.jsonl", [{"id": "a", "question": "q1", "golden_answers": ["x"]},
-                                              {"id": "b", "question": "q2", "golden_answers": ["x"]},
-                                              {"id": "a", "question": "q3", "golden_answers": ["x"]}])
+    path = write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"id": "a", "question": "q1", "golden_answers": ["x"]},
+            {"id": "b", "question": "q2", "golden_answers": ["x"]},
+            {"id": "a", "question": "q3", "golden_answers": ["x"]},
+        ],
+    )
     with pytest.raises(DataFileError, match=r"q\.jsonl:3: duplicate question id 'a' \(first at .*q\.jsonl:1\)"):
         load_flashrag(path)
 
 
 def test_over_long_question__refused_not_cut(tmp_path):
-    path = write_jsonl(tmp_path / "q.jsonl", [{"id": "a", "question": "x" * (MAX_QUESTION_CHARS + 1), "golden_answers": ["y"]}])
-    with pytest.raises(DataFileError, match=rf"q\.jsonl:1: the question is {MAX_QUESTION_CHARS + 1:,} characters long; the limit is"):
+    path = write_jsonl(
+        tmp_path / "q.jsonl", [{"id": "a", "question": "x" * (MAX_QUESTION_CHARS + 1), "golden_answers": ["y"]}]
+    )
+    with pytest.raises(
+        DataFileError, match=rf"q\.jsonl:1: the question is {MAX_QUESTION_CHARS + 1:,} characters long; the limit is"
+    ):
         load_flashrag(path)
 
 
@@ -151,14 +179,18 @@ def test_index_dir__never_reused_for_another_corpus_of_the_same_size(tmp_path):
     index_dir = tmp_path / "index"
     first = Corpus([r["id"] for r in CORPUS], [r["contents"] for r in CORPUS])
     BM25Retriever.build(first, index_dir=index_dir)
-    again = BM25Retriever.build(Corpus(list(first.ids), list(first.contents)), index_dir=index_dir)  # same corpus: loaded
+    again = BM25Retriever.build(
+        Corpus(list(first.ids), list(first.contents)), index_dir=index_dir
+    )  # same corpus: loaded
     assert again.retrieve(["zebra"], 1)[0][0].document.contents.startswith('"Zebra"')
     changed = Corpus(list(first.ids), ['"Kiwi"\nThe kiwi is a bird.', '"Zebra"\nA zebra.', first.contents[2]])
     with pytest.raises(ValueError, match=r"index_dir .*index: holds the BM25 index of another corpus"):
         BM25Retriever.build(changed, index_dir=index_dir)
     # and through the env: the changed corpus file with the old index_dir is refused, not served
     questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "a", "question": "zebra?", "golden_answers": ["zebra"]}])
-    corpus_file = write_jsonl(tmp_path / "corpus.jsonl", [{"id": i, "contents": c} for i, c in zip(changed.ids, changed.contents)])
+    corpus_file = write_jsonl(
+        tmp_path / "corpus.jsonl", [{"id": i, "contents": c} for i, c in zip(changed.ids, changed.contents)]
+    )
     with pytest.raises(ValueError, match="another corpus"):
         gym.make("TurnSearchQA-v0", dataset_path=str(questions), corpus_path=str(corpus_file), index_dir=str(index_dir))
 

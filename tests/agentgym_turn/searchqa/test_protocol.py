@@ -63,7 +63,9 @@ def test_default_protocol__agrees_with_search_r1_on_every_response(tmp_path):
             disagreements.append((k, ep["kinds"], diffs))
     assert disagreements == []
     report = script.agreement(FIXTURE, "search_r1", tmp_path)
-    assert report["responses_agreeing"] == report["responses"] == sum(len(ep["responses"]) for ep in FIXTURE["episodes"])
+    assert (
+        report["responses_agreeing"] == report["responses"] == sum(len(ep["responses"]) for ep in FIXTURE["episodes"])
+    )
     assert report["final_turn_responses_agreeing"] == report["final_turn_responses"] >= 40
 
 
@@ -121,7 +123,9 @@ def test_case_kinds__act_as_search_r1_does(tmp_path, response, action, observati
 
 
 _tagged = st.lists(
-    st.sampled_from(["<search>", "</search>", "<answer>", "</answer>", "<think>", "</think>", "<ANSWER>", "x", " ", "\n", "<", "/"]),
+    st.sampled_from(
+        ["<search>", "</search>", "<answer>", "</answer>", "<think>", "</think>", "<ANSWER>", "x", " ", "\n", "<", "/"]
+    ),
     max_size=14,
 ).map("".join)
 
@@ -130,8 +134,11 @@ _tagged = st.lists(
 @given(st.one_of(_tagged, st.text(max_size=40)))
 def test_protocol_functions__equal_search_r1_definitions_for_any_text(text):
     # the definitions as Search-R1 states them (regular expressions and str.split)
-    cut = text.split("</search>")[0] + "</search>" if "</search>" in text else (
-        text.split("</answer>")[0] + "</answer>" if "</answer>" in text else text)
+    cut = (
+        text.split("</search>")[0] + "</search>"
+        if "</search>" in text
+        else (text.split("</answer>")[0] + "</answer>" if "</answer>" in text else text)
+    )
     assert cut_response(text) == cut
     m = re.search(r"<(search|answer)>(.*?)</\1>", text, re.DOTALL)
     assert first_action(text) == ((m.group(1), m.group(2).strip()) if m else None)
@@ -143,7 +150,9 @@ def test_protocol_functions__equal_search_r1_definitions_for_any_text(text):
 
 def test_reward__sums_to_search_r1s_sequence_score_even_without_an_answer(tmp_path):
     env = script.make_env(tmp_path, "search_r1")
-    prompt, _ = env.reset(options={"question_id": "q2"})  # gold "and": the invalid message holds "<answer> and </answer>"
+    prompt, _ = env.reset(
+        options={"question_id": "q2"}
+    )  # gold "and": the invalid message holds "<answer> and </answer>"
     total, sequence = 0.0, prompt
     for response in ["no tags", "<search>x</search>", "still none", "<b>", "last turn"]:
         obs, reward, terminated, _, info = env.step(response)
@@ -191,7 +200,12 @@ def test_reset_options__a_misspelt_option_is_an_error_naming_the_right_one():
 
 def test_prompt__braces_in_a_question_are_never_filled_in(tmp_path):
     path = tmp_path / "q.jsonl"
-    path.write_text(json.dumps({"id": "b", "question": "What is {topk} plus {max_searches} in {question}?", "golden_answers": ["7"]}) + "\n")
+    path.write_text(
+        json.dumps(
+            {"id": "b", "question": "What is {topk} plus {max_searches} in {question}?", "golden_answers": ["7"]}
+        )
+        + "\n"
+    )
     env = TurnSearchQAEnv(dataset_path=str(path), retriever=script.FixtureRetriever())
     obs, _ = env.reset()
     assert "What is {topk} plus {max_searches} in {question}?" in obs and "top 3 passages" in obs
@@ -232,7 +246,9 @@ def _count_lines(fn) -> int:
 
 
 @pytest.mark.parametrize("name", sorted(WORST_CASES))
-@pytest.mark.parametrize("make", [lambda: TurnSearchQAEnv(), lambda: TurnSearchQAMCQEnv(), lambda: TurnSearchQAMCQEnv(protocol="strict")])
+@pytest.mark.parametrize(
+    "make", [lambda: TurnSearchQAEnv(), lambda: TurnSearchQAMCQEnv(), lambda: TurnSearchQAMCQEnv(protocol="strict")]
+)
 def test_parsers__work_grows_linearly_on_worst_case_responses(name, make):
     env = make()
 

@@ -125,9 +125,23 @@ OPTIONS = ["Kalvoren", "Dusmir", "1873", "Aldo Tavesk"]
 @pytest.mark.parametrize(
     "answer, index",
     [
-        ("B", 1), ("b", 1), ("(C)", 2), ("C.", 2), ("D) Aldo Tavesk", 3), ("Option B", 1), ("answer: a", 0),
-        ("A", 0), ("a", 0), ("kalvoren", 0), ("The Dusmir", 1), ("E", None), ("a dog", None),
-        ("Aldo", None), ("", None), ("Blue", None), ("1873", 2),
+        ("B", 1),
+        ("b", 1),
+        ("(C)", 2),
+        ("C.", 2),
+        ("D) Aldo Tavesk", 3),
+        ("Option B", 1),
+        ("answer: a", 0),
+        ("A", 0),
+        ("a", 0),
+        ("kalvoren", 0),
+        ("The Dusmir", 1),
+        ("E", None),
+        ("a dog", None),
+        ("Aldo", None),
+        ("", None),
+        ("Blue", None),
+        ("1873", 2),
     ],
 )
 def test_choice_index__letters_and_option_texts(answer, index):

@@ -55,7 +55,9 @@ def test_server__without_scores_topk_defaults_and_health(server):
     status, body = post(server.url, {"queries": ["Press founded"]})  # return_scores defaults to false, topk to 3
     assert status == 200 and len(body["result"][0]) == 3 and set(body["result"][0][0]) == {"id", "contents"}
     for topk, n in ((0, 3), (None, 3), (5, 5)):
-        status, body = post(server.url, {"queries": ["Press founded", "River city"], "topk": topk, "return_scores": True})
+        status, body = post(
+            server.url, {"queries": ["Press founded", "River city"], "topk": topk, "return_scores": True}
+        )
         assert status == 200 and [len(r) for r in body["result"]] == [n, n]
     status, body = post(server.url, {"queries": []})
     assert (status, body) == (200, {"result": []})
@@ -136,8 +138,14 @@ class _SearchR1StyleBM25(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        docs = [{"title": "Aldo Tavesk", "text": "Aldo Tavesk was born in 1873.", "contents": '"Aldo Tavesk"\nAldo Tavesk was born in 1873.'},
-                {"title": "Kalvoren", "text": "A city.", "contents": '"Kalvoren"\nA city.'}]
+        docs = [
+            {
+                "title": "Aldo Tavesk",
+                "text": "Aldo Tavesk was born in 1873.",
+                "contents": '"Aldo Tavesk"\nAldo Tavesk was born in 1873.',
+            },
+            {"title": "Kalvoren", "text": "A city.", "contents": '"Kalvoren"\nA city.'},
+        ]
         row = [{"document": d, "score": 3.5 - k} for k, d in enumerate(docs)] if body.get("return_scores") else docs
         out = json.dumps({"result": [row[: body["topk"]] for _ in body["queries"]]}).encode()
         self.send_response(200)
@@ -158,7 +166,10 @@ def test_http_retriever__works_with_search_r1_style_servers():
         env = gym.make("TurnSearchQA-v0", retriever_url=url, topk=2)
         env.reset(seed=0)
         obs, _, _, _, info = env.step("<search> Aldo </search>")
-        assert obs == '\n\n<information>Doc 1(Title: "Aldo Tavesk") Aldo Tavesk was born in 1873.\nDoc 2(Title: "Kalvoren") A city.</information>\n\n'
+        assert (
+            obs
+            == '\n\n<information>Doc 1(Title: "Aldo Tavesk") Aldo Tavesk was born in 1873.\nDoc 2(Title: "Kalvoren") A city.</information>\n\n'
+        )
         assert info["retrieved_ids"] == ["", ""]
     finally:
         httpd.shutdown()

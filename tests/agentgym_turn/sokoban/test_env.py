@@ -56,7 +56,7 @@ def test_sokoban__a_box_pushed_off_a_target_costs_one():
 def test_sokoban__moves_beyond_the_turn_cap_are_ignored_and_said_so():
     env = make(max_actions_per_turn=2, max_actions_per_episode=None)
     env.reset(options={"level": "#########\n#@    $.#\n#########"})
-    obs, reward, *_ , info = env.step("<answer>Right || Right || Right || Right</answer>")
+    obs, reward, *_, info = env.step("<answer>Right || Right || Right || Right</answer>")
     assert info["executed_moves"] == ["Right", "Right"] and reward == -0.2
     assert "first 2 moves" in obs
 
@@ -105,7 +105,16 @@ def test_sokoban__moves_are_case_insensitive_and_think_is_ignored():
 def test_sokoban__full_prompt_states_rules_legend_format_and_budget():
     env = gym.make("TurnSokoban-v0")
     obs, info = env.reset(seed=3)
-    for needle in ("Sokoban", "# wall", "√ box on target", "<answer>", "||", "10 moves in total", "at most 5 per turn", "Turn 1."):
+    for needle in (
+        "Sokoban",
+        "# wall",
+        "√ box on target",
+        "<answer>",
+        "||",
+        "10 moves in total",
+        "at most 5 per turn",
+        "Turn 1.",
+    ):
         assert needle in obs
     assert info["optimal_certified"] and 1 <= info["optimal_moves"] <= 10
 
@@ -193,7 +202,11 @@ def test_sokoban__parse_and_format_round_trip_in_boxoban_symbols():
     # Cells outside the room (the leading spaces) become walls; the player stands on a target.
     assert b.to_text() == "######\n###  #\n#+$* #\n######"
     assert parse_level(b.to_text()) == b
-    for bad, why in [("#####\n#@$ #\n#####", "as many boxes"), ("####\n#@@#\n####", "one player"), ("#####\n#@$x#\n#####", "unknown symbol")]:
+    for bad, why in [
+        ("#####\n#@$ #\n#####", "as many boxes"),
+        ("####\n#@@#\n####", "one player"),
+        ("#####\n#@$x#\n#####", "unknown symbol"),
+    ]:
         with pytest.raises(LevelFormatError, match=why):
             parse_level(bad)
 
@@ -248,6 +261,10 @@ def test_show_border_false_keeps_a_ring_with_an_opening():
 def test_the_trainer_recipes_observation_settings_keep_the_turn_contract():
     from agentgym_turn.testing import check_turn_env
 
-    report = check_turn_env(lambda: gym.make("TurnSokoban-v0", prompt_style="compact", show_border=False, format_penalty=-1.0),
-                            seed=0, episodes=2, fuzz_actions=16)
+    report = check_turn_env(
+        lambda: gym.make("TurnSokoban-v0", prompt_style="compact", show_border=False, format_penalty=-1.0),
+        seed=0,
+        episodes=2,
+        fuzz_actions=16,
+    )
     assert report.ok and report.expert_successes == 2

@@ -57,7 +57,10 @@ def test_level_file__a_ten_box_level_is_bounded_by_the_solver_budget(tmp_path):
     path = tmp_path / "ten.txt"
     path.write_text(_ten_box_level_text())
     # The budget bounds the work: 50 push states find no plan, and the message says what to do.
-    with pytest.raises(LevelFormatError, match=r"ten\.txt:2: level ten\.txt;0: no plan found within solver_budget=50 .*raise solver_budget"):
+    with pytest.raises(
+        LevelFormatError,
+        match=r"ten\.txt:2: level ten\.txt;0: no plan found within solver_budget=50 .*raise solver_budget",
+    ):
         TurnSokobanEnv(levels=path, solver_budget=50)
     # 2,000 are not enough for a proof, but the weighted search finds a plan, reported as not optimal.
     env = TurnSokobanEnv(levels=path, solver_budget=2000, max_actions_per_episode=None)
@@ -156,8 +159,13 @@ def test_info__the_same_keys_on_reset_valid_invalid_and_finished_turns():
         keys = set(info)
         assert {"moves", "executed_moves", "optimal_moves", "optimal_certified", "solution_moves"} <= keys
         infos = []
-        for response in ("<think>.</think><answer>Left</answer>", "garbage", "<think>.</think><answer>Right || Right || Right || Right</answer>",
-                         "<think>.</think><answer>Up</answer>", "more garbage"):
+        for response in (
+            "<think>.</think><answer>Left</answer>",
+            "garbage",
+            "<think>.</think><answer>Right || Right || Right || Right</answer>",
+            "<think>.</think><answer>Up</answer>",
+            "more garbage",
+        ):
             *_, terminated, _, info = env.step(response)
             infos.append(info)
         assert terminated and all(set(i) == keys for i in infos), style
@@ -185,7 +193,9 @@ def _ref_of(env) -> RefLevel:
 def test_expert__states_from_random_play_are_solved_or_declared_unsolvable_without_wandering():
     """From states reached by random moves, the expert either solves the level within the
     optimal number of moves, or says the state is unsolvable and stays put (brute force agrees)."""
-    env = gym.make("TurnSokoban-8x8-v0", terminate_on_deadlock=False, max_actions_per_episode=None, max_episode_steps=400)
+    env = gym.make(
+        "TurnSokoban-8x8-v0", terminate_on_deadlock=False, max_actions_per_episode=None, max_episode_steps=400
+    )
     u = env.unwrapped
     rng = np.random.default_rng(0)
     dead = 0

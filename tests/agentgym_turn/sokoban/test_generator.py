@@ -89,7 +89,9 @@ def test_generated_levels__replaying_the_plan_solves_every_level(env_id, other_p
     for lv in generated(env_id):
         level = ref_parse(lv["text"])
         boxes, player = level.boxes, level.player
-        assert not boxes & level.targets and player not in level.targets, f"seed {lv['seed']}: a target is covered at the start"
+        assert not boxes & level.targets and player not in level.targets, (
+            f"seed {lv['seed']}: a target is covered at the start"
+        )
         for move in lv["solution"]:
             boxes, player, _ = ref_move(level, boxes, player, move)
         assert boxes == level.targets, f"seed {lv['seed']}: the plan does not solve the level"

@@ -31,8 +31,14 @@ ROOM = "#########\n#       #\n#   $   #\n#   @   #\n#       #\n#.      #\n######
 def test_fixture__covers_clean_partly_valid_and_invalid_answers():
     kinds = {(c["penalized"], bool(c["valid_actions"])) for c in CASES}
     assert len(CASES) >= 300 and kinds == {(False, True), (True, True), (True, False)}
-    assert FIXTURE["settings"] == {"enable_think": True, "action_sep": "||", "max_actions_per_turn": 5,
-                                   "format_penalty": -0.1, "max_actions_per_traj": 10, "max_tokens": 100}
+    assert FIXTURE["settings"] == {
+        "enable_think": True,
+        "action_sep": "||",
+        "max_actions_per_turn": 5,
+        "format_penalty": -0.1,
+        "max_actions_per_traj": 10,
+        "max_tokens": 100,
+    }
 
 
 @pytest.mark.parametrize("case", CASES, ids=range(len(CASES)))
@@ -81,7 +87,21 @@ def test_env__the_expert_answers_in_ragens_format():
 # RAGEN's documented rule, as a regular expression: the oracle for any tag soup (on short texts,
 # where its rescanning does not matter).
 _RAGEN_RULE = re.compile(r"<think>(.*?)</think>\s*<answer>(.*?)</answer>", re.DOTALL)
-_PIECES = ["<think>", "</think>", "<answer>", "</answer>", "<ANSWER>", " ", "\n", "\u00a0", "Up", "left", "||", "x", "<|im_end|>"]
+_PIECES = [
+    "<think>",
+    "</think>",
+    "<answer>",
+    "</answer>",
+    "<ANSWER>",
+    " ",
+    "\n",
+    "\u00a0",
+    "Up",
+    "left",
+    "||",
+    "x",
+    "<|im_end|>",
+]
 
 
 @settings(max_examples=400, deadline=None)
@@ -113,8 +133,11 @@ _RAGEN_ENVS: dict[str, gym.Env] = {}
 @given(
     env_id=st.sampled_from(["TurnSokoban-v0", "TurnSokoban-8x8-v0"]),
     seed=st.integers(0, 30),
-    turns=st.lists(st.one_of(st_turn.responses(), st_turn.tag_soup(extra=("Up", "down", "||", "LEFT", "<think>", "</think>"))),
-                   min_size=1, max_size=5),
+    turns=st.lists(
+        st.one_of(st_turn.responses(), st_turn.tag_soup(extra=("Up", "down", "||", "LEFT", "<think>", "</think>"))),
+        min_size=1,
+        max_size=5,
+    ),
 )
 def test_env__any_response_in_the_ragen_style_plays_exactly_ragens_moves(env_id, seed, turns):
     if env_id not in _RAGEN_ENVS:

@@ -98,7 +98,9 @@ def _random_states(draw_seed: int, count: int):
 def _as_ref(level, boxes, player) -> RefLevel:
     rc = lambda c: divmod(c, level.cols)  # noqa: E731
     base = ref_parse(level.to_text())
-    return RefLevel(base.walls, base.targets, frozenset(rc(c) for c in cells_of(boxes)), rc(player), base.rows, base.cols)
+    return RefLevel(
+        base.walls, base.targets, frozenset(rc(c) for c in cells_of(boxes)), rc(player), base.rows, base.cols
+    )
 
 
 @settings(max_examples=40)
@@ -174,8 +176,13 @@ def test_generator__out_of_budget_plan_is_the_shortest_found_and_not_called_opti
     kwargs = gym.spec("TurnSokoban-10x10-v0").kwargs
     rng, _ = seeding.np_random(356)
     level_seed = int(rng.integers(0, 2**63 - 1))
-    make = lambda budget: generate_level(np.random.default_rng(level_seed), kwargs["dim"], kwargs["num_boxes"],  # noqa: E731
-                                         max_moves=kwargs["max_moves"], solver_budget=budget)
+
+    def make(budget):
+        rng = np.random.default_rng(level_seed)
+        return generate_level(
+            rng, kwargs["dim"], kwargs["num_boxes"], max_moves=kwargs["max_moves"], solver_budget=budget
+        )
+
     cut, full = make(1000), make(kwargs["solver_budget"])
     assert cut.level == full.level and full.certified and full.optimal_moves == 24
     assert not cut.certified and 24 <= cut.optimal_moves < 99 and cut.lower_bound <= 24

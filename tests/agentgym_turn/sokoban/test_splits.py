@@ -33,7 +33,11 @@ def test_splits__share_no_level_with_each_other():
     """The failure this prevents: with seeds alone, held-out 6x6 levels came up among training seeds."""
     drawn = {split: set(_levels(split, range(150))) for split in SPLITS}
     assert all(drawn.values())
-    assert not drawn["train"] & drawn["test"] and not drawn["train"] & drawn["validation"] and not drawn["validation"] & drawn["test"]
+    assert (
+        not drawn["train"] & drawn["test"]
+        and not drawn["train"] & drawn["validation"]
+        and not drawn["validation"] & drawn["test"]
+    )
     every = _levels(None, range(150))
     assert len(set(every)) < len(every)  # unsplit draws do repeat levels: the space is small
 

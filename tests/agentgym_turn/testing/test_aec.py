@@ -40,7 +40,12 @@ class ObservationOutsideSpace(WebShopDialogEnv):
 
 @pytest.mark.parametrize(
     "broken, check",
-    [(RaisesOnEmpty, "step raised"), (ExtraInfoOnce, "info keys"), (SeedIgnored, "determinism"), (ObservationOutsideSpace, "observation")],
+    [
+        (RaisesOnEmpty, "step raised"),
+        (ExtraInfoOnce, "info keys"),
+        (SeedIgnored, "determinism"),
+        (ObservationOutsideSpace, "observation"),
+    ],
 )
 def test_check_text_aec_env__names_the_broken_check(broken, check):
     with pytest.raises(AssertionError, match=rf"\[{check}\]"):

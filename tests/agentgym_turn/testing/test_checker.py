@@ -84,7 +84,11 @@ def _violations(env, **kwargs):
 def test_check_turn_env__type_checks_the_experts_steps_too():
     # the bytes observation comes only after valid guesses, which random fuzzing almost never makes
     # no random fuzzing at all: only the expert's own steps (in the determinism and expert checks) are valid
-    found = [v for v in _violations(NonStrObservationOnValidEnv(), fuzz_actions=0) if "observation is bytes, expected str" in v.what]
+    found = [
+        v
+        for v in _violations(NonStrObservationOnValidEnv(), fuzz_actions=0)
+        if "observation is bytes, expected str" in v.what
+    ]
     assert len(found) == 1 and found[0].check in ("determinism", "expert"), found
     assert found[0].count >= 2 + 2  # both expert episodes and the determinism runs hit it
 
@@ -101,7 +105,9 @@ def test_check_turn_env__reports_an_int_success_as_a_wrong_type_not_a_failure():
 
 
 def test_check_turn_env__names_the_alphanumeric_charset_not_the_length():
-    problems = check_turn_env(AlphanumericSpaceEnv(), episodes=1, fuzz_actions=4, max_turns=12, raise_on_problem=False).problems
+    problems = check_turn_env(
+        AlphanumericSpaceEnv(), episodes=1, fuzz_actions=4, max_turns=12, raise_on_problem=False
+    ).problems
     escapes = [p for p in problems if "escapes observation_space" in p]
     assert escapes and all("exceeds max_length" not in p for p in escapes), problems
     assert "ASCII letters and digits only" in escapes[0] and "TurnText" in escapes[0]

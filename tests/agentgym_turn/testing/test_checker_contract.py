@@ -82,38 +82,58 @@ def test_a_correct_env_passes_every_contract_check():
     assert _problems(KeyedGuess) == []
 
 
-@pytest.mark.parametrize("env_class, words", [
-    (ComponentsMissTheReward, "must sum to the reward"),
-    (UndeclaredComponent, "declares ['task', 'format']"),
-    (OffVocabularyStatus, "'finished', not one of"),
-    (FaultStillValid, "it must be False exactly for a fault"),
-    (KeyForgetsTheBounds, "same state_key have different futures"),
-    (SnapshotWithoutRng, "must hold the RNG state"),
-    (ForksShareTheState, "does not continue as the original"),
-    (RaisesInsideTheTurn, "step raised ZeroDivisionError"),
-])
+@pytest.mark.parametrize(
+    "env_class, words",
+    [
+        (ComponentsMissTheReward, "must sum to the reward"),
+        (UndeclaredComponent, "declares ['task', 'format']"),
+        (OffVocabularyStatus, "'finished', not one of"),
+        (FaultStillValid, "it must be False exactly for a fault"),
+        (KeyForgetsTheBounds, "same state_key have different futures"),
+        (SnapshotWithoutRng, "must hold the RNG state"),
+        (ForksShareTheState, "does not continue as the original"),
+        (RaisesInsideTheTurn, "step raised ZeroDivisionError"),
+    ],
+)
 def test_the_checker_catches_each_broken_rule(env_class, words):
     problems = _problems(env_class)
     assert any(words in p for p in problems), problems
 
 
-@pytest.mark.parametrize("env_class, words", [
-    (ComponentsMissTheReward, "must sum to the reward"),
-    (OffVocabularyStatus, "not one of"),
-    (KeyForgetsTheBounds, "different futures"),
-    (RaisesInsideTheTurn, "step raised ZeroDivisionError"),
-])
+@pytest.mark.parametrize(
+    "env_class, words",
+    [
+        (ComponentsMissTheReward, "must sum to the reward"),
+        (OffVocabularyStatus, "not one of"),
+        (KeyForgetsTheBounds, "different futures"),
+        (RaisesInsideTheTurn, "step raised ZeroDivisionError"),
+    ],
+)
 def test_the_stateful_machine_catches_them_too(env_class, words):
-    machine = turn_contract_machine(lambda: env_class(), name=f"Contract[{env_class.__name__}]", expert_weight=0.0, near_valid_weight=0.6)
+    machine = turn_contract_machine(
+        lambda: env_class(), name=f"Contract[{env_class.__name__}]", expert_weight=0.0, near_valid_weight=0.6
+    )
     with pytest.raises(AssertionError, match=words):
         # found is enough: shrinking the failing example would cost the most here
-        run_state_machine_as_test(machine, settings=settings(max_examples=60, stateful_step_count=30, deadline=None, database=None,
-                                                             phases=(Phase.explicit, Phase.generate)))
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=60,
+                stateful_step_count=30,
+                deadline=None,
+                database=None,
+                phases=(Phase.explicit, Phase.generate),
+            ),
+        )
 
 
 def test_the_stateful_machine_forks_and_probes_keys_of_a_correct_env():
-    machine = turn_contract_machine(lambda: KeyedGuess(), name="Contract[KeyedGuess]", expert_weight=0.0, near_valid_weight=0.6, fork_weight=0.2)
-    run_state_machine_as_test(machine, settings=settings(max_examples=30, stateful_step_count=30, deadline=None, database=None))
+    machine = turn_contract_machine(
+        lambda: KeyedGuess(), name="Contract[KeyedGuess]", expert_weight=0.0, near_valid_weight=0.6, fork_weight=0.2
+    )
+    run_state_machine_as_test(
+        machine, settings=settings(max_examples=30, stateful_step_count=30, deadline=None, database=None)
+    )
     assert machine.stats.forked_steps > 0 and machine.stats.key_probes > 0
 
 

@@ -18,8 +18,13 @@ from support.toy_envs import (
 
 # no shrinking: these tests need the failure, not the smallest example of it
 _SETTINGS = settings(
-    max_examples=10, stateful_step_count=30, deadline=None, database=None, derandomize=True,
-    phases=[Phase.generate], suppress_health_check=list(HealthCheck),
+    max_examples=10,
+    stateful_step_count=30,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    phases=[Phase.generate],
+    suppress_health_check=list(HealthCheck),
 )
 
 

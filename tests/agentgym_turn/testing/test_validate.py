@@ -7,16 +7,21 @@ import json
 import pytest
 
 from support.paths import ROOT
-from support.planted_envs import (AnswerWithoutSearchEnv, PartialCreditWordleEnv, WeakExpertEnv, limited,
-                                  salted_hash_env)
+from support.planted_envs import AnswerWithoutSearchEnv, PartialCreditWordleEnv, WeakExpertEnv, limited, salted_hash_env
 from agentgym_turn.cli import main
 from agentgym_turn.testing.learnability import LearnBudget
 from agentgym_turn.testing.validate import CHECKS, validate
 
 #: The registered ids the suite certifies (the browser env and the remote client have their own tests; the benchmark
 #: ``benchmarks/validate_all.py`` runs every id with a longer search).
-SUITE_IDS = ["TurnSokoban-v0", "TurnSokoban-8x8-v0", "TurnWebShop-v0", "TurnWebShopDialog-v0", "TurnSearchQA-v0",
-             "TurnSearchQA-MCQ-v0"]
+SUITE_IDS = [
+    "TurnSokoban-v0",
+    "TurnSokoban-8x8-v0",
+    "TurnWebShop-v0",
+    "TurnWebShopDialog-v0",
+    "TurnSearchQA-v0",
+    "TurnSearchQA-MCQ-v0",
+]
 
 
 def _statuses(report) -> dict[str, str]:
@@ -61,11 +66,25 @@ def test_an_env_seeded_by_the_salted_hash_fails_determinism_in_a_fresh_process_o
 
 def test_the_cli_writes_the_report_and_exits_1_on_a_failed_check(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PYTHONPATH", str(ROOT / "tests"))
-    assert main(["validate", "TurnSokoban-v0", "--tasks", "2", "--search-episodes", "20", "--out", str(tmp_path / "ok")]) == 0
+    assert (
+        main(["validate", "TurnSokoban-v0", "--tasks", "2", "--search-episodes", "20", "--out", str(tmp_path / "ok")])
+        == 0
+    )
     saved = json.loads((tmp_path / "ok" / "validation.json").read_text())
     assert saved["ok"] and [v["check"] for v in saved["verdicts"]] == list(CHECKS)
     assert "| gameability | pass |" in (tmp_path / "ok" / "validation.md").read_text()
-    code = main(["validate", "support.planted_envs:salted_hash_env", "--tasks", "2", "--checks", "determinism", "--out", str(tmp_path / "bad")])
+    code = main(
+        [
+            "validate",
+            "support.planted_envs:salted_hash_env",
+            "--tasks",
+            "2",
+            "--checks",
+            "determinism",
+            "--out",
+            str(tmp_path / "bad"),
+        ]
+    )
     assert code == 1 and "FAIL" in capsys.readouterr().out
 
 
@@ -76,7 +95,9 @@ def test_a_served_env_that_never_frees_a_session_fails_the_soak():
 
     leaky = ServedProcess([sys.executable, str(ROOT / "tests" / "support" / "leaky_server.py")])
     try:
-        report = validate(f"http://127.0.0.1:{leaky.port}", checks=[], soak_minutes=0.2, soak_clients=2, soak_idle_timeout=1.0)
+        report = validate(
+            f"http://127.0.0.1:{leaky.port}", checks=[], soak_minutes=0.2, soak_clients=2, soak_idle_timeout=1.0
+        )
     finally:
         leaky.stop()
     verdict = report.verdict("soak")
@@ -93,15 +114,24 @@ def test_our_served_env_passes_a_short_soak():
 
 #: A hill-climb the size of a unit test: the corridor's six rooms teach in a few iterations when the signs show (SFT two
 #: steps at a time: four overshoot to a start that solves every held-out corridor).
-SMALL_CLIMB = LearnBudget(sft_episodes=64, sft_chunk=2, sft_max_steps=40, iterations=6, tasks_per_iteration=32, eval_tasks=64,
-                          max_new_tokens=2)
+SMALL_CLIMB = LearnBudget(
+    sft_episodes=64,
+    sft_chunk=2,
+    sft_max_steps=40,
+    iterations=6,
+    tasks_per_iteration=32,
+    eval_tasks=64,
+    max_new_tokens=2,
+)
 
 
 def test_an_env_that_hides_what_its_reward_follows_fails_learnability_and_its_twin_passes(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(ROOT / "tests"))
     shown = validate("support.planted_envs:exact_door_corridor", tasks=4, search_episodes=40, learn_budget=SMALL_CLIMB)
     assert _statuses(shown) == dict.fromkeys([*CHECKS, "learnability"], "pass"), shown.to_markdown()
-    hidden = validate("support.planted_envs:hidden_sign_corridor", tasks=4, search_episodes=40, learn_budget=SMALL_CLIMB)
+    hidden = validate(
+        "support.planted_envs:hidden_sign_corridor", tasks=4, search_episodes=40, learn_budget=SMALL_CLIMB
+    )
     assert _statuses(hidden) == {**dict.fromkeys(CHECKS, "pass"), "learnability": "fail"}, hidden.to_markdown()
     gain = hidden.verdict("learnability").evidence["gain"]
     assert gain["low"] <= 0 and len(hidden.verdict("learnability").evidence["per_task"]) == SMALL_CLIMB.eval_tasks

@@ -71,16 +71,45 @@ def test_browser__oracle_reaches_reward_1_with_the_in_process_observations(brows
 def test_browser__every_kind_of_action_reads_as_in_process(browser):
     ref = gym.make("TurnWebShop-v0", goal_split="all")
     assert browser.reset(seed=5) == ref.reset(seed=5)  # a seed opens the goal TurnWebShop-v0 draws with it
-    for action in ["hello", "", "x" * 70_000, "click[nothing]", "search[]", "click[search]", "<answer><answer>click[search]</answer>",
-                   "<answer>search[red\nshoes]</answer>", "\x00click[\ud800]", "search[\U0001f600 mug]", "search[a\ud800b]",
-                   "search[" + "\u00e9\u0000\t" * 2000 + "]", "search[shoes]", "click[next >]", "click[next >]", "click[< prev]"]:
+    for action in [
+        "hello",
+        "",
+        "x" * 70_000,
+        "click[nothing]",
+        "search[]",
+        "click[search]",
+        "<answer><answer>click[search]</answer>",
+        "<answer>search[red\nshoes]</answer>",
+        "\x00click[\ud800]",
+        "search[\U0001f600 mug]",
+        "search[a\ud800b]",
+        "search[" + "\u00e9\u0000\t" * 2000 + "]",
+        "search[shoes]",
+        "click[next >]",
+        "click[next >]",
+        "click[< prev]",
+    ]:
         _, _, _, _, info = lock_step(browser, ref, action)
     product = info["available_actions"][3]
     _, _, _, _, info = lock_step(browser, ref, f"click[{product}]")
     assert info["page"] == "item"
-    options = [a for a in info["available_actions"] if a not in ("back to search", "< prev", "description", "features", "reviews", "buy now")]
-    for action in ["click[description]", "click[< prev]", "click[reviews]", "click[< prev]", *[f"click[{o}]" for o in options[:2]],
-                   *[f"click[{o}]" for o in options[:1]], "click[< prev]", f"click[{product}]", "click[back to search]", "search[mug]"]:
+    options = [
+        a
+        for a in info["available_actions"]
+        if a not in ("back to search", "< prev", "description", "features", "reviews", "buy now")
+    ]
+    for action in [
+        "click[description]",
+        "click[< prev]",
+        "click[reviews]",
+        "click[< prev]",
+        *[f"click[{o}]" for o in options[:2]],
+        *[f"click[{o}]" for o in options[:1]],
+        "click[< prev]",
+        f"click[{product}]",
+        "click[back to search]",
+        "search[mug]",
+    ]:
         lock_step(browser, ref, action)
     # text_rich: chosen options and visited products are marked from the DOM as the text env marks them
     browser.unwrapped.observation_mode = ref.unwrapped.observation_mode = "text_rich"
@@ -97,7 +126,10 @@ def test_browser__screenshot_of_the_item_page(browser, tmp_path):
     out = screenshot_item_page(tmp_path / "item.png", env=browser.unwrapped)
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
-    assert browser.unwrapped.driver.execute_script("return document.querySelectorAll('input[type=radio]:checked').length") == 1
+    assert (
+        browser.unwrapped.driver.execute_script("return document.querySelectorAll('input[type=radio]:checked').length")
+        == 1
+    )
 
 
 def test_browser__a_site_with_a_token_is_played_through_its_start_page():
@@ -127,7 +159,9 @@ def test_browser__a_crashed_browser_is_replaced_at_reset_and_close_leaves_no_pro
     for pid in main:
         os.kill(pid, signal.SIGKILL)  # the browser dies under the driver
     old_driver = env.driver
-    observation, reward, _, truncated, info = browser.step(env.expert_action())  # mid-episode: a typed fault, not an exception
+    observation, reward, _, truncated, info = browser.step(
+        env.expert_action()
+    )  # mid-episode: a typed fault, not an exception
     assert (info["exit_status"], info["reward_valid"], reward, truncated) == ("infra_error", False, 0.0, True)
     assert "reset()" in observation  # the message says what to do
     observation, info = browser.reset(options={"goal_index": 3})
@@ -138,7 +172,9 @@ def test_browser__a_crashed_browser_is_replaced_at_reset_and_close_leaves_no_pro
     assert chromium_processes() == []
 
 
-@pytest.mark.parametrize("options", [{"goal_index": 1.5}, {"goal_index": "1"}, {"goal_index": True}, {"goal_index": 10**9}])
+@pytest.mark.parametrize(
+    "options", [{"goal_index": 1.5}, {"goal_index": "1"}, {"goal_index": True}, {"goal_index": 10**9}]
+)
 def test_browser__a_bad_goal_index_is_a_value_error_as_in_process(browser, options):
     with pytest.raises(ValueError, match="goal"):
         gym.make("TurnWebShop-v0", goal_split="all").reset(seed=0, options=options)
@@ -146,7 +182,9 @@ def test_browser__a_bad_goal_index_is_a_value_error_as_in_process(browser, optio
         browser.reset(seed=0, options=options)
 
 
-def test_browser__a_large_seed_plays_the_goal_it_draws_in_process_and_one_past_the_sites_bound_is_a_value_error(browser):
+def test_browser__a_large_seed_plays_the_goal_it_draws_in_process_and_one_past_the_sites_bound_is_a_value_error(
+    browser,
+):
     got, _ = browser.reset(seed=2**200)
     want, _ = gym.make("TurnWebShop-v0", goal_split="all").reset(seed=2**200)
     assert got == want

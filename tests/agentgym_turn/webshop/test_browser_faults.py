@@ -84,8 +84,12 @@ def test_a_browser_killed_mid_episode_ends_it_with_infra_error_and_reset_starts_
     if victim == "chromedriver":
         kill(tree)  # the driver's service process and the browsers under it
     else:
-        with_commands = {pid: open(f"/proc/{pid}/cmdline", "rb").read() for pid in tree if os.path.exists(f"/proc/{pid}/cmdline")}
-        kill([pid for pid, cmd in with_commands.items() if b"chromedriver" not in cmd and b"--type=" not in cmd])  # the browser only
+        with_commands = {
+            pid: open(f"/proc/{pid}/cmdline", "rb").read() for pid in tree if os.path.exists(f"/proc/{pid}/cmdline")
+        }
+        kill(
+            [pid for pid, cmd in with_commands.items() if b"chromedriver" not in cmd and b"--type=" not in cmd]
+        )  # the browser only
     old_driver = env.driver
     assert_infra_error_turn(browser.step(env.expert_action()))
     observation, info = browser.reset(options={"goal_index": 4})

@@ -75,9 +75,17 @@ def _write_webshop_files(tmp_path, products, attrs=None, human=None, name="items
 
 def _raw_product(asin, name="Acme Red Shoe", pricing="$10.00", options=None, query="Shoes "):
     return {
-        "asin": asin, "name": name, "category": "fashion", "query": query, "product_category": "A › B › C",
-        "full_description": "A shoe.", "small_description": ["Comfy sole", "Lace up"], "pricing": pricing,
-        "customization_options": options if options is not None else {"Color": [{"value": "Navy/White", "image": None}], "Size": [{"value": "9"}, {"value": "10"}]},
+        "asin": asin,
+        "name": name,
+        "category": "fashion",
+        "query": query,
+        "product_category": "A › B › C",
+        "full_description": "A shoe.",
+        "small_description": ["Comfy sole", "Lace up"],
+        "pricing": pricing,
+        "customization_options": options
+        if options is not None
+        else {"Color": [{"value": "Navy/White", "image": None}], "Size": [{"value": "9"}, {"value": "10"}]},
         "images": ["http://img/1.jpg"],
     }
 
@@ -91,8 +99,14 @@ def test_loader__reads_webshop_fields_with_webshop_semantics(tmp_path):
         _raw_product("B000000003", pricing="$10.00 - $20.00", options={}),
         _raw_product("B000000004", pricing=None),
     ]
-    attrs = {"B000000001": {"attributes": ["lace up"], "instruction": "i need a shoe", "instruction_attributes": ["lace up"]},
-             "B000000003": {"attributes": ["a"], "instruction": "i want a thing", "instruction_attributes": ["a"]}}
+    attrs = {
+        "B000000001": {
+            "attributes": ["lace up"],
+            "instruction": "i need a shoe",
+            "instruction_attributes": ["lace up"],
+        },
+        "B000000003": {"attributes": ["a"], "instruction": "i want a thing", "instruction_attributes": ["a"]},
+    }
     shop = LoadedShop(_write_webshop_files(tmp_path, products, attrs), human_goals=False, seed=0)
     assert shop.num_products == 3
     p = shop.product(0)
@@ -110,7 +124,10 @@ def test_loader__reads_webshop_fields_with_webshop_semantics(tmp_path):
 
 def test_loader__human_goals_are_shuffled_with_webshops_seed(tmp_path):
     products = [_raw_product(f"B00000000{i}") for i in range(5)]
-    human = {f"B00000000{i}": [{"instruction": f"goal {i}.", "instruction_attributes": ["x"], "instruction_options": ["9"]}] for i in range(5)}
+    human = {
+        f"B00000000{i}": [{"instruction": f"goal {i}.", "instruction_attributes": ["x"], "instruction_options": ["9"]}]
+        for i in range(5)
+    }
     human["B000000000"].append({"instruction": "skipped", "instruction_attributes": [], "instruction_options": []})
     shop = LoadedShop(_write_webshop_files(tmp_path, products, human=human))
     assert shop.human_goals and shop.num_goals == 5
@@ -141,7 +158,12 @@ def test_pages__fragments_convert_like_the_whole_page_and_done_page_hides_the_go
     for fragments in all_fragments:
         for mode in ("text", "text_rich"):
             whole = html_to_text("".join(fragments), mode, chosen_options=chosen.values(), visited_asins=[p.asin])
-            assert format_strings(fragments_strings(fragments), mode, chosen_options=chosen.values(), visited_asins=[p.asin]) == whole
+            assert (
+                format_strings(
+                    fragments_strings(fragments), mode, chosen_options=chosen.values(), visited_asins=[p.asin]
+                )
+                == whole
+            )
     done = html_to_text(pages.done_page(p.asin, chosen, 0.5), "text")
     assert g.instruction_text not in done and "Thank you for shopping with us!" in done and "0.5" in done
 
@@ -149,9 +171,14 @@ def test_pages__fragments_convert_like_the_whole_page_and_done_page_hides_the_go
 def test_text_modes__webshop_formats():
     shop = GeneratedShop(50, seed=0)
     html = pages.results_page("buy it", ["x"], 1, 25, [shop.product(0)])
-    assert html_to_text(html, "text").startswith("Instruction: [SEP] buy it [SEP] Back to Search [SEP] Page 1 (Total results: 25) [SEP] Next > [SEP] ")
+    assert html_to_text(html, "text").startswith(
+        "Instruction: [SEP] buy it [SEP] Back to Search [SEP] Page 1 (Total results: 25) [SEP] Next > [SEP] "
+    )
     rich = html_to_text(html, "text_rich", visited_asins=[shop.product(0).asin])
-    assert "[button] Back to Search [button_]" in rich and f"[clicked button] {shop.product(0).asin} [clicked button_]" in rich
+    assert (
+        "[button] Back to Search [button_]" in rich
+        and f"[clicked button] {shop.product(0).asin} [clicked button_]" in rich
+    )
 
 
 @settings(max_examples=60)
@@ -165,13 +192,28 @@ _ANY = st.text(alphabet=st.characters(codec="utf-8"), max_size=30)
 
 @settings(max_examples=80, deadline=None)
 @given(title=_ANY, desc=_ANY, feature=_ANY, value=_ANY, instruction=_ANY, asin=_ANY)
-def test_fragment_templates__give_the_strings_of_parsing_the_filled_page(title, desc, feature, value, instruction, asin):
+def test_fragment_templates__give_the_strings_of_parsing_the_filled_page(
+    title, desc, feature, value, instruction, asin
+):
     from agentgym_turn.webshop.product import Product, Review
 
-    p = Product(asin=asin or "A", name=title, title=title, category=desc, query=value, product_category=title,
-                description=desc, bullet_points=(feature, title), attributes=(value, feature), pricing=(1.0,),
-                price_tag=value, price=1.0, options={value or "o": (value or "v", "x")}, rating=feature,
-                reviews=(Review(title, 3, desc),))
+    p = Product(
+        asin=asin or "A",
+        name=title,
+        title=title,
+        category=desc,
+        query=value,
+        product_category=title,
+        description=desc,
+        bullet_points=(feature, title),
+        attributes=(value, feature),
+        pricing=(1.0,),
+        price_tag=value,
+        price=1.0,
+        options={value or "o": (value or "v", "x")},
+        rating=feature,
+        reviews=(Review(title, 3, desc),),
+    )
     built = [
         pages.search_fragments(instruction),
         pages.results_fragments(instruction, [value, title], 1, 20, [p, p]),
@@ -182,7 +224,9 @@ def test_fragment_templates__give_the_strings_of_parsing_the_filled_page(title, 
     for fragments in built:
         for mode in ("text", "text_rich"):
             kw = dict(chosen_options=[value or "v"], visited_asins=[asin])
-            assert format_strings(fragments_strings(fragments), mode, **kw) == html_to_text("".join(fragments), mode, **kw)
+            assert format_strings(fragments_strings(fragments), mode, **kw) == html_to_text(
+                "".join(fragments), mode, **kw
+            )
 
 
 # ---------------------------------------------------------------- data limits
@@ -192,7 +236,9 @@ def test_loader__8_groups_of_10_values_make_a_bounded_sample_of_goals(tmp_path):
     groups = {f"G{g}": [{"value": f"v{g}{k}"} for k in range(10)] for g in range(8)}  # 1e8 combinations
     attrs = {"B000000001": {"attributes": ["a"], "instruction": "i need it", "instruction_attributes": ["a"]}}
     folder = _write_webshop_files(tmp_path, [_raw_product("B000000001", options=groups)], attrs)
-    with pytest.warns(UserWarning, match=r"items_shuffle_1000\.json.*100,000,000 option combinations.*max_goal_combinations=10,000"):
+    with pytest.warns(
+        UserWarning, match=r"items_shuffle_1000\.json.*100,000,000 option combinations.*max_goal_combinations=10,000"
+    ):
         shop = LoadedShop(folder, human_goals=False)
     assert shop.num_goals == 10_000
     combos = {tuple(sorted(shop.goal(i).goal_options.items())) for i in range(shop.num_goals)}
@@ -215,15 +261,32 @@ def test_loader__combinations_under_the_limit_are_all_of_them_in_webshops_order(
 
 
 def test_review_score__inf_nan_and_garbage_never_raise():
-    assert [review_score(x) for x in ("inf", "-inf", "nan", float("inf"), "great", None, [], "4.7", 9, -2, "1e999")] == [
-        0, 0, 0, 0, 0, 0, 0, 4, 5, 0, 0]
+    assert [
+        review_score(x) for x in ("inf", "-inf", "nan", float("inf"), "great", None, [], "4.7", 9, -2, "1e999")
+    ] == [0, 0, 0, 0, 0, 0, 0, 4, 5, 0, 0]
 
 
 def test_loader__reviews_with_inf_scores_load(tmp_path):
-    folder = _write_webshop_files(tmp_path, [_raw_product("B000000001")], human={"B000000001": [
-        {"instruction": "x", "instruction_attributes": ["a"], "instruction_options": []}]})
-    (folder / "reviews.json").write_text(json.dumps([{"asin": "B000000001", "average_rating": "inf", "reviews": [
-        {"title": "t", "score": "inf", "review": "b"}, {"title": "u", "stars": "NaN", "body": "c"}, {"title": "v", "score": 4}]}]))
+    folder = _write_webshop_files(
+        tmp_path,
+        [_raw_product("B000000001")],
+        human={"B000000001": [{"instruction": "x", "instruction_attributes": ["a"], "instruction_options": []}]},
+    )
+    (folder / "reviews.json").write_text(
+        json.dumps(
+            [
+                {
+                    "asin": "B000000001",
+                    "average_rating": "inf",
+                    "reviews": [
+                        {"title": "t", "score": "inf", "review": "b"},
+                        {"title": "u", "stars": "NaN", "body": "c"},
+                        {"title": "v", "score": 4},
+                    ],
+                }
+            ]
+        )
+    )
     shop = LoadedShop(folder)
     assert [r.score for r in shop.product(0).reviews] == [0, 0, 4]
 
@@ -263,16 +326,19 @@ def test_loader__asins_named_like_buttons_load_as_in_webshop(tmp_path):
     assert [shop.product(i).asin for i in range(shop.num_products)] == names and shop.num_goals == 5
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(num_products="abc"), r"num_products must be a whole number \(e\.g\. num_products=1000\), got 'abc'"),
-    (dict(num_products=3), "num_products must be at least 10"),
-    (dict(catalog_seed="x"), "catalog_seed must be a whole number"),
-    (dict(human_goals=True), "human_goals=True needs WebShop's files: pass data_path"),
-    (dict(reward_mode="fuzzy"), "reward_mode must be one of"),
-    (dict(limit_goals="10"), "limit_goals must be -1"),
-    (dict(filter_goals=3), "filter_goals must be a function"),
-    (dict(goal_weighting="rare"), "goal_weighting must be one of"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(num_products="abc"), r"num_products must be a whole number \(e\.g\. num_products=1000\), got 'abc'"),
+        (dict(num_products=3), "num_products must be at least 10"),
+        (dict(catalog_seed="x"), "catalog_seed must be a whole number"),
+        (dict(human_goals=True), "human_goals=True needs WebShop's files: pass data_path"),
+        (dict(reward_mode="fuzzy"), "reward_mode must be one of"),
+        (dict(limit_goals="10"), "limit_goals must be -1"),
+        (dict(filter_goals=3), "filter_goals must be a function"),
+        (dict(goal_weighting="rare"), "goal_weighting must be one of"),
+    ],
+)
 def test_env_arguments__errors_name_the_parameter_and_the_fix(kwargs, message):
     import agentgym_turn  # noqa: F401
 
@@ -307,8 +373,18 @@ def test_select_goals__filter_then_limit_as_webshop_does():
     assert list(kept) == list(range(0, 300, 2)) and len(seen) == 300
     i, record = seen[7]
     assert record == goal_record(shop.goal(7), goal_weights(shop)[7])
-    assert set(record) == {"asin", "category", "query", "name", "product_category", "instruction_text", "attributes",
-                           "price_upper", "goal_options", "weight"}
+    assert set(record) == {
+        "asin",
+        "category",
+        "query",
+        "name",
+        "product_category",
+        "instruction_text",
+        "attributes",
+        "price_upper",
+        "goal_options",
+        "weight",
+    }
     weights = goal_weights(shop)
     evens = [weights[i] for i in range(0, 300, 2)]
     limited = select_goals(shop, filter_goals=lambda i, g: i % 2 == 0, limit_goals=40)
@@ -332,14 +408,22 @@ def test_goal_pool__splits_positions_of_the_selection_and_draws_by_weight():
     heavy, light = np.argsort(w)[-50:], np.argsort(w)[:50]
     assert counts[heavy].sum() / counts[light].sum() > 0.8 * w[heavy].sum() / w[light].sum()
     uniform = GoalPool(shop, "test")
-    assert uniform.draw(np.random.default_rng(5)) == int(np.random.default_rng(5).integers(0, 500))  # same draws as before
+    assert uniform.draw(np.random.default_rng(5)) == int(
+        np.random.default_rng(5).integers(0, 500)
+    )  # same draws as before
 
 
 def test_env__draws_only_the_goals_filter_and_limit_keep():
     import agentgym_turn  # noqa: F401
 
-    env = gym.make("TurnWebShop-v0", num_products=100, goal_split="all", filter_goals=lambda i, g: i % 7 == 3, limit_goals=20,
-                   goal_weighting="weighted")
+    env = gym.make(
+        "TurnWebShop-v0",
+        num_products=100,
+        goal_split="all",
+        filter_goals=lambda i, g: i % 7 == 3,
+        limit_goals=20,
+        goal_weighting="weighted",
+    )
     kept = set(select_goals(env.unwrapped.shop, filter_goals=lambda i, g: i % 7 == 3, limit_goals=20))
     assert len(kept) == 20 and all(i % 7 == 3 for i in kept)
     drawn = {env.reset(seed=s)[1]["goal_index"] for s in range(60)}
@@ -355,12 +439,24 @@ def test_item_record__a_generated_catalog_written_in_webshops_format_loads_back_
     shop = GeneratedShop(30, seed=0)
     products = [shop.product(i) for i in range(30)]
     (tmp_path / "items_shuffle_1000.json").write_text(json.dumps([item_record(p) for p in products]))
-    attrs = {p.asin: {"attributes": list(p.attributes), "instruction": f"i want {p.query}", "instruction_attributes": list(p.attributes[:1])} for p in products}
+    attrs = {
+        p.asin: {
+            "attributes": list(p.attributes),
+            "instruction": f"i want {p.query}",
+            "instruction_attributes": list(p.attributes[:1]),
+        }
+        for p in products
+    }
     (tmp_path / "items_ins_v2_1000.json").write_text(json.dumps(attrs))
     loaded = LoadedShop(str(tmp_path), human_goals=False, seed=0)
     for p in products:
         back = loaded.product(loaded.index_of(p.asin))
-        assert (back.name, back.pricing, back.options, tuple(back.bullet_points)) == (p.name, p.pricing, p.options, tuple(p.bullet_points))
+        assert (back.name, back.pricing, back.options, tuple(back.bullet_points)) == (
+            p.name,
+            p.pricing,
+            p.options,
+            tuple(p.bullet_points),
+        )
 
 
 @pytest.mark.parametrize("body", ["[" * 200_000, '[{"asin": ' + "9" * 5000 + "}]"], ids=["nested", "huge_int"])

@@ -59,7 +59,11 @@ def _walk(env, seed: int, steps: int):
 
 
 @settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None)
-@given(seed=st.integers(0, 10_000), steps=st.integers(0, 6), response=st_turn.responses(extra=("click[", "search[", "[button]", "buy now", "< prev", "next >")))
+@given(
+    seed=st.integers(0, 10_000),
+    steps=st.integers(0, 6),
+    response=st_turn.responses(extra=("click[", "search[", "[button]", "buy now", "< prev", "next >")),
+)
 def test_any_response__never_raises_and_keeps_the_page(env, seed, steps, response):
     _walk(env, seed, steps)
     before = env.state.page
@@ -88,7 +92,11 @@ def test_search__works_from_any_page_and_the_search_page_lists_search_as_in_webs
     _, reward, _, _, info = env.step("click[search]")  # WebShop lists it and ignores the click
     assert info["action_is_valid"] and not info["action_is_effective"] and reward == 0.0 and info["page"] == "search"
     _, _, _, _, info = env.step("<think>hmm</think><answer>search[red shoes]</answer>")
-    assert info["action_is_valid"] and info["page"] == "results" and info["available_actions"][:2] == ["back to search", "next >"]
+    assert (
+        info["action_is_valid"]
+        and info["page"] == "results"
+        and info["available_actions"][:2] == ["back to search", "next >"]
+    )
     env.step(f"click[{info['available_actions'][2]}]")
     assert env.state.page == "item"
     _, _, _, _, info = env.step("search[blue]")
@@ -108,7 +116,9 @@ def test_item_page__lists_buttons_before_options_and_next_always_shows(env):
     env.step("click[back to search]")
     env.step("search[shirt]")
     with_options = next(i for i in env.state.results if env.shop.product(i).options)
-    while f"click[{env.shop.product(with_options).asin.lower()}]" not in [f"click[{a}]" for a in env._available_actions()]:
+    while f"click[{env.shop.product(with_options).asin.lower()}]" not in [
+        f"click[{a}]" for a in env._available_actions()
+    ]:
         env.step("click[next >]")
     env.step(f"click[{env.shop.product(with_options).asin.lower()}]")
     acts = env._available_actions()
@@ -135,7 +145,14 @@ def test_info__same_key_set_on_reset_every_step_invalid_turns_and_after_the_end(
     _, info = env.reset(seed=3)
     keys = set(info)
     assert {"page", "goal_index", "has_search_bar", "purchased_asin", "reward_breakdown"} <= keys
-    for response in ["nonsense", env.expert_action(), "click[nothing]", *[None] * 14, "click[buy now]", "after the end"]:
+    for response in [
+        "nonsense",
+        env.expert_action(),
+        "click[nothing]",
+        *[None] * 14,
+        "click[buy now]",
+        "after the end",
+    ]:
         response = env.expert_action() if response is None else response
         *_, info = env.step(response)
         assert set(info) == keys, set(info) ^ keys
@@ -158,9 +175,15 @@ def test_history__num_prev_obs_and_actions_as_webshop_joins_them():
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(seed=st.integers(0, 1_000), steps=st.integers(0, 4),
-       query=st.one_of(st_turn.unicode_text(60), st_turn.huge_text(900_000, 1_100_000)), verb=st.sampled_from(["search", "click"]))
-def test_any_search_or_click_argument__surrogates_controls_and_1mb__is_a_legal_action(big_env, seed, steps, query, verb):
+@given(
+    seed=st.integers(0, 1_000),
+    steps=st.integers(0, 4),
+    query=st.one_of(st_turn.unicode_text(60), st_turn.huge_text(900_000, 1_100_000)),
+    verb=st.sampled_from(["search", "click"]),
+)
+def test_any_search_or_click_argument__surrogates_controls_and_1mb__is_a_legal_action(
+    big_env, seed, steps, query, verb
+):
     _walk(big_env, seed, steps)
     keys = set(big_env.reset(seed=seed)[1]) if big_env.state.page == "done" else None
     obs, reward, _, _, info = big_env.step(f"{verb}[{query}]")
@@ -204,14 +227,27 @@ print(hashlib.sha256(json.dumps(out).encode()).hexdigest())
 
 
 def test_seeds__reproduce_goals_and_episodes_across_processes():
-    digests = {subprocess.run([sys.executable, "-c", _TRACE], capture_output=True, text=True, check=True).stdout.strip() for _ in range(2)}
+    digests = {
+        subprocess.run([sys.executable, "-c", _TRACE], capture_output=True, text=True, check=True).stdout.strip()
+        for _ in range(2)
+    }
     assert len(digests) == 1
 
 
 # ---------------------------------------------------------------- adversarial catalog text
 _NASTY = st.sampled_from(
-    ["[button] Buy Now [button_]", "<b>x</b>", "<button class=\"btn\">buy now</button>", "[clicked button] a [clicked button_]",
-     " [SEP] ", "</label><label>fake</label>", "&lt;i&gt;", "\"'><script>alert(1)</script>", "click[buy now]", "\n[button] b0x [button_]\n"]
+    [
+        "[button] Buy Now [button_]",
+        "<b>x</b>",
+        '<button class="btn">buy now</button>',
+        "[clicked button] a [clicked button_]",
+        " [SEP] ",
+        "</label><label>fake</label>",
+        "&lt;i&gt;",
+        "\"'><script>alert(1)</script>",
+        "click[buy now]",
+        "\n[button] b0x [button_]\n",
+    ]
 )
 _TEXT = st.one_of(_NASTY, st.text(max_size=20), st.tuples(st.text(max_size=8), _NASTY).map("".join))
 
@@ -230,22 +266,56 @@ def _real_controls(env) -> tuple[int, int, int]:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(title=_TEXT, description=_TEXT, feature=_TEXT, option=_TEXT, attr=_TEXT, asin=st.sampled_from(["B0NASTY001", "<b>b0</b>", "[button]", "buy now"]))
-def test_adversarial_catalog_text__cannot_inject_buttons_or_html(tmp_path_factory, title, description, feature, option, attr, asin):
+@given(
+    title=_TEXT,
+    description=_TEXT,
+    feature=_TEXT,
+    option=_TEXT,
+    attr=_TEXT,
+    asin=st.sampled_from(["B0NASTY001", "<b>b0</b>", "[button]", "buy now"]),
+)
+def test_adversarial_catalog_text__cannot_inject_buttons_or_html(
+    tmp_path_factory, title, description, feature, option, attr, asin
+):
     folder = tmp_path_factory.mktemp("ws")
-    products = [{
-        "asin": asin, "name": title, "category": "x", "query": "nasty", "product_category": title,
-        "full_description": "nasty " + description, "small_description": [feature], "pricing": "$5.00",
-        "customization_options": {option or "o": [{"value": option or "v"}, {"value": "plain"}]}, "images": [],
-    }]
-    human = {asin: [{"instruction": f"nasty {title}", "instruction_attributes": [attr or "a"], "instruction_options": [option]}]}
+    products = [
+        {
+            "asin": asin,
+            "name": title,
+            "category": "x",
+            "query": "nasty",
+            "product_category": title,
+            "full_description": "nasty " + description,
+            "small_description": [feature],
+            "pricing": "$5.00",
+            "customization_options": {option or "o": [{"value": option or "v"}, {"value": "plain"}]},
+            "images": [],
+        }
+    ]
+    human = {
+        asin: [
+            {"instruction": f"nasty {title}", "instruction_attributes": [attr or "a"], "instruction_options": [option]}
+        ]
+    }
     (folder / "items_shuffle.json").write_text(json.dumps(products))
     (folder / "items_human_ins.json").write_text(json.dumps(human))
     for mode in ("text_rich", "html", "text"):
-        env = TurnWebShopEnv(data_path=str(folder), observation_mode=mode, goal_split="all", show_attributes=True, list_actions=False)
+        env = TurnWebShopEnv(
+            data_path=str(folder), observation_mode=mode, goal_split="all", show_attributes=True, list_actions=False
+        )
         env.reset(seed=0)
-        script = ["search[nasty]", f"click[{product_link_name(asin)}]", "click[description]", "click[< prev]", "click[features]",
-                  "click[< prev]", "click[reviews]", "click[< prev]", "click[attributes]", "click[< prev]"]
+        script = [
+            "search[nasty]",
+            f"click[{product_link_name(asin)}]",
+            "click[description]",
+            "click[< prev]",
+            "click[features]",
+            "click[< prev]",
+            "click[reviews]",
+            "click[< prev]",
+            "click[attributes]",
+            "click[< prev]",
+        ]
         for response in script:
             obs, _, _, _, info = env.step(response)
             assert info["action_is_valid"], (response, obs)
@@ -266,12 +336,25 @@ def test_adversarial_catalog_text__cannot_inject_buttons_or_html(tmp_path_factor
 
 def test_products_named_like_buttons__never_take_the_button_names(tmp_path):
     decoys = ["Next >", "< Prev", "buy now", "Search", "features", "B0REAL0001"]
-    products = [{
-        "asin": a, "name": f"decoy widget {k}", "category": "x", "query": "widget", "product_category": "x",
-        "full_description": "a decoy widget", "small_description": ["widget"], "pricing": "$5.00",
-        "customization_options": {}, "images": [],
-    } for k, a in enumerate(decoys)]
-    human = {a: [{"instruction": "i want a decoy widget", "instruction_attributes": ["widget"], "instruction_options": []}] for a in decoys}
+    products = [
+        {
+            "asin": a,
+            "name": f"decoy widget {k}",
+            "category": "x",
+            "query": "widget",
+            "product_category": "x",
+            "full_description": "a decoy widget",
+            "small_description": ["widget"],
+            "pricing": "$5.00",
+            "customization_options": {},
+            "images": [],
+        }
+        for k, a in enumerate(decoys)
+    ]
+    human = {
+        a: [{"instruction": "i want a decoy widget", "instruction_attributes": ["widget"], "instruction_options": []}]
+        for a in decoys
+    }
     (tmp_path / "items_shuffle.json").write_text(json.dumps(products))
     (tmp_path / "items_human_ins.json").write_text(json.dumps(human))
     env = TurnWebShopEnv(data_path=str(tmp_path), goal_split="all")

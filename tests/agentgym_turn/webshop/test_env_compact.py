@@ -101,18 +101,35 @@ def test_defaults__draw_goals_uniformly_and_show_webshop_pages():
 
 
 def _goal(instruction: str, name: str, options: dict[str, str]) -> Goal:
-    return Goal(index=0, asin="B0", instruction_text=instruction, attributes=(), goal_options=options, price_upper=50.0,
-                query="", category="", product_category="", name=name)
+    return Goal(
+        index=0,
+        asin="B0",
+        instruction_text=instruction,
+        attributes=(),
+        goal_options=options,
+        price_upper=50.0,
+        query="",
+        category="",
+        product_category="",
+        name=name,
+    )
 
 
 def test_product_phrase__is_the_instruction_run_the_title_holds():
-    goal = _goal("find me dermatologist tested makeup brush set with color: black, and price lower than 50.00 dollars",
-                 "Calina Botanical Collagen Makeup Brush Set, Dermatologist Tested - RN373", {"color": "black"})
+    goal = _goal(
+        "find me dermatologist tested makeup brush set with color: black, and price lower than 50.00 dollars",
+        "Calina Botanical Collagen Makeup Brush Set, Dermatologist Tested - RN373",
+        {"color": "black"},
+    )
     assert product_phrase(goal) == "makeup brush set"
 
 
 def test_product_phrase__prefers_the_title_head_over_a_longer_attribute_after_the_comma():
-    goal = _goal("i am looking for a hoodie that is slim fit with size: large", "Oxley Cotton Hoodie, Slim Fit - UG46", {"size": "large"})
+    goal = _goal(
+        "i am looking for a hoodie that is slim fit with size: large",
+        "Oxley Cotton Hoodie, Slim Fit - UG46",
+        {"size": "large"},
+    )
     assert product_phrase(goal) == "hoodie"
 
 
@@ -151,34 +168,60 @@ def test_expert_query__rejects_unknown_names():
 
 
 def test_expert_clause_first_match__keeps_the_turn_contract():
-    check_turn_env(lambda: gym.make("TurnWebShop-v0", expert_query="clause", expert_browse="first_match", **COMPACT), episodes=3,
-                   fuzz_actions=12)
+    check_turn_env(
+        lambda: gym.make("TurnWebShop-v0", expert_query="clause", expert_browse="first_match", **COMPACT),
+        episodes=3,
+        fuzz_actions=12,
+    )
 
 
 def test_instruction_clause__is_the_instruction_up_to_its_options():
-    goal = _goal("find me dermatologist tested makeup brush set with color: black, and price lower than 50.00 dollars",
-                 "Calina Makeup Brush Set", {"color": "black"})
+    goal = _goal(
+        "find me dermatologist tested makeup brush set with color: black, and price lower than 50.00 dollars",
+        "Calina Makeup Brush Set",
+        {"color": "black"},
+    )
     assert instruction_clause(goal) == "find me dermatologist tested makeup brush set"
-    assert instruction_clause(_goal("i need a lamp, and price lower than 20.00 dollars", "Desk Lamp", {})) == "i need a lamp"
+    assert (
+        instruction_clause(_goal("i need a lamp, and price lower than 20.00 dollars", "Desk Lamp", {}))
+        == "i need a lamp"
+    )
 
 
 @pytest.mark.parametrize("style", [COMPACT, {}])
 def test_expert_clause_first_match__opens_the_first_listed_product_that_earns_1(style):
-    env = gym.make("TurnWebShop-v0", goal_split="test", goal_from_seed=True, expert_query="clause", expert_browse="first_match", **style)
+    env = gym.make(
+        "TurnWebShop-v0",
+        goal_split="test",
+        goal_from_seed=True,
+        expert_query="clause",
+        expert_browse="first_match",
+        **style,
+    )
     shop = env.unwrapped.shop
     per_page = env.unwrapped.results_per_page
     for seed in range(12):
         env.reset(seed=seed)
         goal = env.unwrapped.goal
         first = env.unwrapped.expert_action()
-        assert first == f"search[{instruction_clause(goal)}]"  # its hits hold an R = 1 product (for 200 of 200 test goals)
+        assert (
+            first == f"search[{instruction_clause(goal)}]"
+        )  # its hits hold an R = 1 product (for 200 of 200 test goals)
         for _ in range(15):
             state = env.unwrapped.state
             action = env.unwrapped.expert_action()
-            if state.page == "results" and action.startswith("click[") and action not in ("click[next >]", "click[< prev]"):
+            if (
+                state.page == "results"
+                and action.startswith("click[")
+                and action not in ("click[next >]", "click[< prev]")
+            ):
                 start = (state.page_no - 1) * per_page
                 in_view = state.results[start : start + per_page]
-                opened = next(i for k, i in enumerate(in_view) if action in (f"click[{k + 1}]", f"click[{shop.product(i).asin.lower()}]"))
+                opened = next(
+                    i
+                    for k, i in enumerate(in_view)
+                    if action in (f"click[{k + 1}]", f"click[{shop.product(i).asin.lower()}]")
+                )
                 listed_before = state.results[: state.results.index(opened)]
                 assert best_reward(shop.product(opened), goal)[0] >= 1.0
                 assert all(best_reward(shop.product(i), goal)[0] < 1.0 for i in listed_before)

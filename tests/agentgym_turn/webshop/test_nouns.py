@@ -47,7 +47,9 @@ def test_without_spacy_auto_is_the_rule_and_spacy_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "spacy", None)
     assert nouns.spacy_model_name() is None
     assert nouns.noun_tagger("auto") == (title_nouns, "rule")
-    with pytest.raises(MissingExtraError, match=r"^title_nouns='spacy' needs the 'spacy' extra: pip install 'agentgym-turn\[spacy\]'") as raised:
+    with pytest.raises(
+        MissingExtraError, match=r"^title_nouns='spacy' needs the 'spacy' extra: pip install 'agentgym-turn\[spacy\]'"
+    ) as raised:
         gym.make("TurnWebShop-v0", num_products=50, title_nouns="spacy")
     assert raised.value.extra == "spacy" and "\n" not in str(raised.value)
     with pytest.raises(ValueError, match="title_nouns must be one of"):

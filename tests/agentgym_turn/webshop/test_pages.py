@@ -39,8 +39,14 @@ def test_recorded_episode__every_page_and_action_list_equals_the_originals(catal
     episode = FIXTURES["episodes"][k]
     human = episode["human_goals"]
     envs = {
-        mode: TurnWebShopEnv(data_path=str(catalog), human_goals=human, observation_mode=mode, goal_split="all",
-                             list_actions=False, show_attributes=human)
+        mode: TurnWebShopEnv(
+            data_path=str(catalog),
+            human_goals=human,
+            observation_mode=mode,
+            goal_split="all",
+            list_actions=False,
+            show_attributes=human,
+        )
         for mode in ("text", "text_rich")
     }
     for env in envs.values():

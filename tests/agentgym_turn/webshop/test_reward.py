@@ -28,8 +28,18 @@ from support.paths import DATA, ROOT
 
 def product(**kw) -> Product:
     base = dict(
-        asin="B000000001", name="", title="", category="c", query="q", product_category="a › b › c",
-        description="", bullet_points=(), attributes=(), pricing=(10.0,), price_tag="$10.0", price=10.0,
+        asin="B000000001",
+        name="",
+        title="",
+        category="c",
+        query="q",
+        product_category="a › b › c",
+        description="",
+        bullet_points=(),
+        attributes=(),
+        pricing=(10.0,),
+        price_tag="$10.0",
+        price=10.0,
     )
     base.update(kw)
     if "title" not in kw and "name" in kw:
@@ -39,16 +49,30 @@ def product(**kw) -> Product:
 
 def goal(**kw) -> Goal:
     base = dict(
-        index=0, asin="B000000001", instruction_text="", attributes=(), goal_options={}, price_upper=40.0,
-        query="q", category="c", product_category="a › b › c", name="",
+        index=0,
+        asin="B000000001",
+        instruction_text="",
+        attributes=(),
+        goal_options={},
+        price_upper=40.0,
+        query="q",
+        category="c",
+        product_category="a › b › c",
+        name="",
     )
     base.update(kw)
     return Goal(**base)
 
 
 def test_normalize_color__first_colour_of_webshop_list_wins():  # WebShop
-    cases = [("", ""), ("black forest", "black"), ("violet lavender", "lavender"),
-             ("steelivy fuchsia", "fuchsia"), ("123alabaster", "alabaster"), ("webshop", "webshop")]
+    cases = [
+        ("", ""),
+        ("black forest", "black"),
+        ("violet lavender", "lavender"),
+        ("steelivy fuchsia", "fuchsia"),
+        ("123alabaster", "alabaster"),
+        ("webshop", "webshop"),
+    ]
     for raw, want in cases:
         assert normalize_color(raw) == want
 
@@ -66,7 +90,13 @@ def test_type_reward__query_and_category_matches():  # WebShop
     p = product(query="Query 1", product_category="a › b › c", name="Name 1")
     r = type_reward(p, g)
     assert r == {"r_type": 1.0, "query_match": True, "category_match": True, "title_score": 1.0}
-    for cat, match in [("b › c › a", True), ("d › e › f", False), ("a › d › b", True), ("a › a › b", True), ("a › a › d", False)]:
+    for cat, match in [
+        ("b › c › a", True),
+        ("d › e › f", False),
+        ("a › d › b", True),
+        ("a › a › b", True),
+        ("a › a › d", False),
+    ]:
         assert type_reward(product(query="Query 2", product_category=cat, name="Name 1"), g)["category_match"] is match
 
 
@@ -75,13 +105,22 @@ def test_type_reward__title_scores_of_webshop_cases():  # WebShop (spaCy) values
     r = type_reward(product(name="adidas Unisex-Adult D.o.n. Issue 2 Indoor Court Shoe"), g)
     assert isclose(r["title_score"], 0.85, abs_tol=1e-2)
     g = goal(name="Saireed UL Listed 2 Prong Power Cord for JBL Bar 3.1 Bar 2.1 Channel 4K Ultra HD Soundbar")
-    p = product(name="BRST AC Power Cord Outlet Socket Cable Plug Lead for Panasonic SC-HT830V DVD/VCR Combo Home Theater System")
+    p = product(
+        name="BRST AC Power Cord Outlet Socket Cable Plug Lead for Panasonic SC-HT830V DVD/VCR Combo Home Theater System"
+    )
     # spaCy: 2 of 12 nouns (0.17; "Listed" a verb, "4K" split); the light rule counts 14 (0.14): same r_type
     r = type_reward(p, g)
     assert isclose(r["title_score"], 2 / 14) and r["r_type"] == 1.0
-    assert type_reward(p, g, nouns=lambda t: ["power", "cord"] + [str(i) for i in range(10)] if t == g.name else ["power", "cord"])["title_score"] == 2 / 12
+    assert (
+        type_reward(
+            p, g, nouns=lambda t: ["power", "cord"] + [str(i) for i in range(10)] if t == g.name else ["power", "cord"]
+        )["title_score"]
+        == 2 / 12
+    )
     g = goal(name="Rusticware 921ORB Kitchen and Bath Cabinet Knob")
-    p = product(name="Minkissy 2pcs Stainless Steel Eyebrow Tweezers Blackhead Acne Remover Portable Makeup Tweezers (Silver)")
+    p = product(
+        name="Minkissy 2pcs Stainless Steel Eyebrow Tweezers Blackhead Acne Remover Portable Makeup Tweezers (Silver)"
+    )
     assert type_reward(p, g)["title_score"] < 0.05
 
 
@@ -115,11 +154,17 @@ def test_attribute_reward__fuzzy_partial_text_and_none():  # WebShop
     g = ("tea tree", "essential oils", "natural ingredients")
     assert attribute_reward(product(attributes=("tea tree", "essential oil", "natural ingredients")), g) == (1.0, 3)
     assert attribute_reward(product(attributes=("essential oil", "natural ingredients")), g) == (2 / 3, 2)
-    p = product(bullet_points=("This shampoo has essential oils and smells like lemons",),
-                description="Best shampoo on the market, made with natural ingredients")
+    p = product(
+        bullet_points=("This shampoo has essential oils and smells like lemons",),
+        description="Best shampoo on the market, made with natural ingredients",
+    )
     assert attribute_reward(p, g) == (2 / 3, 2)
-    p = product(attributes=("tea bag", "earl gray", "lipton"), name="English tea for breakfast",
-                bullet_points=("Soothing aroma", "Calming, great feeling"), description="Best tea made by Lipton, great to pair with breakfast")
+    p = product(
+        attributes=("tea bag", "earl gray", "lipton"),
+        name="English tea for breakfast",
+        bullet_points=("Soothing aroma", "Calming, great feeling"),
+        description="Best tea made by Lipton, great to pair with breakfast",
+    )
     assert attribute_reward(p, g) == (0.0, 0)
     assert attribute_reward(product(name="Shoe, Tea Tree Scent"), ("tea tree",)) == (1.0, 1)  # title, lower-cased
 
@@ -130,9 +175,17 @@ def _values(*values: str) -> dict[str, str]:  # a human goal's list of values
 
 def test_option_reward__webshops_own_cases():  # WebShop's test_get_option_reward (lists of values)
     bought = lambda *v: {f"o{i}": x for i, x in enumerate(v)}  # noqa: E731
-    assert option_reward(_values("grey", "xl", "pack of 12"), bought("pack of 12", "grey", "xl"), named=False) == (1.0, 3)
-    assert option_reward(_values("grey", "xl", "pack of 12"), bought("pack of 12", "blue", "xl"), named=False) == (2 / 3, 2)
-    assert option_reward(_values("cool powder snow", "xl", "pack of 12"), bought("pack of 12", "powder snow", "xl"), named=False) == (1.0, 3)
+    assert option_reward(_values("grey", "xl", "pack of 12"), bought("pack of 12", "grey", "xl"), named=False) == (
+        1.0,
+        3,
+    )
+    assert option_reward(_values("grey", "xl", "pack of 12"), bought("pack of 12", "blue", "xl"), named=False) == (
+        2 / 3,
+        2,
+    )
+    assert option_reward(
+        _values("cool powder snow", "xl", "pack of 12"), bought("pack of 12", "powder snow", "xl"), named=False
+    ) == (1.0, 3)
     assert option_reward({}, bought("goal 1", "goal 2")) == (None, 0)
     assert option_reward(_values("goal 1", "goal 2"), {}, named=False) == (0.0, 0)
 
@@ -143,8 +196,14 @@ def test_option_reward__original_reads_named_goal_options_as_name_value_pairs():
     assert option_reward({"size": "large"}, {"size": "3x-large"}) == (0.0, 0)  # "3x" is not
     assert option_reward(_values("large"), {"size": "3x-large"}, named=False) == (1.0, 1)  # a human goal's value
     assert option_reward({"color": "black"}, {"color": "color"}) == (0.0, 0)  # "black" equals a colour: compared alone
-    assert option_reward({"color": "navy blue heather"}, {"color": "navy"}) == (1.0, 1)  # goal side not normalised: "navy" is in it
-    assert option_reward({"color": "navy"}, {"color": "navy blue heather"}) == (0.0, 0)  # bought side: "blue" comes first
+    assert option_reward({"color": "navy blue heather"}, {"color": "navy"}) == (
+        1.0,
+        1,
+    )  # goal side not normalised: "navy" is in it
+    assert option_reward({"color": "navy"}, {"color": "navy blue heather"}) == (
+        0.0,
+        0,
+    )  # bought side: "blue" comes first
     assert option_reward(_values("navy"), {"color": "navy blue heather"}, named=False) == (0.0, 0)  # "blue" != "navy"
 
 
@@ -164,26 +223,51 @@ def test_option_reward__strict_mode_matches_size_exactly_and_colours_on_both_sid
 
 
 def test_webshop_reward__total_and_every_weight():  # WebShop's get_reward cases
-    g = goal(query="Query 1", product_category="a › b › c",
-             name="Mens D.O.N. Issue 2 Gca Basketball Sneakers Shoes Casual - Off White",
-             attributes=("tea tree", "essential oils", "natural ingredients"),
-             goal_options={"color": "grey", "size": "XL"}, price_upper=40.0)
-    p = product(query="Query 1", product_category="a › b › c", name=g.name, title="",
-                attributes=("tea tree", "essential oil", "natural ingredients"))
+    g = goal(
+        query="Query 1",
+        product_category="a › b › c",
+        name="Mens D.O.N. Issue 2 Gca Basketball Sneakers Shoes Casual - Off White",
+        attributes=("tea tree", "essential oils", "natural ingredients"),
+        goal_options={"color": "grey", "size": "XL"},
+        price_upper=40.0,
+    )
+    p = product(
+        query="Query 1",
+        product_category="a › b › c",
+        name=g.name,
+        title="",
+        attributes=("tea tree", "essential oil", "natural ingredients"),
+    )
     r, info = webshop_reward(p, g, 35, {"color": "grey", "size": "XL"})
     assert r == 1.0 and info["r_price"] is True and info["n_attr_matched"] == 3 and info["n_opt_matched"] == 2
     assert isclose(info["w_att"] + info["w_option"] + info["w_price"], 1.0)
     # WebShop's test passes BulletPoints as a string, which " ".join spells out letter by letter,
     # so only the description's "natural ingredients" matches: 1 attribute, R = 4/6
-    p2 = product(query="Query 1", product_category="a › b › c", name=g.name, title="",
-                 bullet_points=tuple("This shampoo has essential oils and smells like lemons"),
-                 description="Best shampoo on the market, made with natural ingredients")
+    p2 = product(
+        query="Query 1",
+        product_category="a › b › c",
+        name=g.name,
+        title="",
+        bullet_points=tuple("This shampoo has essential oils and smells like lemons"),
+        description="Best shampoo on the market, made with natural ingredients",
+    )
     assert isclose(webshop_reward(p2, g, 35, {"color": "grey", "size": "XL"})[0], 2 / 3, abs_tol=1e-2)
     g3 = Goal(**{**g.__dict__, "goal_options": {"color": "grey", "size": "XL", "amount": "pack of 12"}})
     assert isclose(webshop_reward(p2, g3, 35, {"color": "grey", "size": "XL"})[0], 0.5714, abs_tol=1e-2)
-    g4 = Goal(**{**g3.__dict__, "name": "Saireed UL Listed 2 Prong Power Cord for JBL Bar 3.1 Bar 2.1 Channel 4K Ultra HD Soundbar"})
-    p4 = Product(**{**p2.__dict__, "name": "BRST AC Power Cord Outlet Socket Cable Plug Lead for Panasonic SC-HT830V DVD/VCR Combo Home Theater System",
-                    "query": "Query 2", "product_category": "a › d › e"})
+    g4 = Goal(
+        **{
+            **g3.__dict__,
+            "name": "Saireed UL Listed 2 Prong Power Cord for JBL Bar 3.1 Bar 2.1 Channel 4K Ultra HD Soundbar",
+        }
+    )
+    p4 = Product(
+        **{
+            **p2.__dict__,
+            "name": "BRST AC Power Cord Outlet Socket Cable Plug Lead for Panasonic SC-HT830V DVD/VCR Combo Home Theater System",
+            "query": "Query 2",
+            "product_category": "a › d › e",
+        }
+    )
     r4, info4 = webshop_reward(p4, g4, 35, {"color": "grey", "size": "XL"})
     assert isclose(r4, 0.2857, abs_tol=1e-2) and info4["r_type"] == 0.5
     # over the price ceiling: the price term is lost
@@ -192,8 +276,20 @@ def test_webshop_reward__total_and_every_weight():  # WebShop's get_reward cases
 
 
 def test_title_nouns__drops_numbers_function_words_and_listed_adjectives():
-    assert title_nouns("Organic Green Tea Bags for Women's, 2 Pack (Pack of 24)") == ["organic", "green", "tea", "bags", "women", "pack", "pack"]
-    assert title_nouns("organic green tea for women") == ["green", "tea", "women"]  # lower case: "organic" is an adjective
+    assert title_nouns("Organic Green Tea Bags for Women's, 2 Pack (Pack of 24)") == [
+        "organic",
+        "green",
+        "tea",
+        "bags",
+        "women",
+        "pack",
+        "pack",
+    ]
+    assert title_nouns("organic green tea for women") == [
+        "green",
+        "tea",
+        "women",
+    ]  # lower case: "organic" is an adjective
 
 
 def test_the_title_nouns_fixture_starts_with_the_benchmarks_hand_picked_titles():
@@ -223,7 +319,9 @@ def test_title_nouns__agree_with_spacys_type_decision_on_the_test_set():
     pairs = data["pairs"]
     same = [_r(spacy_nouns[g], spacy_nouns[p]) == _r(ours[g], ours[p]) for g, p in pairs]
     assert sum(same) / len(pairs) >= 0.96  # measured 0.964 over 3,400 pairs
-    shared = [s for (g, p), s in zip(pairs, same) if set(spacy_nouns[g]) & set(spacy_nouns[p]) or set(ours[g]) & set(ours[p])]
+    shared = [
+        s for (g, p), s in zip(pairs, same) if set(spacy_nouns[g]) & set(spacy_nouns[p]) or set(ours[g]) & set(ours[p])
+    ]
     assert sum(shared) / len(shared) >= 0.88  # measured 0.883 over the 1,032 pairs with any common word
     # and type_reward really uses the rule it is given
     assert type_reward(product(name="a"), goal(name="b"), nouns=lambda name: ["n"])["title_score"] == 1.0
@@ -237,18 +335,38 @@ def _fixture_cases():
     """(kind, source, our Product, our Goal, price, options, original R, spaCy nouns by title)."""
     data = json.loads(_FIXTURE.read_text(encoding="utf-8"))
     products = [
-        product(asin=p["asin"], name=p["name"], title=p["name"], query=p["query"], product_category=p["product_category"],
-                attributes=tuple(p["attributes"]), bullet_points=tuple(p["bullet_points"]), description=p["description"])
+        product(
+            asin=p["asin"],
+            name=p["name"],
+            title=p["name"],
+            query=p["query"],
+            product_category=p["product_category"],
+            attributes=tuple(p["attributes"]),
+            bullet_points=tuple(p["bullet_points"]),
+            description=p["description"],
+        )
         for p in data["products"]
     ]
     goals = []
     for g in data["goals"]:
         named = isinstance(g["goal_options"], dict)
         options = g["goal_options"] if named else _values(*g["goal_options"])
-        goals.append(goal(asin=g["asin"], name=g["name"], query=g["query"], product_category=g["product_category"],
-                          attributes=tuple(g["attributes"]), goal_options=options, price_upper=g["price_upper"], options_named=named))
-    cases = [(data["kinds"][k], data["goals"][gi]["source"], products[pi], goals[gi], price, options, want)
-             for gi, pi, options, price, k, want in data["purchases"]]
+        goals.append(
+            goal(
+                asin=g["asin"],
+                name=g["name"],
+                query=g["query"],
+                product_category=g["product_category"],
+                attributes=tuple(g["attributes"]),
+                goal_options=options,
+                price_upper=g["price_upper"],
+                options_named=named,
+            )
+        )
+    cases = [
+        (data["kinds"][k], data["goals"][gi]["source"], products[pi], goals[gi], price, options, want)
+        for gi, pi, options, price, k, want in data["purchases"]
+    ]
     return cases, data["title_nouns"]
 
 
@@ -277,8 +395,10 @@ def test_reward__with_the_spacy_extra_equals_webshops_get_reward_on_the_saved_pu
     nouns, label = noun_tagger("auto")
     assert label.startswith("spacy"), "make test installs the 'spacy' extra: pip install -e '.[spacy]'"
     cases, _ = _fixture_cases()
-    same = sum(abs(webshop_reward(p, g, price, options, nouns=nouns)[0] - want) <= 1e-9
-               for kind, source, p, g, price, options, want in cases)
+    same = sum(
+        abs(webshop_reward(p, g, price, options, nouns=nouns)[0] - want) <= 1e-9
+        for kind, source, p, g, price, options, want in cases
+    )
     assert same >= 0.995 * len(cases), (same, len(cases))
 
 
@@ -301,7 +421,14 @@ def test_reward__light_title_nouns_agree_with_spacy_per_purchase_kind():
             assert share[kind] >= floor, (kind, share[kind])
 
 
-_LIGHT_RULE_FLOORS = {"all": 0.99, "random_product": 0.97, "same_category": 0.93, "option_in_text": 0.98, "target_goal_options": 1.0, "same_query": 1.0}
+_LIGHT_RULE_FLOORS = {
+    "all": 0.99,
+    "random_product": 0.97,
+    "same_category": 0.93,
+    "option_in_text": 0.98,
+    "target_goal_options": 1.0,
+    "same_query": 1.0,
+}
 
 
 _text = st.text(alphabet=st.sampled_from("ab xl-|navyblue12"), max_size=12)

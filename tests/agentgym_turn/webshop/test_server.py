@@ -18,7 +18,15 @@ from hypothesis import strategies as st
 from agentgym_turn.serving import ServerLimits
 from agentgym_turn.webshop.env import INTRO, TurnWebShopEnv
 from agentgym_turn.webshop.server import (
-    MAX_BODY_BYTES, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_QUERY_STRING, SessionLimitError, WebShopServer, WebShopSite, main, rewrite_page,
+    MAX_BODY_BYTES,
+    MAX_NAME_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_STRING,
+    SessionLimitError,
+    WebShopServer,
+    WebShopSite,
+    main,
+    rewrite_page,
 )
 from agentgym_turn.webshop.text import html_to_text
 from support.raw_http import raw_exchange
@@ -62,7 +70,9 @@ def perform(server, sid, action):
     """Do an expert action the way a person's browser does: the search form, or the clickable's URL."""
     if action.startswith("search["):
         form = urlencode({"search_query": action[len("search[") : -1]})
-        status, headers, _ = request(server, "POST", f"/s/{sid}/search", form, {"Content-Type": "application/x-www-form-urlencoded"})
+        status, headers, _ = request(
+            server, "POST", f"/s/{sid}/search", form, {"Content-Type": "application/x-www-form-urlencoded"}
+        )
     else:
         name = action[len("click[") : -1]
         status, headers, _ = request(server, "POST", f"/s/{sid}/click?name={quote(name, safe='')}")
@@ -75,7 +85,7 @@ def test_site__expert_episodes_over_http_score_as_in_process_with_the_same_pages
         sid = new_session(server, goal_index=goal)
         ref = TurnWebShopEnv(goal_split="all", list_actions=False)
         observation, info = ref.reset(options={"goal_index": goal})
-        assert html_to_text(page(server, sid), "text") == observation[len(INTRO):]
+        assert html_to_text(page(server, sid), "text") == observation[len(INTRO) :]
         for _ in range(15):
             action = ref.expert_action()
             perform(server, sid, action)
@@ -83,7 +93,11 @@ def test_site__expert_episodes_over_http_score_as_in_process_with_the_same_pages
             served = state(server, sid)
             assert html_to_text(page(server, sid), "text") == observation
             assert served["available_actions"] == info["available_actions"]
-            assert (served["score"], served["success"], served["page"]) == (info["score"], info["success"], info["page"])
+            assert (served["score"], served["success"], served["page"]) == (
+                info["score"],
+                info["success"],
+                info["page"],
+            )
             if terminated:
                 break
         assert served["done"] and served["reward"] == reward == info["score"]
@@ -98,14 +112,24 @@ def test_site__every_clickable_points_at_the_site_and_names_an_available_action(
     pages_seen = set()
     for action in ("search[shoes]", "click[next >]", None, "click[description]", "click[< prev]", None, None):
         if action is None:
-            action = ref.expert_action() if ref.state.page != "results" else f"click[{state(server, sid)['available_actions'][-1]}]"
+            action = (
+                ref.expert_action()
+                if ref.state.page != "results"
+                else f"click[{state(server, sid)['available_actions'][-1]}]"
+            )
         perform(server, sid, action)
         ref.step(action)
         html = page(server, sid)
         served = state(server, sid)
         pages_seen.add(served["page"])
-        names = [n.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&#x27;", "'")
-                 for n in re.findall(r'data-action="([^"]*)"', html)]
+        names = [
+            n.replace("&quot;", '"')
+            .replace("&amp;", "&")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&#x27;", "'")
+            for n in re.findall(r'data-action="([^"]*)"', html)
+        ]
         assert list(dict.fromkeys(names)) and set(names) == set(served["available_actions"])
         for route in ("/search_results/", "/item_page/", "/item_sub_page/", "/done/", "/session"):
             assert route not in html  # WebShop's routes (with state in the URL) are all rewritten
@@ -117,7 +141,16 @@ def test_site__rewrite_keeps_the_visible_text_of_every_page_kind():
     text_env = TurnWebShopEnv(goal_split="all", list_actions=False)
     env.reset(options={"goal_index": 11})
     text_env.reset(options={"goal_index": 11})
-    script = [None, None, "click[description]", "click[< prev]", "click[features]", "click[< prev]", "click[reviews]", "click[< prev]"]
+    script = [
+        None,
+        None,
+        "click[description]",
+        "click[< prev]",
+        "click[features]",
+        "click[< prev]",
+        "click[reviews]",
+        "click[< prev]",
+    ]
     kinds = set()
     for action in script + [None] * 6:
         action = action or text_env.expert_action()
@@ -152,16 +185,28 @@ def test_site__the_start_form_opens_a_session_and_the_stylesheet_is_local(server
     assert status == 200 and headers["content-type"].startswith("text/css") and ".btn" in css
     assert request(server, "GET", "/?goal=99999999")[0] == 400
     assert start(server, goal=99999999)[0] == 400
-    for digits in ("%C2%B2", "%D9%A3", "%EF%BC%91"):  # superscript two, Arabic-Indic three, full-width one: digits, not ASCII
+    for digits in (
+        "%C2%B2",
+        "%D9%A3",
+        "%EF%BC%91",
+    ):  # superscript two, Arabic-Indic three, full-width one: digits, not ASCII
         assert request(server, "GET", f"/?goal={digits}")[0] == 400
-        status, *_ = request(server, "POST", "/start", f"goal={digits}", {"Content-Type": "application/x-www-form-urlencoded"})
+        status, *_ = request(
+            server, "POST", "/start", f"goal={digits}", {"Content-Type": "application/x-www-form-urlencoded"}
+        )
         assert status == 400
 
 
 def test_site__unknown_sessions_and_malformed_paths_get_4xx_pages(server):
     for method, path in [
-        ("GET", "/s/unknown-session-id"), ("GET", "/s/bad!id"), ("GET", "/s/%00%ff"), ("POST", "/s/unknown-session-id/search"),
-        ("GET", "/s/unknown-session-id/click?name=buy+now"), ("GET", "/item_page/x/y/z/1/%7B%7D"), ("GET", "/s/"), ("GET", "/../../etc/passwd"),
+        ("GET", "/s/unknown-session-id"),
+        ("GET", "/s/bad!id"),
+        ("GET", "/s/%00%ff"),
+        ("POST", "/s/unknown-session-id/search"),
+        ("GET", "/s/unknown-session-id/click?name=buy+now"),
+        ("GET", "/item_page/x/y/z/1/%7B%7D"),
+        ("GET", "/s/"),
+        ("GET", "/../../etc/passwd"),
     ]:
         status, headers, body = request(server, method, path)
         assert status == 404, (method, path, status)
@@ -172,9 +217,21 @@ def test_site__unknown_sessions_and_malformed_paths_get_4xx_pages(server):
     assert request(server, "GET", f"/s/{sid}/click")[0] == 400  # no name
     assert request(server, "GET", f"/s/{sid}/click?name=a&name=b")[0] == 400
     assert request(server, "PUT", f"/s/{sid}")[0] == 405
-    for payload in ("[1, 2]", '{"goal_index": "3"}', '{"goal_index": -1}', '{"goal_index": 10000000}', '{"seed": true}', '{"other": 1}', "{bad json"):
-        assert request(server, "POST", "/sessions", payload, {"Content-Type": "application/json"})[0] in (400, 422), payload
-    assert request(server, "POST", "/sessions", "[" * 100_000, {"Content-Type": "application/json"})[0] == 400  # nested too deeply
+    for payload in (
+        "[1, 2]",
+        '{"goal_index": "3"}',
+        '{"goal_index": -1}',
+        '{"goal_index": 10000000}',
+        '{"seed": true}',
+        '{"other": 1}',
+        "{bad json",
+    ):
+        assert request(server, "POST", "/sessions", payload, {"Content-Type": "application/json"})[0] in (400, 422), (
+            payload
+        )
+    assert (
+        request(server, "POST", "/sessions", "[" * 100_000, {"Content-Type": "application/json"})[0] == 400
+    )  # nested too deeply
     assert request(server, "DELETE", f"/s/{sid}")[0] == 204 and request(server, "GET", f"/s/{sid}")[0] == 404
 
 
@@ -195,7 +252,9 @@ def test_site__oversized_bodies_queries_and_query_strings_get_4xx(server):
     assert request(server, "GET", f"/s/{sid}?pad={'a' * MAX_QUERY_STRING}")[0] == 414
     reply = raw_exchange(server, f"GET /s/{sid}?pad={'a' * 200_000} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
     assert reply == b"" or re.match(rb"HTTP/1.1 4\d\d ", reply)  # refused by the HTTP parser itself, never a 500
-    reply = raw_exchange(server, f"POST /s/{sid}/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {10**12}\r\n\r\n".encode())
+    reply = raw_exchange(
+        server, f"POST /s/{sid}/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {10**12}\r\n\r\n".encode()
+    )
     assert reply.startswith(b"HTTP/1.1 413")  # a declared size beyond the bound
     assert state(server, sid)["page"] == "search" and state(server, sid)["turn"] == 0  # none of it acted
 
@@ -206,8 +265,12 @@ def test_site__slow_and_silent_clients_are_cut_off(server):
             sock.sendall(partial)
             assert sock.recv(1024) == b""  # closed by the server's deadline, not by our socket timeout
     sid = new_session(server, goal_index=3)
-    with socket.create_connection((server.host, server.port), timeout=LIMITS.body_timeout * 10) as sock:  # a body that never arrives
-        sock.sendall(f"POST /s/{sid}/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nsearch_q".encode())
+    with socket.create_connection(
+        (server.host, server.port), timeout=LIMITS.body_timeout * 10
+    ) as sock:  # a body that never arrives
+        sock.sendall(
+            f"POST /s/{sid}/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nsearch_q".encode()
+        )
         assert sock.recv(64).startswith(b"HTTP/1.1 408")
     assert page(server, sid)  # the server still answers
 
@@ -231,9 +294,13 @@ def test_site__any_text_in_a_search_or_click_gets_a_redirect_never_a_500(server,
     sid = new_session(server, goal_index=3)
     if kind == "search":
         body = urlencode({"search_query": text.encode("utf-8", "surrogatepass")})
-        status, *_ = request(server, "POST", f"/s/{sid}/search", body, {"Content-Type": "application/x-www-form-urlencoded"})
+        status, *_ = request(
+            server, "POST", f"/s/{sid}/search", body, {"Content-Type": "application/x-www-form-urlencoded"}
+        )
     else:
-        status, *_ = request(server, "GET", f"/s/{sid}/click?name={quote(text.encode('utf-8', 'surrogatepass'), safe='')}")
+        status, *_ = request(
+            server, "GET", f"/s/{sid}/click?name={quote(text.encode('utf-8', 'surrogatepass'), safe='')}"
+        )
     assert status == 303
     assert request(server, "GET", f"/s/{sid}")[0] == 200
     request(server, "DELETE", f"/s/{sid}")
@@ -281,8 +348,21 @@ def test_site__arguments_are_checked_by_name():
 
 def test_site__the_cli_serves_it_on_loopback():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agentgym_turn", "serve", "webshop", "--port", "0", "--num-products", "200", "--max-sessions", "5"],
-        stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "agentgym_turn",
+            "serve",
+            "webshop",
+            "--port",
+            "0",
+            "--num-products",
+            "200",
+            "--max-sessions",
+            "5",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         line = proc.stderr.readline()
@@ -310,7 +390,9 @@ def test_site__concurrent_requests_on_one_session_never_fail(server):
     def hammer(k):
         for i in range(6):
             if (k + i) % 2:
-                statuses.append(request(server, "GET", f"/s/{sid}/click?name={quote(names[(k + i) % len(names)], safe='')}")[0])
+                statuses.append(
+                    request(server, "GET", f"/s/{sid}/click?name={quote(names[(k + i) % len(names)], safe='')}")[0]
+                )
             else:
                 statuses.append(request(server, "GET", f"/s/{sid}" if i % 4 else f"/s/{sid}/state")[0])
 

@@ -80,12 +80,15 @@ def test_the_start_form_opens_a_session_on_its_goal(server):
     assert sessions(server) == 3
 
 
-@pytest.mark.parametrize("headers", [
-    {"Origin": "http://evil.example"},  # another site's form: refused by the Origin check
-    {"Origin": "null"},  # a sandboxed frame or a data: page
-    {"Sec-Fetch-Site": "cross-site"},
-    {"Sec-Fetch-Site": "same-site"},  # another port of this host: the same site, not the same origin
-])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "http://evil.example"},  # another site's form: refused by the Origin check
+        {"Origin": "null"},  # a sandboxed frame or a data: page
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site"},  # another port of this host: the same site, not the same origin
+    ],
+)
 def test_the_start_form_from_another_origin_is_refused(server, headers):
     status, _, _ = request(server, "POST", "/start", "goal=3", {**FORM, **headers})
     assert status == 403
@@ -99,22 +102,30 @@ def test_the_start_form_takes_only_a_urlencoded_form(server, kind):
     assert sessions(server) == 0
 
 
-@pytest.mark.parametrize("kind", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None])
+@pytest.mark.parametrize(
+    "kind", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None]
+)
 def test_post_sessions_takes_json_only(server, kind):
     headers = {} if kind is None else {"Content-Type": kind}
     status, _, body = request(server, "POST", "/sessions", '{"goal_index": 3}', headers)
     assert status == 415 and "application/json" in json.loads(body)["detail"]
     assert sessions(server) == 0
-    status, _, body = request(server, "POST", "/sessions", '{"goal_index": 3}', {"Content-Type": "application/json; charset=utf-8"})
-    assert status == 201 and json.loads(body)["state"]["instruction"] == server.site.template.shop.goal(3).instruction_text
+    status, _, body = request(
+        server, "POST", "/sessions", '{"goal_index": 3}', {"Content-Type": "application/json; charset=utf-8"}
+    )
+    assert (
+        status == 201 and json.loads(body)["state"]["instruction"] == server.site.template.shop.goal(3).instruction_text
+    )
     assert sessions(server) == 1
 
 
 def test_a_cross_site_simple_request_over_a_raw_socket_opens_nothing(server):
     # exactly what a page of evil.example sends with fetch(..., {mode: "no-cors", body: "{}"})
     for path, kind in (("/sessions", "text/plain;charset=UTF-8"), ("/start", "application/x-www-form-urlencoded")):
-        head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://evil.example\r\nContent-Type: {kind}\r\n"
-                "Content-Length: 2\r\nConnection: close\r\n\r\n{}")
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://evil.example\r\nContent-Type: {kind}\r\n"
+            "Content-Length: 2\r\nConnection: close\r\n\r\n{}"
+        )
         reply = raw_exchange(server, head.encode())
         assert reply.startswith(b"HTTP/1.1 403"), reply[:100]
     assert sessions(server) == 0

@@ -6,8 +6,11 @@ import pytest
 
 from support.learning_jobs import LearningJobs
 
-MINUTES = {"a": SimpleNamespace(sft_minutes=5, rl_minutes=6), "b": SimpleNamespace(sft_minutes=7, rl_minutes=3),
-           "c": SimpleNamespace(sft_minutes=3, rl_minutes=6.5)}
+MINUTES = {
+    "a": SimpleNamespace(sft_minutes=5, rl_minutes=6),
+    "b": SimpleNamespace(sft_minutes=7, rl_minutes=3),
+    "c": SimpleNamespace(sft_minutes=3, rl_minutes=6.5),
+}
 
 
 def fake_sft(name, work):
@@ -54,8 +57,14 @@ def fake_rl_with_overrides(job):
 
 
 def test_a_recipe_with_a_control_runs_it_from_the_same_sft_with_shuffled_rewards(tmp_path):
-    jobs = LearningJobs(sorted(MINUTES), str(tmp_path), workers=1, recipes=MINUTES, tasks=(fake_sft, fake_rl_with_overrides),
-                        controls=("c",)).start()
+    jobs = LearningJobs(
+        sorted(MINUTES),
+        str(tmp_path),
+        workers=1,
+        recipes=MINUTES,
+        tasks=(fake_sft, fake_rl_with_overrides),
+        controls=("c",),
+    ).start()
     try:
         results = jobs.results()
     finally:
@@ -67,9 +76,18 @@ def test_a_recipe_with_a_control_runs_it_from_the_same_sft_with_shuffled_rewards
 
 
 def test_a_control_longer_than_its_rl_is_scheduled_by_its_own_minutes(tmp_path):
-    recipes = {"a": SimpleNamespace(sft_minutes=5, rl_minutes=2, control_minutes=9), "b": SimpleNamespace(sft_minutes=8, rl_minutes=6)}
-    jobs = LearningJobs(sorted(recipes), str(tmp_path), workers=1, recipes=recipes, tasks=(fake_sft, fake_rl_with_overrides),
-                        controls=("a",)).start()
+    recipes = {
+        "a": SimpleNamespace(sft_minutes=5, rl_minutes=2, control_minutes=9),
+        "b": SimpleNamespace(sft_minutes=8, rl_minutes=6),
+    }
+    jobs = LearningJobs(
+        sorted(recipes),
+        str(tmp_path),
+        workers=1,
+        recipes=recipes,
+        tasks=(fake_sft, fake_rl_with_overrides),
+        controls=("a",),
+    ).start()
     try:
         jobs.results()
     finally:

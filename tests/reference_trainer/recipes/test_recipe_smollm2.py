@@ -20,7 +20,11 @@ PAIRS = {"sokoban_smollm2": ("sokoban", "prompt_style"), "searchqa_smollm2": ("s
 def test_a_smollm2_recipe_plays_its_tiny_recipes_env_and_splits_with_smollm2(name):
     real, tiny = RECIPES[name], RECIPES[PAIRS[name][0]]
     cfg, tiny_cfg = real.build("st-ppo", out="unused"), tiny.build(out="unused")
-    assert cfg.model.model == "smollm2-135m-instruct" and cfg.algo.algo == "st-ppo" and cfg.algo.clip_bias_correction == "max1"
+    assert (
+        cfg.model.model == "smollm2-135m-instruct"
+        and cfg.algo.algo == "st-ppo"
+        and cfg.algo.clip_bias_correction == "max1"
+    )
     assert cfg.rollout.env_kwargs == tiny_cfg.rollout.env_kwargs  # the same env, prompt and reward settings
     for field in ("eval_env_kwargs", "val_env_kwargs", "sft_env_kwargs", "eval_seed", "val_metric"):
         assert getattr(cfg.train, field) == getattr(tiny_cfg.train, field), field
@@ -33,7 +37,16 @@ def test_the_smollm2_recipes_share_their_rl_settings():
     sokoban, searchqa = (RECIPES[name].build(out="unused") for name in ("sokoban_smollm2", "searchqa_smollm2"))
     for section in ("algo", "train"):
         a, b = vars(getattr(sokoban, section)), vars(getattr(searchqa, section))
-        for field in ("lr", "critic", "critic_lr_ratio", "critic_warmup", "dtype", "recompute_old_logp", "sft_lr", "sft_batch_size"):
+        for field in (
+            "lr",
+            "critic",
+            "critic_lr_ratio",
+            "critic_warmup",
+            "dtype",
+            "recompute_old_logp",
+            "sft_lr",
+            "sft_batch_size",
+        ):
             if field in a:
                 assert a[field] == b[field], field
     assert sokoban.algo.reward_scale == 0.1 and searchqa.algo.reward_scale == 1.0

@@ -66,7 +66,7 @@ def test_the_test_questions_are_split_by_text_and_come_from_a_fresh_world():
     assert len({train_world, t.eval_env_kwargs["world_seed"], t.val_env_kwargs["world_seed"]}) == 3
     # a +-4-point paired interval holds while up to a quarter of the questions change outcome
     assert t.eval_episodes >= required_tasks(0.25, 0.04)
-    assert t.eval_temperature == 0.0 and t.eval_seed >= 10 ** 9
+    assert t.eval_temperature == 0.0 and t.eval_seed >= 10**9
     held_out = gym.make(t.env, **{**cfg.rollout.env_kwargs, **t.eval_env_kwargs})
     asked = []
     for seed in range(t.eval_seed, t.eval_seed + t.eval_episodes):
@@ -81,7 +81,11 @@ def test_the_test_questions_are_split_by_text_and_come_from_a_fresh_world():
 def test_the_model_pretrains_on_worlds_that_are_neither_trained_on_nor_held_out():
     cfg = _config()
     spec = PretrainSpec.from_config(cfg.model.tiny.pretrain)
-    worlds = {cfg.rollout.env_kwargs.get("world_seed", 0), cfg.train.eval_env_kwargs["world_seed"], cfg.train.val_env_kwargs["world_seed"]}
+    worlds = {
+        cfg.rollout.env_kwargs.get("world_seed", 0),
+        cfg.train.eval_env_kwargs["world_seed"],
+        cfg.train.val_env_kwargs["world_seed"],
+    }
     assert len(spec.worlds) >= 8 and spec.induction_heads > 0 and spec.steps > 0
     assert not worlds & set(spec.worlds)
     assert cfg.model.model == "tiny" and cfg.model.tiny.arch == "qwen2"

@@ -46,8 +46,14 @@ def _grads(module: torch.nn.Module) -> list[torch.Tensor]:
 # ---------------------------------------------------------------------- chunked log-probs
 @settings(max_examples=12)
 @example(n=28, chunk=1, temperature=0.7, softcap=None, masked=False, seed=0)  # once over 1e-6 in the head's gradient
-@given(n=st.integers(1, 40), chunk=st.integers(1, 50), temperature=st.sampled_from([1.0, 0.7, 1.6]),
-       softcap=st.sampled_from([None, 5.0]), masked=st.booleans(), seed=st.integers(0, 2**16))
+@given(
+    n=st.integers(1, 40),
+    chunk=st.integers(1, 50),
+    temperature=st.sampled_from([1.0, 0.7, 1.6]),
+    softcap=st.sampled_from([None, 5.0]),
+    masked=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_chunked_logprobs_equal_the_unchunked_ones_in_value_and_gradient(n, chunk, temperature, softcap, masked, seed):
     V, H = 97, 16
     g = torch.Generator().manual_seed(seed)
@@ -170,7 +176,9 @@ def test_left_padding_does_not_change_a_prompts_greedy_response(arch, dtype):
     for i, prompt in enumerate(prompts):
         alone = policy.generate([prompt], **kw)
         assert alone[0][0] == batched[0][i]
-        assert alone[1][0] == pytest.approx(batched[1][i], abs=1e-5 if dtype is None else 5e-2)  # bf16: 8 mantissa bits, 6 steps
+        assert alone[1][0] == pytest.approx(
+            batched[1][i], abs=1e-5 if dtype is None else 5e-2
+        )  # bf16: 8 mantissa bits, 6 steps
     wrong = policy.generate([[0] * 7 + prompts[1]], **{**kw, "max_new_tokens": 1})  # the pads as real tokens
     assert wrong[0][0][0] != batched[0][1][0]  # (so the comparison above can fail)
 
@@ -203,16 +211,19 @@ def test_on_cuda_sampling_uses_a_device_generator_seeded_from_the_callers():
 
 
 # ---------------------------------------------------------------------- precision and memory options
-@pytest.mark.parametrize("dtype, device, bf16, expected", [
-    ("auto", "cuda", True, "bfloat16"),
-    ("auto", "cuda:1", True, "bfloat16"),
-    ("auto", "cuda", False, "float16"),
-    ("auto", "cpu", True, "float32"),
-    ("auto", "mps", True, "float32"),
-    ("float16", "cuda", True, "float16"),
-    ("bfloat16", "cpu", True, "bfloat16"),
-    ("float32", "cuda", True, "float32"),
-])
+@pytest.mark.parametrize(
+    "dtype, device, bf16, expected",
+    [
+        ("auto", "cuda", True, "bfloat16"),
+        ("auto", "cuda:1", True, "bfloat16"),
+        ("auto", "cuda", False, "float16"),
+        ("auto", "cpu", True, "float32"),
+        ("auto", "mps", True, "float32"),
+        ("float16", "cuda", True, "float16"),
+        ("bfloat16", "cpu", True, "bfloat16"),
+        ("float32", "cuda", True, "float32"),
+    ],
+)
 def test_auto_dtype_is_bfloat16_on_cuda_and_float32_elsewhere(dtype, device, bf16, expected):
     assert resolve_dtype(dtype, device, bf16_supported=bf16) == expected
 
@@ -256,10 +267,16 @@ def test_the_command_line_has_the_gpu_options_with_defaults_that_change_nothing(
     from reference_trainer.cli import build_parser, config_from_args
 
     p = build_parser()
-    cfg = config_from_args(p.parse_args(["train", "--dtype", "auto", "--logprob-chunk-tokens", "512", "--gradient-checkpointing"]))
+    cfg = config_from_args(
+        p.parse_args(["train", "--dtype", "auto", "--logprob-chunk-tokens", "512", "--gradient-checkpointing"])
+    )
     assert (cfg.model.dtype, cfg.model.logprob_chunk_tokens, cfg.model.gradient_checkpointing) == ("auto", 512, True)
     default = config_from_args(p.parse_args(["train"]))
-    assert (default.model.dtype, default.model.logprob_chunk_tokens, default.model.gradient_checkpointing) == ("auto", 0, False)
+    assert (default.model.dtype, default.model.logprob_chunk_tokens, default.model.gradient_checkpointing) == (
+        "auto",
+        0,
+        False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -268,9 +285,26 @@ def tiny_dir(tmp_path_factory):
 
 
 def _config(tiny_dir, out, **kw):
-    return preset("st-ppo", **{"model": tiny_dir, "tasks_per_iteration": 8, "num_envs": 8, "max_new_tokens": 3, "minibatch_size": 4,
-                               "micro_batch_size": 2, "epochs": 1, "lr": 3e-3, "env": trainer_envs.ENV_ID, "iterations": 1,
-                               "eval_episodes": 4, "eval_every": 0, "out": str(out), "progress": False, **kw})
+    return preset(
+        "st-ppo",
+        **{
+            "model": tiny_dir,
+            "tasks_per_iteration": 8,
+            "num_envs": 8,
+            "max_new_tokens": 3,
+            "minibatch_size": 4,
+            "micro_batch_size": 2,
+            "epochs": 1,
+            "lr": 3e-3,
+            "env": trainer_envs.ENV_ID,
+            "iterations": 1,
+            "eval_episodes": 4,
+            "eval_every": 0,
+            "out": str(out),
+            "progress": False,
+            **kw,
+        },
+    )
 
 
 def test_float16_training_scales_the_loss_and_stays_finite(tiny_dir, tmp_path):
@@ -282,7 +316,9 @@ def test_float16_training_scales_the_loss_and_stays_finite(tiny_dir, tmp_path):
         m = tr.train_iteration()
         assert all(math.isfinite(v) for v in m.values())
         assert all(torch.isfinite(p).all() for p in tr.policy.parameters())
-        assert any(not torch.equal(a, b) for a, b in zip(before, tr.policy.parameters()))  # the scaled steps moved weights
+        assert any(
+            not torch.equal(a, b) for a, b in zip(before, tr.policy.parameters())
+        )  # the scaled steps moved weights
         assert m["train/grad_norm"] < 1e3  # clipping saw the unscaled gradient, not one 65536 times larger
     finally:
         tr.close()
@@ -320,10 +356,15 @@ def test_trainer_options_reach_the_policy(tiny_dir, tmp_path):
 def test_the_gpu_check_dry_run_measures_the_chunked_and_float16_paths():
     """benchmarks/gpu_check.sh (the prepared run for a lent GPU) on a tiny config on CPU: it must not rot between GPU runs."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    p = subprocess.run(["bash", "benchmarks/gpu_check.sh", "--dry-run"], env={**env, "PYTHON": sys.executable}, cwd=ROOT,
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        ["bash", "benchmarks/gpu_check.sh", "--dry-run"],
+        env={**env, "PYTHON": sys.executable},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
-    result = json.loads(p.stdout[p.stdout.index("{"):])
+    result = json.loads(p.stdout[p.stdout.index("{") :])
     assert result["finite"] and result["iteration_metrics"]["rollout/episodes"] == 4
     for path in ("plain", "chunked", "float16_scaler"):
         assert result["update"][path]["tokens_per_s"] > 0, path

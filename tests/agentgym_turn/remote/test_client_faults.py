@@ -21,7 +21,13 @@ from agentgym_turn.remote.client import ServerUnreachableError
 from agentgym_turn.remote.server import EnvServer
 from support.toy_envs import GuessNumberEnv
 
-MOVES = ["<answer>Left</answer>", "<answer>Up</answer>", "<answer>Right</answer>", "<answer>Down</answer>", "no action here"]
+MOVES = [
+    "<answer>Left</answer>",
+    "<answer>Up</answer>",
+    "<answer>Right</answer>",
+    "<answer>Down</answer>",
+    "no action here",
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +39,9 @@ def sokoban():
 def remote(server: EnvServer, **kwargs: Any) -> Any:
     kwargs.setdefault("message_timeout", 30)
     kwargs.setdefault("connect_timeout", 10)
-    kwargs.setdefault("resume_wait_s", 0.5)  # these faults outlast a resume: it is tried, briefly, then the turn is a fault
+    kwargs.setdefault(
+        "resume_wait_s", 0.5
+    )  # these faults outlast a resume: it is tried, briefly, then the turn is a fault
     return gym.make(REMOTE_ENV_ID, base_url=server.base_url, env_id=server.spec.env_id, **kwargs)
 
 
@@ -42,7 +50,9 @@ def assert_infra_error_turn(result: tuple, last_info: dict[str, Any], base_url: 
     assert (reward, terminated, truncated) == (0.0, False, True)
     assert info["exit_status"] == "infra_error" and info["reward_valid"] is False
     assert set(info) == set(last_info) and info["turn"] == last_info["turn"] + 1
-    assert set(info["reward_components"]) == set(last_info["reward_components"]) and set(info["reward_components"].values()) == {0.0}
+    assert set(info["reward_components"]) == set(last_info["reward_components"]) and set(
+        info["reward_components"].values()
+    ) == {0.0}
     assert base_url in observation and "gone" in observation and "reset()" in observation
 
 
@@ -285,7 +295,9 @@ def test_an_answer_outside_the_protocol_gives_an_infra_error_turn_and_reset_open
     try:
         _, last_info = env.reset(seed=0)
         ws = env.unwrapped._ws
-        monkeypatch.setattr(ws, "recv", lambda timeout=None: "<html>502 Bad Gateway</html>")  # a proxy's page, not a frame
+        monkeypatch.setattr(
+            ws, "recv", lambda timeout=None: "<html>502 Bad Gateway</html>"
+        )  # a proxy's page, not a frame
         result = env.step(MOVES[0])
         assert_infra_error_turn(result, last_info, sokoban.base_url)
         assert "not JSON" in result[0]

@@ -65,10 +65,28 @@ def tiny_dir(tmp_path_factory):
 
 def _trainer(tiny_dir, out, algo, **kw):
     group = 2 if algo == "grpo" else 1
-    cfg = preset(algo, **{"model": tiny_dir, "tasks_per_iteration": 4 // group, "group_size": group, "num_envs": 4,
-                          "max_new_tokens": 3, "minibatch_size": 4, "epochs": 1, "lr": 3e-3, "kl_coef": 0.1, "ent_coef": 0.01,
-                          "env": FAULTY_ID, "iterations": 1, "eval_episodes": 4, "eval_every": 0, "out": str(out),
-                          "progress": False, **kw})
+    cfg = preset(
+        algo,
+        **{
+            "model": tiny_dir,
+            "tasks_per_iteration": 4 // group,
+            "group_size": group,
+            "num_envs": 4,
+            "max_new_tokens": 3,
+            "minibatch_size": 4,
+            "epochs": 1,
+            "lr": 3e-3,
+            "kl_coef": 0.1,
+            "ent_coef": 0.01,
+            "env": FAULTY_ID,
+            "iterations": 1,
+            "eval_episodes": 4,
+            "eval_every": 0,
+            "out": str(out),
+            "progress": False,
+            **kw,
+        },
+    )
     return Trainer(cfg)
 
 
@@ -78,8 +96,15 @@ SEEDS, GROUPS, FAULTY = [3, 3, 3, 5, 5], [0, 0, 0, 1, 1], (2, 4)
 
 def _episodes(fmt):
     envs = SerialPool([gym.make(FAULTY_ID, fault_turn=1 if i in FAULTY else 0) for i in range(len(SEEDS))])
-    return collect(Scripted(fmt, ["L", "R", "L", "R", "L", "R"]), fmt, envs, SEEDS, generator=torch.Generator(), max_new_tokens=4,
-                   groups=GROUPS)
+    return collect(
+        Scripted(fmt, ["L", "R", "L", "R", "L", "R"]),
+        fmt,
+        envs,
+        SEEDS,
+        generator=torch.Generator(),
+        max_new_tokens=4,
+        groups=GROUPS,
+    )
 
 
 def _gradient(tr, episodes) -> dict[str, torch.Tensor]:
@@ -87,8 +112,13 @@ def _gradient(tr, episodes) -> dict[str, torch.Tensor]:
     batch = make_batch(episodes, tr.pad_id, min_group=tr.estimator.min_group)
     prepared = tr.prepare(batch)
     tr.optimizer.zero_grad(set_to_none=True)
-    loss, _ = tr._losses(prepared, batch.action_mask.sum().float().clamp(min=1), prepared.value_mask.sum().float().clamp(min=1),
-                         None, tr.policy.actor_parameters())
+    loss, _ = tr._losses(
+        prepared,
+        batch.action_mask.sum().float().clamp(min=1),
+        prepared.value_mask.sum().float().clamp(min=1),
+        None,
+        tr.policy.actor_parameters(),
+    )
     loss.backward()
     return {name: p.grad.detach().clone() for name, p in tr.policy.named_parameters() if p.grad is not None}
 
@@ -109,12 +139,20 @@ def test_a_turn_that_raises_infra_error_ends_its_episode_as_faulted_and_the_othe
         else:
             assert ep.reward_valid and ep.fault is None and ep.exit_status in ("ok", "truncated")
     assert loss_rows(eps) == [True, True, False, True, False]
-    assert loss_rows(eps, min_group=2) == [True, True, False, False, False]  # group 1 keeps one valid member: no baseline
+    assert loss_rows(eps, min_group=2) == [
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]  # group 1 keeps one valid member: no baseline
     tr.close()
 
 
 @pytest.mark.parametrize("mode", ["list", "sync", "threads"])
-def test_an_env_whose_step_or_reset_raises_ends_episodes_as_faulted_instead_of_stopping_the_rollout(tiny_dir, tmp_path, mode):
+def test_an_env_whose_step_or_reset_raises_ends_episodes_as_faulted_instead_of_stopping_the_rollout(
+    tiny_dir, tmp_path, mode
+):
     tr = _trainer(tiny_dir, tmp_path, "turn-ppo")
     for cls, status in ((StepRaisesCorridorEnv, "env_error"), (ResetRaisesCorridorEnv, "infra_error")):
         envs = make_envs(f"TrainerToy{cls.__name__}-v0", 2, mode)
@@ -161,7 +199,10 @@ def test_grpo_statistics_of_a_group_exclude_its_faulted_member(tiny_dir, tmp_pat
     eps = _episodes(tr.fmt)
     with_fault = tr.prepare(make_batch(eps, tr.pad_id, min_group=2))
     alone = tr.prepare(make_batch(eps[:2], tr.pad_id, min_group=2))
-    for row in (0, 1):  # group 0's valid members: the same advantage on their action tokens with or without the faulted one
+    for row in (
+        0,
+        1,
+    ):  # group 0's valid members: the same advantage on their action tokens with or without the faulted one
         a = with_fault.advantages[row][with_fault.batch.action_mask[row]]
         b = alone.advantages[row][alone.batch.action_mask[row]]
         assert torch.allclose(a, b, atol=1e-6) and a.abs().sum() > 0
@@ -181,7 +222,9 @@ def test_episode_metrics_count_faulted_episodes_and_average_only_the_others(tiny
     for key in ("success", "return", "score", "turns", "tokens", "reward_task", "reward_format"):
         assert math.isclose(m[key], episode_metrics(valid)[key], abs_tol=1e-9), key
     assert math.isclose(m["return"], sum(e.ret for e in valid) / len(valid), abs_tol=1e-9)
-    assert math.isclose(m["reward_task"] + m["reward_format"], m["return"], abs_tol=1e-6)  # the components sum to the reward
+    assert math.isclose(
+        m["reward_task"] + m["reward_format"], m["return"], abs_tol=1e-6
+    )  # the components sum to the reward
     tr.close()
 
 

@@ -33,7 +33,7 @@ class ScriptedPolicy:
     def generate(self, prompts, *, max_new_tokens, stop_ids, pad_id, generator, temperature):
         out = []
         for _ in prompts:
-            ids = self.fmt.encode_content(self.texts[self.calls % len(self.texts)])[:max_new_tokens - 1]
+            ids = self.fmt.encode_content(self.texts[self.calls % len(self.texts)])[: max_new_tokens - 1]
             self.calls += 1
             out.append(ids + [self.fmt.assistant_suffix[0]])
         return out, [[0.0] * len(i) for i in out]
@@ -58,8 +58,14 @@ def _record(episodes):
 
 CASES = {
     trainer_envs.ENV_ID: ({}, ["L", "R", "x", "R", "L", "L"]),
-    "TurnSokoban-v0": ({}, ["<answer>Up</answer>", "nonsense", "<answer>Left || Down</answer>", "<answer>Right</answer>"]),
-    "TurnSearchQA-v0": ({}, ["<search>capital city</search>", "<answer>paris</answer>", "<search>river</search>", "no tags"]),
+    "TurnSokoban-v0": (
+        {},
+        ["<answer>Up</answer>", "nonsense", "<answer>Left || Down</answer>", "<answer>Right</answer>"],
+    ),
+    "TurnSearchQA-v0": (
+        {},
+        ["<search>capital city</search>", "<answer>paris</answer>", "<search>river</search>", "no tags"],
+    ),
 }
 
 
@@ -141,8 +147,12 @@ def test_step_timeout__a_stuck_env_is_cut_off_and_the_run_continues(fmt, mode):
     # The other episodes of the batch, and every later one (the replaced env too), are those of a run without the stall.
     reference = make_envs(SLOW_ID, 3, "list", **stall)
     try:
-        expected = collect(ScriptedPolicy(fmt, texts), fmt, reference, [0, 1], generator=torch.Generator(), max_new_tokens=8)
-        expected_later = collect(ScriptedPolicy(fmt, texts), fmt, reference, [0, 1, 5], generator=torch.Generator(), max_new_tokens=8)
+        expected = collect(
+            ScriptedPolicy(fmt, texts), fmt, reference, [0, 1], generator=torch.Generator(), max_new_tokens=8
+        )
+        expected_later = collect(
+            ScriptedPolicy(fmt, texts), fmt, reference, [0, 1, 5], generator=torch.Generator(), max_new_tokens=8
+        )
     finally:
         reference.close()
     assert _record(first[:2]) == _record(expected)
@@ -176,9 +186,14 @@ def test_step_timeout__is_refused_by_modes_that_cannot_cut_a_step():
 
 
 def test_unbatch_info__returns_each_sub_envs_own_info_with_nested_dicts():
-    infos = {"a": np.array([1, 2]), "_a": np.array([True, True]), "b": np.array(["x", None], dtype=object),
-             "_b": np.array([True, False]), "n": {"c": np.array([0.5, 1.5]), "_c": np.array([False, True])},
-             "_n": np.array([True, True])}
+    infos = {
+        "a": np.array([1, 2]),
+        "_a": np.array([True, True]),
+        "b": np.array(["x", None], dtype=object),
+        "_b": np.array([True, False]),
+        "n": {"c": np.array([0.5, 1.5]), "_c": np.array([False, True])},
+        "_n": np.array([True, True]),
+    }
     assert unbatch_info(infos, 0) == {"a": 1, "b": "x", "n": {}}
     assert unbatch_info(infos, 1) == {"a": 2, "n": {"c": 1.5}}
     assert type(unbatch_info(infos, 0)["a"]) is int
@@ -189,9 +204,22 @@ def test_trainer__env_mode_threads_with_a_timeout_logs_the_cut_episodes(tmp_path
     from reference_trainer.trainer import Trainer
 
     model = trainer_envs.build_toy_tiny(tmp_path / "model")
-    cfg = preset("turn-ppo", model=str(model), env=SLOW_ID, imports=["support.parallel_envs"], out=str(tmp_path / "run"),
-                 tasks_per_iteration=4, num_envs=4, max_new_tokens=3, minibatch_size=4, iterations=1, eval_episodes=4,
-                 progress=False, env_mode="threads", step_timeout_s=30.0)
+    cfg = preset(
+        "turn-ppo",
+        model=str(model),
+        env=SLOW_ID,
+        imports=["support.parallel_envs"],
+        out=str(tmp_path / "run"),
+        tasks_per_iteration=4,
+        num_envs=4,
+        max_new_tokens=3,
+        minibatch_size=4,
+        iterations=1,
+        eval_episodes=4,
+        progress=False,
+        env_mode="threads",
+        step_timeout_s=30.0,
+    )
     trainer = Trainer(cfg)
     try:
         metrics = trainer.train_iteration()

@@ -12,15 +12,24 @@ from agentgym_turn.evaluation import evaluate, protocol_for
 from .test_harness import ScriptedPlayer
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["eval", "TurnSokoban-v0"], "exactly one of --model"),
-    (["eval", "TurnSokoban-v0", "--endpoint", "http://127.0.0.1:9", "--protocol", "search-r1"], "written for TurnSearchQA-v0"),
-    (["eval", "TurnSokoban-v0", "--endpoint", "http://127.0.0.1:9", "--env-kwargs", '{"bogus": 1}'], "refused the --env-kwargs"),
-    (["eval", "TurnSokoban-v0", "--endpoint", "http://127.0.0.1:9", "--env-kwargs", "[1]"], "takes a JSON object"),
-    (["eval", "TurnSokoban-v0", "--endpoint", "http://127.0.0.1:9", "--episodes", "0"], "at least 1"),
-    (["eval", "TurnSokoban-v0", "--model", "no-such-model-here"], "neither a known name"),
-    (["eval"], "name an env id"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["eval", "TurnSokoban-v0"], "exactly one of --model"),
+        (
+            ["eval", "TurnSokoban-v0", "--endpoint", "http://127.0.0.1:9", "--protocol", "search-r1"],
+            "written for TurnSearchQA-v0",
+        ),
+        (
+            ["eval", "TurnSokoban-v0", "--endpoint", "http://127.0.0.1:9", "--env-kwargs", '{"bogus": 1}'],
+            "refused the --env-kwargs",
+        ),
+        (["eval", "TurnSokoban-v0", "--endpoint", "http://127.0.0.1:9", "--env-kwargs", "[1]"], "takes a JSON object"),
+        (["eval", "TurnSokoban-v0", "--endpoint", "http://127.0.0.1:9", "--episodes", "0"], "at least 1"),
+        (["eval", "TurnSokoban-v0", "--model", "no-such-model-here"], "neither a known name"),
+        (["eval"], "name an env id"),
+    ],
+)
 def test_eval_cli__a_mistake_is_one_line_and_exit_2(argv, says, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()

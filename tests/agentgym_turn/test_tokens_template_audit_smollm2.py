@@ -25,10 +25,34 @@ MAX_TURNS = 6
 NEWLINE, TWO_NEWLINES, LT = 198, 1116, 44  # "\n", "\n\n", "<" in SmolLM2's vocabulary
 
 #: Per id: turns checked, and the divergences as ``(episode, turn, position, char)``.
-SEARCH_QA = [(0, 1, 171, 680), (1, 1, 169, 688), (2, 1, 156, 688), (3, 1, 162, 677), (3, 2, 162, 677), (4, 1, 163, 720),
-             (5, 1, 169, 717), (5, 2, 169, 717), (6, 1, 156, 675), (6, 2, 156, 675), (7, 1, 176, 716), (7, 2, 176, 716)]
-SEARCH_QA_MCQ = [(0, 1, 210, 743), (1, 1, 208, 751), (2, 1, 187, 763), (3, 1, 201, 740), (3, 2, 201, 740), (4, 1, 201, 833),
-                 (5, 1, 199, 791), (5, 2, 199, 791), (6, 1, 186, 752), (6, 2, 186, 752), (7, 1, 207, 792), (7, 2, 207, 792)]
+SEARCH_QA = [
+    (0, 1, 171, 680),
+    (1, 1, 169, 688),
+    (2, 1, 156, 688),
+    (3, 1, 162, 677),
+    (3, 2, 162, 677),
+    (4, 1, 163, 720),
+    (5, 1, 169, 717),
+    (5, 2, 169, 717),
+    (6, 1, 156, 675),
+    (6, 2, 156, 675),
+    (7, 1, 176, 716),
+    (7, 2, 176, 716),
+]
+SEARCH_QA_MCQ = [
+    (0, 1, 210, 743),
+    (1, 1, 208, 751),
+    (2, 1, 187, 763),
+    (3, 1, 201, 740),
+    (3, 2, 201, 740),
+    (4, 1, 201, 833),
+    (5, 1, 199, 791),
+    (5, 2, 199, 791),
+    (6, 1, 186, 752),
+    (6, 2, 186, 752),
+    (7, 1, 207, 792),
+    (7, 2, 207, 792),
+]
 EXPECTED = {
     "TurnSokoban-v0": (11, []),
     "TurnSokoban-8x8-v0": (18, []),
@@ -39,8 +63,10 @@ EXPECTED = {
     "TurnSearchQA-MCQ-v0": (20, SEARCH_QA_MCQ),
 }
 SEARCH_IDS = ("TurnSearchQA-v0", "TurnSearchQA-MCQ-v0")
-DETAIL = ("equal texts, but the re-render's tokens span the boundary before observation 1 (a user message) "
-          "(incremental [198, 198, 198], rendered [1116, 198, 44])")
+DETAIL = (
+    "equal texts, but the re-render's tokens span the boundary before observation 1 (a user message) "
+    "(incremental [198, 198, 198], rendered [1116, 198, 44])"
+)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +87,9 @@ def test_smollm2s_template_against_the_incremental_ids(tokenizer, env_id):
     for d in report.divergences:
         # the first search's results, at every later turn too: the header's "\n" and the content's "\n\n"
         assert d.kind == "whitespace_merged" and d.detail == DETAIL
-        assert d.incremental == d.rendered and d.incremental.endswith("<|im_end|>\n<|im_start|>user\n\n\n<information>Doc 1(Title: \"")
+        assert d.incremental == d.rendered and d.incremental.endswith(
+            '<|im_end|>\n<|im_start|>user\n\n\n<information>Doc 1(Title: "'
+        )
     if not expected:
         assert report.ok
 
@@ -81,7 +109,12 @@ def _as_rendered(view, messages):
     ids, merged = list(view.ids), 0
     for turn, start in reversed(_user_contents(view)):
         if messages[2 * turn + 1]["content"].startswith("\n\n"):
-            assert view.roles[start - 1] == ROLE_TEMPLATE and ids[start - 1 : start + 3] == [NEWLINE, NEWLINE, NEWLINE, LT]
+            assert view.roles[start - 1] == ROLE_TEMPLATE and ids[start - 1 : start + 3] == [
+                NEWLINE,
+                NEWLINE,
+                NEWLINE,
+                LT,
+            ]
             ids[start - 1 : start + 2] = [TWO_NEWLINES, NEWLINE]
             merged += 1
     return ids, merged
@@ -102,7 +135,9 @@ def test_in_search_qa_the_re_render_differs_only_in_the_blank_line_before_each_i
                 rendered = tokenizer.apply_chat_template(chat.messages, tokenize=False, add_generation_prompt=True)
                 expected, merged = _as_rendered(view, chat.messages)
                 assert tokenizer.encode(rendered, add_special_tokens=False) == expected
-                assert merged == sum(m["content"].startswith("\n\n<information>") for m in chat.messages if m["role"] == "user")
+                assert merged == sum(
+                    m["content"].startswith("\n\n<information>") for m in chat.messages if m["role"] == "user"
+                )
                 blocks += merged
                 _, _, terminated, truncated, _ = chat.step(env.unwrapped.expert_action())
                 if terminated or truncated:

@@ -39,15 +39,22 @@ def test_a_thousand_episodes_survive_dropped_sockets_and_a_server_restart_with_i
                     drops += 1
                 if episode == EPISODES // 2 and turn == 0:  # once, the server goes away and comes back on its port
                     server.stop()
-                    threading.Timer(0.5, lambda: restarted.append(EnvServer("TurnSokoban-v0", port=int(port)).start())).start()
+                    threading.Timer(
+                        0.5, lambda: restarted.append(EnvServer("TurnSokoban-v0", port=int(port)).start())
+                    ).start()
                 r, w = remote.step(action), local.step(action)
                 got.append(r[:4])
                 want.append(w[:4])
-                assert r[4]["exit_status"] == w[4]["exit_status"] and r[4]["state_key"] == w[4]["state_key"], (episode, turn)
+                assert r[4]["exit_status"] == w[4]["exit_status"] and r[4]["state_key"] == w[4]["state_key"], (
+                    episode,
+                    turn,
+                )
                 if w[2] or w[3]:
                     break
             assert got == want, f"episode {episode}: the served transcript differs from the in-process one"
-        assert len(restarted) == 1 and drops >= 50 and remote.unwrapped.resumed == drops + 1  # every drop, and the restart, resumed
+        assert (
+            len(restarted) == 1 and drops >= 50 and remote.unwrapped.resumed == drops + 1
+        )  # every drop, and the restart, resumed
     finally:
         remote.close()
         server.stop()

@@ -33,8 +33,9 @@ def test_options_only_strategies__none_beats_28_percent_on_1000_questions_of_3_h
 def _question(k: int, gold: str, others: list[str], rng) -> Question:
     order = rng.permutation(4).tolist()
     options = [gold, *others]
-    return Question(str(k), "q?", (gold,), "single_hop", "t", choices=tuple(options[i] for i in order),
-                    answer_index=order.index(0))
+    return Question(
+        str(k), "q?", (gold,), "single_hop", "t", choices=tuple(options[i] for i in order), answer_index=order.index(0)
+    )
 
 
 def test_options_only_strategies__catch_leaky_constructions():
@@ -82,14 +83,18 @@ def test_options__never_shift_the_open_questions():
     """The options have their own random streams: the open-answer questions (and so every split) are those drawn before."""
     questions = generated_source(0).questions
     assert [q.id for q in questions[:3]] == ["gen-0-0", "gen-0-1", "gen-0-2"]
-    digest = hashlib.sha256(json.dumps([[q.question, q.golden_answers, q.template] for q in questions]).encode()).hexdigest()
+    digest = hashlib.sha256(
+        json.dumps([[q.question, q.golden_answers, q.template] for q in questions]).encode()
+    ).hexdigest()
     assert digest[:16] == OPEN_QUESTIONS_DIGEST
 
 
 def test_mcq_file__more_than_26_choices_fails_at_load_naming_file_line_and_limit(tmp_path):
     path = tmp_path / "mcq.jsonl"
-    rows = [{"id": "a", "question": "ok?", "golden_answers": ["B"], "choices": ["x", "y"]},
-            {"id": "b", "question": "too many?", "golden_answers": ["A"], "choices": [f"c{k}" for k in range(27)]}]
+    rows = [
+        {"id": "a", "question": "ok?", "golden_answers": ["B"], "choices": ["x", "y"]},
+        {"id": "b", "question": "too many?", "golden_answers": ["A"], "choices": [f"c{k}" for k in range(27)]},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(ValueError, match=r"mcq\.jsonl:2: .*27 choices.*26"):
         load_flashrag(path)

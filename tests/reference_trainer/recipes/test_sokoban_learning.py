@@ -8,7 +8,7 @@ weight average greedily on the recipe's test levels before and after; and a nega
 the same start, Turn-PPO paid shuffled rewards for the same budget. What the tests pin: SFT reaches
 at least its floor (never a ceiling), Turn-PPO keeps the format and raises test success over its
 SFT start, the control does not, and the run trained on exactly the resets the held-out check
-(``tests/reference_trainer/recipes/test_heldout.py``) compared with the test levels. Three SFT seeds x three RL seeds are
+(``tests/reference_trainer/recipes/test_registry_heldout.py``) compared with the test levels. Three SFT seeds x three RL seeds are
 ``benchmarks/learning.py``'s job; no test reads a clock.
 """
 
@@ -19,8 +19,7 @@ import pytest
 from support.learning_checks import assert_control_gains_nothing, assert_ran_exactly_the_budget
 from reference_trainer.recipes import RECIPES, SOKOBAN_RL_ITERATIONS
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.timeout(3600)]  # a hang guard for the shared fixture, not a speed bound
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # a hang guard for the shared fixture, not a speed bound
 
 #: The least test success the recipe's SFT start reaches (SFT seeds 0/1/2: ``docs/benchmarks.md``); a better start never fails.
 SFT_FLOOR = 0.6
@@ -48,7 +47,11 @@ def test_the_recipe_is_registered_with_its_budget_and_content_splits():
     assert recipe.rl_iterations == SOKOBAN_RL_ITERATIONS
     cfg = recipe.build("turn-ppo", seed=0, out="unused")
     t = cfg.train
-    assert cfg.rollout.env_kwargs["split"] == "train" and t.eval_env_kwargs == {"split": "test"} and t.val_env_kwargs == {"split": "validation"}
+    assert (
+        cfg.rollout.env_kwargs["split"] == "train"
+        and t.eval_env_kwargs == {"split": "test"}
+        and t.val_env_kwargs == {"split": "validation"}
+    )
     assert t.eval_episodes >= 600 and t.eval_temperature == 0.0 and t.sft_validate_every > 0
 
 
@@ -88,7 +91,9 @@ def test_the_shuffled_reward_control_gains_nothing_in_the_same_budget(run, contr
     """The same trainer, start and budget, each episode paid another episode's score: no gain, and
     clearly less than the real reward's."""
     assert_control_gains_nothing(run, control, SOKOBAN_RL_ITERATIONS, GAIN_BAR)
-    assert control["ci_success"]["high"] < GAIN_BAR, control["ci_success"]  # 600 draws resolve it: the whole interval below the bar
+    assert control["ci_success"]["high"] < GAIN_BAR, control[
+        "ci_success"
+    ]  # 600 draws resolve it: the whole interval below the bar
 
 
 def test_the_run_trained_on_exactly_the_resets_the_held_out_check_compared(run):

@@ -25,8 +25,18 @@ from support.real_model import NAME  # noqa: E402
 pytestmark = pytest.mark.slow
 
 # Small enough for CI: 3 tasks of RAGEN's protocol cut to 2 turns of 12 new tokens (the protocol's own: 5 turns of 400).
-COMMON = ["TurnSokoban-v0", "--protocol", "ragen-sokoban", "--episodes", "3", "--max-new-tokens", "12",
-          "--env-kwargs", '{"max_episode_steps": 2}', "--quiet"]
+COMMON = [
+    "TurnSokoban-v0",
+    "--protocol",
+    "ragen-sokoban",
+    "--episodes",
+    "3",
+    "--max-new-tokens",
+    "12",
+    "--env-kwargs",
+    '{"max_episode_steps": 2}',
+    "--quiet",
+]
 
 
 def _free_port() -> int:
@@ -44,9 +54,23 @@ class LlamaServer:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_file(NAME)), "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(gguf_file(NAME)),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--n_ctx",
+                "2048",
+                "--n_threads",
+                "2",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         for _ in range(600):  # bounded: 60 s
             if self.proc.poll() is not None:
@@ -67,7 +91,9 @@ class LlamaServer:
 
 
 def _cli(*args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
-    run = subprocess.run([sys.executable, "-m", "agentgym_turn", *args], capture_output=True, text=True, timeout=900, **kw)
+    run = subprocess.run(
+        [sys.executable, "-m", "agentgym_turn", *args], capture_output=True, text=True, timeout=900, **kw
+    )
     if check and run.returncode != 0:
         raise AssertionError(f"agentgym-turn {' '.join(args)} failed ({run.returncode}):\n{run.stderr[-3000:]}")
     return run
@@ -101,9 +127,11 @@ def test_endpoint_and_local_model_score_the_same_tasks(server, tmp_path):
     assert local["model"]["name"] == NAME and len(local["model"]["weights_sha256"]) == 64
     assert endpoint["task_set_sha256"] == local["task_set_sha256"]
     assert endpoint["protocol_digest"] == local["protocol_digest"]
-    print(f"\nsame 3 tasks: endpoint (llama.cpp Q4_1) success {endpoint['success']['mean']:.2f} score {endpoint['score']['mean']:.3f} "
-          f"invalid {endpoint['invalid_format_rate']:.2f}; local (float32) success {local['success']['mean']:.2f} "
-          f"score {local['score']['mean']:.3f} invalid {local['invalid_format_rate']:.2f}")
+    print(
+        f"\nsame 3 tasks: endpoint (llama.cpp Q4_1) success {endpoint['success']['mean']:.2f} score {endpoint['score']['mean']:.3f} "
+        f"invalid {endpoint['invalid_format_rate']:.2f}; local (float32) success {local['success']['mean']:.2f} "
+        f"score {local['score']['mean']:.3f} invalid {local['invalid_format_rate']:.2f}"
+    )
     assert "0 of 3 episodes differ" in _cli("replay", str(tmp_path / "endpoint" / "records.jsonl")).stdout
     assert replay(tmp_path / "local" / "records.jsonl").ok
     records = (tmp_path / "endpoint" / "records.jsonl").read_text().splitlines()
@@ -118,9 +146,24 @@ def test_a_server_killed_mid_run_gives_infra_errors_and_resume_finishes(tmp_path
     port = _free_port()
     first = LlamaServer(port)
     out = tmp_path / "run"
-    args = ["eval", *COMMON, "--batch-size", "1", "--concurrency", "1", "--retries", "1",
-            "--endpoint", first.url, "--out", str(out), "--no-floors"]
-    run = subprocess.Popen([sys.executable, "-m", "agentgym_turn", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = [
+        "eval",
+        *COMMON,
+        "--batch-size",
+        "1",
+        "--concurrency",
+        "1",
+        "--retries",
+        "1",
+        "--endpoint",
+        first.url,
+        "--out",
+        str(out),
+        "--no-floors",
+    ]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "agentgym_turn", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         for _ in range(3000):  # bounded: 300 s for the first episode to be written
             if (out / "records.jsonl").is_file() and (out / "records.jsonl").read_text().count("\n") >= 1:

@@ -25,6 +25,8 @@ def test_the_smollm2_learning_table_is_the_committed_result_and_its_intervals_re
     assert found["shared"] == [] and found["test_tasks"] > 100
 
 
-@pytest.mark.parametrize("module, name", [(smollm2_speed, "smollm2_speed.json"), (trl_throughput, "trl_throughput.json")])
+@pytest.mark.parametrize(
+    "module, name", [(smollm2_speed, "smollm2_speed.json"), (trl_throughput, "trl_throughput.json")]
+)
 def test_the_speed_tables_are_the_committed_results(module, name):
     assert module.markdown(json.loads((common.RESULTS / name).read_text())) in _page()

@@ -15,13 +15,25 @@ from agentgym_turn.searchqa.source import generated_source
 
 # template -> chain of attributes from the first entity searched (single-hop and bridge)
 CHAINS = {
-    "birth_year": ["birth_year"], "birthplace": ["birthplace"], "death_year": ["death_year"], "employer": ["employer"],
-    "creator": ["creator"], "work_year": ["year"], "publisher": ["publisher"], "founded": ["founded"],
-    "founder": ["founder"], "headquarters": ["headquarters"], "city_country": ["country"],
-    "creator_birthplace": ["creator", "birthplace"], "creator_birth_year": ["creator", "birth_year"],
-    "founder_birthplace": ["founder", "birthplace"], "founder_birth_year": ["founder", "birth_year"],
-    "employer_headquarters": ["employer", "headquarters"], "employer_founded": ["employer", "founded"],
-    "publisher_founder": ["publisher", "founder"], "headquarters_country": ["headquarters", "country"],
+    "birth_year": ["birth_year"],
+    "birthplace": ["birthplace"],
+    "death_year": ["death_year"],
+    "employer": ["employer"],
+    "creator": ["creator"],
+    "work_year": ["year"],
+    "publisher": ["publisher"],
+    "founded": ["founded"],
+    "founder": ["founder"],
+    "headquarters": ["headquarters"],
+    "city_country": ["country"],
+    "creator_birthplace": ["creator", "birthplace"],
+    "creator_birth_year": ["creator", "birth_year"],
+    "founder_birthplace": ["founder", "birthplace"],
+    "founder_birth_year": ["founder", "birth_year"],
+    "employer_headquarters": ["employer", "headquarters"],
+    "employer_founded": ["employer", "founded"],
+    "publisher_founder": ["publisher", "founder"],
+    "headquarters_country": ["headquarters", "country"],
     "birthplace_country": ["birthplace", "country"],
 }
 
@@ -32,8 +44,13 @@ class World:
     def __init__(self, source):
         r, self.w = source.rendered, None
         self.entity = {}
-        for kind, passages in (("person", r.person_passage), ("city", r.city_passage), ("org", r.organisation_passage),
-                               ("work", r.work_passage), ("country", r.country_passage)):
+        for kind, passages in (
+            ("person", r.person_passage),
+            ("city", r.city_passage),
+            ("org", r.organisation_passage),
+            ("work", r.work_passage),
+            ("country", r.country_passage),
+        ):
             for i, p in enumerate(passages):
                 self.entity[p] = (kind, i)
 
@@ -46,11 +63,17 @@ class World:
         w = self.w
         if kind == "person":
             p = w.people[i]
-            return {"birth_year": p.birth_year, "death_year": p.death_year, "birthplace": ("city", p.birthplace),
-                    "employer": ("org", p.employer)}[attr]
+            return {
+                "birth_year": p.birth_year,
+                "death_year": p.death_year,
+                "birthplace": ("city", p.birthplace),
+                "employer": ("org", p.employer),
+            }[attr]
         if kind == "org":
             o = w.organisations[i]
-            return {"founded": o.founded, "founder": ("person", o.founder), "headquarters": ("city", o.headquarters)}[attr]
+            return {"founded": o.founded, "founder": ("person", o.founder), "headquarters": ("city", o.headquarters)}[
+                attr
+            ]
         if kind == "work":
             wk = w.works[i]
             return {"year": wk.year, "creator": ("person", wk.creator), "publisher": ("org", wk.publisher)}[attr]
@@ -106,14 +129,19 @@ def chaining_answers(source, world_obj) -> tuple[int, int]:
                 ok = (e, chain[0]) in known
             else:
                 ok = (e, chain[0], chain[1]) in composite or (
-                    (e, chain[0]) in known and (known[(e, chain[0])], chain[1]) in known)
+                    (e, chain[0]) in known and (known[(e, chain[0])], chain[1]) in known
+                )
         else:
             a, b = entities
             if q.template == "founded_gap":
                 ok = (a, "founded") in known and (b, "founded") in known
             else:
                 order = "birth_year" if q.template != "earlier_creator" else "year"
-                need = {"elder_birthplace": "birthplace", "younger_birth_year": "birth_year", "earlier_creator": "creator"}[q.template]
+                need = {
+                    "elder_birthplace": "birthplace",
+                    "younger_birth_year": "birth_year",
+                    "earlier_creator": "creator",
+                }[q.template]
                 winner = _comparison_winner(world, q, entities)
                 ok = (a, order) in known and (b, order) in known and (winner, need) in known
         answered += ok
@@ -131,8 +159,10 @@ def test_splits__training_fact_chains_answer_at_most_2_percent_of_test_questions
 
 def test_splits__share_no_fact_and_keep_every_question_type():
     source = generated_source(0, 1.0)
-    facts = {s: set().union(*(question_facts(q.template, q.hops) for q in split_questions(source.questions, s)))
-             for s in ("test", "dev", "train")}
+    facts = {
+        s: set().union(*(question_facts(q.template, q.hops) for q in split_questions(source.questions, s)))
+        for s in ("test", "dev", "train")
+    }
     assert facts["test"].isdisjoint(facts["train"]) and facts["dev"].isdisjoint(facts["train"])
     assert facts["test"].isdisjoint(facts["dev"])
     for split in ("test", "train"):
@@ -148,4 +178,6 @@ def test_fresh_world_seed__gives_another_world_with_the_same_split_sizes():
     env = gym.make("TurnSearchQA-v0", split="test", world_seed=15)
     obs, _ = env.reset(seed=0)
     ours = {q.question for q in env.unwrapped.questions}
-    assert len(ours) == 500 and not ours & {q.question for q in split_questions(generated_source(0, 1.0).questions, "test")}
+    assert len(ours) == 500 and not ours & {
+        q.question for q in split_questions(generated_source(0, 1.0).questions, "test")
+    }

@@ -34,11 +34,28 @@ class _Served:
 
 
 def _serve_in_a_process() -> tuple[subprocess.Popen, _Served]:
-    proc = subprocess.Popen([sys.executable, "-m", "agentgym_turn", "serve", "env", ENV_ID, "--port", "0", "--max-sessions", "8", "--expert"],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentgym_turn",
+            "serve",
+            "env",
+            ENV_ID,
+            "--port",
+            "0",
+            "--max-sessions",
+            "8",
+            "--expert",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     for line in proc.stderr:  # "Serving TurnSokoban-v0 at http://127.0.0.1:PORT (...)"
         if line.startswith("Serving"):
-            threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep draining: a full pipe would block the server
+            threading.Thread(
+                target=proc.stderr.read, daemon=True
+            ).start()  # keep draining: a full pipe would block the server
             return proc, _Served(line.split(" at ", 1)[1].split()[0])
     proc.kill()
     raise RuntimeError(f"the {ENV_ID} server printed no 'Serving ... at URL' line")
@@ -170,16 +187,28 @@ def test_a_group_episode_forks_by_replay(two_servers):
 
 
 def test_http_reset_takes_a_group(two_servers):
-    request = urllib.request.Request(two_servers[1].base_url + "/reset", data=b'{"group_id": "http", "task_id": 2}',
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        two_servers[1].base_url + "/reset",
+        data=b'{"group_id": "http", "task_id": 2}',
+        headers={"Content-Type": "application/json"},
+    )
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(request, timeout=30) as response:
         answer = json.loads(response.read())
     assert answer["observation"]["text"] == gym.make(ENV_ID).reset(seed=group_seed("http", 2))[0]
 
 
-@pytest.mark.parametrize("data", [{"group_id": ""}, {"group_id": "x" * 256}, {"group_id": 3}, {"group_id": "g", "task_id": -1},
-                                  {"group_id": "g", "task_id": 1.5}, {"task_id": 2}])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"group_id": ""},
+        {"group_id": "x" * 256},
+        {"group_id": 3},
+        {"group_id": "g", "task_id": -1},
+        {"group_id": "g", "task_id": 1.5},
+        {"task_id": 2},
+    ],
+)
 def test_bad_group_fields_are_validation_errors(two_servers, data):
     with pytest.raises(ProtocolError) as err:
         parse_client_message(json.dumps({"type": "reset", "data": data}), max_bytes=1 << 20)

@@ -59,8 +59,9 @@ def test_prefix_stable_templates_match_the_incremental_ids_at_every_turn(base, m
 @pytest.mark.parametrize("split", [True, False])
 def test_a_system_prompt_of_our_own_renders_alike(base, maker, split):
     tokenizer = MAKERS[maker](base)
-    report = _audit(tokenizer, "TurnSokoban-v0", episodes=2, split_system_prompt=split,
-                    system_prompt="You are a helpful assistant.")
+    report = _audit(
+        tokenizer, "TurnSokoban-v0", episodes=2, split_system_prompt=split, system_prompt="You are a helpful assistant."
+    )
     assert report.ok, report.summary()
 
 
@@ -74,7 +75,9 @@ def test_the_format_trims_message_content_where_llama3s_template_does(base):
 def test_a_template_that_rewrites_content_in_a_way_the_format_cannot_follow_is_found(base):
     # A template that folds blank lines into one newline: TurnSearchQA's results begin with a blank line.
     tokenizer = copy.deepcopy(base)
-    tokenizer.chat_template = tokenizer.chat_template.replace("message['content']", "(message['content'] | replace('\\n\\n', '\\n'))")
+    tokenizer.chat_template = tokenizer.chat_template.replace(
+        "message['content']", "(message['content'] | replace('\\n\\n', '\\n'))"
+    )
     assert "replace" in tokenizer.chat_template
     report = _audit(tokenizer, "TurnSearchQA-v0")
     assert report.divergences and {d.kind for d in report.divergences} == {"content_changed"}
@@ -133,7 +136,9 @@ def test_whitespace_merged_across_the_user_header(base):
             view = chat.tokens()
         finally:
             env.close()
-        content_start = next(i for i, (r, t) in enumerate(zip(view.roles, view.turn_ids)) if r == ROLE_OBSERVATION and t == 1)
+        content_start = next(
+            i for i, (r, t) in enumerate(zip(view.roles, view.turn_ids)) if r == ROLE_OBSERVATION and t == 1
+        )
         assert d.position == content_start - 1  # the header's "\n", merged with the content's "\n\n" on re-render
         assert tokenizer.decode([view.ids[d.position]]) == "\n"
     assert _audit(tokenizer, "TurnSokoban-v0", think=False).ok  # no message there starts with whitespace
@@ -159,8 +164,9 @@ def test_a_generation_prompt_unlike_the_assistant_prefix_rewrites_the_history(ba
 
 def test_a_template_that_fails_to_render_later_is_reported(base):
     tokenizer = copy.deepcopy(base)
-    tokenizer.chat_template = ("{%- if messages | length > 4 %}{{- raise_exception('too long') }}{%- endif %}"
-                               + base.chat_template)
+    tokenizer.chat_template = (
+        "{%- if messages | length > 4 %}{{- raise_exception('too long') }}{%- endif %}" + base.chat_template
+    )
     report = _audit(tokenizer, "TurnWebShop-v0")
     assert report.divergences and {d.kind for d in report.divergences} == {"template"}
     assert all(d.turn == 2 and "too long" in d.detail for d in report.divergences)
@@ -168,9 +174,11 @@ def test_a_template_that_fails_to_render_later_is_reported(base):
 
 def test_a_template_that_drops_system_messages_is_reported(base):
     tokenizer = copy.deepcopy(base)
-    tokenizer.chat_template = ("{%- for message in messages if message.role != 'system' %}"
-                               "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endfor %}"
-                               "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}")
+    tokenizer.chat_template = (
+        "{%- for message in messages if message.role != 'system' %}"
+        "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endfor %}"
+        "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+    )
     report = _audit(tokenizer, "TurnSokoban-v0")  # the env's instructions become a system message
     (d,) = report.divergences
     assert d.kind == "template" and "system message" in d.detail

@@ -3,7 +3,7 @@
 The fixture (``tests/data/transcripts.json``) pins observations, rewards, ``terminated``,
 ``truncated`` and ``info`` of several seeded episodes per id, with expert turns mixed with invalid
 and random turns, so a refactoring that changes any behaviour fails here. After an intended change
-of behaviour, regenerate it with ``python tests/agentgym_turn/test_transcripts.py --regenerate`` and say why in
+of behaviour, regenerate it with ``python tests/agentgym_turn/test_registration_transcripts.py --regenerate`` and say why in
 the commit; a newly registered id is recorded with ``--add-missing``.
 """
 
@@ -96,14 +96,27 @@ def record_episode(env_id: str, seed: int, kwargs: dict[str, Any] | None = None)
             response = RANDOM[int(choice.integers(len(RANDOM)))]
         obs, reward, terminated, truncated, step_info = env.step(response)
         turns.append(
-            {"response": response, "observation": obs, "reward": float(reward), "terminated": bool(terminated),
-             "truncated": bool(truncated), "info": _plain(step_info)}
+            {
+                "response": response,
+                "observation": obs,
+                "reward": float(reward),
+                "terminated": bool(terminated),
+                "truncated": bool(truncated),
+                "info": _plain(step_info),
+            }
         )
         if done:
             break
         done = terminated or truncated
     env.close()
-    return {"env_id": env_id, "kwargs": kwargs, "seed": seed, "observation": observation, "info": _plain(info), "turns": turns}
+    return {
+        "env_id": env_id,
+        "kwargs": kwargs,
+        "seed": seed,
+        "observation": observation,
+        "info": _plain(info),
+        "turns": turns,
+    }
 
 
 def record_all() -> list[dict[str, Any]]:
@@ -149,9 +162,15 @@ if __name__ == "__main__":
         episodes = _fixture()
         have = {(e["env_id"], json.dumps(e["kwargs"], sort_keys=True), e["seed"]) for e in episodes}
         cases = [(env_id, {}) for env_id in IDS] + list(VARIANTS)
-        episodes += [record_episode(env_id, seed, kw) for env_id, kw in cases for seed in SEEDS
-                     if (env_id, json.dumps(kw, sort_keys=True), seed) not in have]
+        episodes += [
+            record_episode(env_id, seed, kw)
+            for env_id, kw in cases
+            for seed in SEEDS
+            if (env_id, json.dumps(kw, sort_keys=True), seed) not in have
+        ]
         FIXTURE.write_text(_dump(episodes), encoding="utf-8")
     else:
-        sys.exit("usage: python tests/agentgym_turn/test_transcripts.py --regenerate | --add-missing   (rewrites tests/data/transcripts.json)")
+        sys.exit(
+            "usage: python tests/agentgym_turn/test_registration_transcripts.py --regenerate | --add-missing   (rewrites tests/data/transcripts.json)"
+        )
     print(f"wrote {FIXTURE.name}: {FIXTURE.stat().st_size:,} bytes")

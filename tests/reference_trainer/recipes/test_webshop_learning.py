@@ -57,7 +57,7 @@ def test_the_test_goals_are_split_by_instruction_and_each_played_once_greedily()
     t = cfg.train
     assert cfg.rollout.env_kwargs["goal_split"] == "all" and cfg.rollout.env_kwargs["content_split"] == "train"
     assert t.eval_env_kwargs["content_split"] == "test" and t.val_env_kwargs["content_split"] == "validation"
-    assert t.eval_temperature == 0.0 and t.eval_seed >= 10 ** 9 and t.sft_validate_every > 0 and t.val_metric == "score"
+    assert t.eval_temperature == 0.0 and t.eval_seed >= 10**9 and t.sft_validate_every > 0 and t.val_metric == "score"
     for kwargs, n in ((t.eval_env_kwargs, t.eval_episodes), (t.val_env_kwargs, t.val_episodes)):
         env = gym.make(cfg.train.env, **{**cfg.rollout.env_kwargs, **kwargs})
         keys = set()
@@ -80,11 +80,13 @@ def test_the_demonstrations_copy_the_instruction_start_and_open_the_first_match(
         shop = env.unwrapped
         instruction = shop.goal.instruction_text
         query = shop.expert_action()
-        assert query.startswith("search[") and instruction.startswith(query[7:-1]) and len(query[7:-1]) < len(instruction)
+        assert (
+            query.startswith("search[") and instruction.startswith(query[7:-1]) and len(query[7:-1]) < len(instruction)
+        )
         _, _, _, _, info = env.step(query)
         click = shop.expert_action()
         if click.startswith("click[") and click[6:-1].isdigit():  # the first product on this page that can earn R = 1
-            shown = [shop.shop.product(i) for i in shop.state.results[:shop.results_per_page]]
+            shown = [shop.shop.product(i) for i in shop.state.results[: shop.results_per_page]]
             first = next(k for k, p in enumerate(shown, 1) if best_reward(p, shop.goal)[0] >= 1.0)
             assert int(click[6:-1]) == first, (seed, click, first)
 
@@ -107,7 +109,10 @@ def test_sft_warm_start_reaches_at_least_its_floor(run):
     # SFT kept its best validated weights up to the suite's ceiling (below the recipe's, whose plateau the benchmark runs)
     assert sft["best_step"] <= sft["steps"] <= recipe.suite_sft_steps < recipe.build(out="unused").train.sft_steps, sft
     assert sft["after_score"] >= SFT_SCORE_FLOOR, sft
-    assert run["start_score"] == sft["after_score"], (run["start_score"], sft["after_score"])  # RL starts from the saved policy SFT evaluated
+    assert run["start_score"] == sft["after_score"], (
+        run["start_score"],
+        sft["after_score"],
+    )  # RL starts from the saved policy SFT evaluated
 
 
 @pytest.mark.slow

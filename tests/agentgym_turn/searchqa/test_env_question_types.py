@@ -43,5 +43,8 @@ def test_question_types__unknown_types_are_refused_with_the_parameter_named(bad)
 
 def test_question_types__keeps_the_turn_contract():
     # topk=3 so that every expert episode of the checked seeds finds its evidence (the checker requires success)
-    check_turn_env(lambda: gym.make("TurnSearchQA-v0", question_types=["single_hop", "comparison"], topk=3), episodes=3,
-                   fuzz_actions=16)
+    check_turn_env(
+        lambda: gym.make("TurnSearchQA-v0", question_types=["single_hop", "comparison"], topk=3),
+        episodes=3,
+        fuzz_actions=16,
+    )

@@ -115,8 +115,16 @@ def stub():
         thread.join(timeout=60)
 
 
-@pytest.mark.parametrize("mode, cause", [("slow", "did not answer within"), ("5xx", "HTTP 503"), ("not_json", "not JSON"),
-                                         ("malformed", "malformed answer"), ("drop", "cannot reach")])
+@pytest.mark.parametrize(
+    "mode, cause",
+    [
+        ("slow", "did not answer within"),
+        ("5xx", "HTTP 503"),
+        ("not_json", "not JSON"),
+        ("malformed", "malformed answer"),
+        ("drop", "cannot reach"),
+    ],
+)
 def test_a_retriever_that_times_out_fails_or_answers_off_protocol_ends_the_episode_with_infra_error(stub, mode, cause):
     url = stub(mode)
     # the registered kwargs build a client with a 30 s timeout; a retriever object sets a short one

@@ -141,7 +141,9 @@ def test_every_id__lists_its_tools_and_plays_expert_episodes_equal_to_in_process
                     if prop.get("type") == "string":
                         assert 0 < prop["maxLength"] <= max_length
                     if prop.get("type") == "array":
-                        assert prop["items"]["enum"] == ["Up", "Down", "Left", "Right"] and prop["maxItems"] <= max_length
+                        assert (
+                            prop["items"]["enum"] == ["Up", "Down", "Left", "Right"] and prop["maxItems"] <= max_length
+                        )
             await _episode(session, env_id, seed=0, tools=False)
             await _episode(session, env_id, seed=1, tools=True)  # the same session: one env, a second episode
 
@@ -154,6 +156,7 @@ def test_tool_errors__are_tool_errors_and_the_session_and_server_go_on(servers):
 
     async def main() -> None:
         async with _client(server) as session:
+
             async def refused(name: str, arguments: dict[str, Any], says: str) -> None:
                 result = await session.call_tool(name, arguments)
                 assert result.is_error and says in result.content[0].text, (name, arguments, result)
@@ -230,7 +233,9 @@ def test_idle_session__is_ended_with_its_env_and_a_new_session_plays(servers):
 
 
 def _post(server: EnvServer, body: bytes) -> tuple[int, Any]:
-    request = urllib.request.Request(server.base_url + "/mcp", data=body, method="POST", headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        server.base_url + "/mcp", data=body, method="POST", headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=10) as answer:
         return answer.status, json.loads(answer.read())
 
@@ -258,36 +263,59 @@ _TOOL_SET_IDS = ("TurnSokoban-v0", "TurnWebShop-v0", "TurnWebShopDialog-v0", "Tu
 @functools.cache
 def _endpoint(env_id: str) -> McpEndpoint:
     """The ``/mcp`` app of ``env_id`` without a server (no env is made: only the arguments are checked)."""
-    return McpEndpoint(EnvSessions(ServedEnvSpec(env_id, {}, 65_536, 65_536, 5)), idle_timeout=None,
-                       max_message_bytes=1 << 20, limits=ServerLimits())
+    return McpEndpoint(
+        EnvSessions(ServedEnvSpec(env_id, {}, 65_536, 65_536, 5)),
+        idle_timeout=None,
+        max_message_bytes=1 << 20,
+        limits=ServerLimits(),
+    )
+
 
 _NAMES = ["reset", "respond", "move", "search", "click", "answer", "say", "shop"]
 _KEYS = ["seed", "options", "response", "directions", "query", "target", "answer", "text", "action"]
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12) | st.sampled_from(["Up", "Left"]),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=12)
+    | st.sampled_from(["Up", "Left"]),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=10,
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(env_id=st.sampled_from(_TOOL_SET_IDS), name=st.sampled_from(_NAMES) | st.text(max_size=8),
-       arguments=st.dictionaries(st.sampled_from(_KEYS) | st.text(max_size=6), _JSON, max_size=3))
+@given(
+    env_id=st.sampled_from(_TOOL_SET_IDS),
+    name=st.sampled_from(_NAMES) | st.text(max_size=8),
+    arguments=st.dictionaries(st.sampled_from(_KEYS) | st.text(max_size=6), _JSON, max_size=3),
+)
 def test_any_tool_call_outside_a_session__is_a_tool_error_never_an_exception(env_id, name, arguments):
     result = asyncio.run(_endpoint(env_id).call_tool(None, name, arguments))
     assert result.is_error and result.content[0].text
 
 
-_INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+_INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
 _ACCEPT = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
-def _raw(server: EnvServer, message: Any, session: str | None = None, raw: bytes | None = None) -> tuple[int, dict, Any]:
+def _raw(
+    server: EnvServer, message: Any, session: str | None = None, raw: bytes | None = None
+) -> tuple[int, dict, Any]:
     """POST one JSON-RPC message (or ``raw`` bytes) to /mcp; ``(status, headers, answer or None)``."""
     headers = {**_ACCEPT, **({"mcp-session-id": session} if session else {})}
-    request = urllib.request.Request(server.base_url + "/mcp", data=raw if raw is not None else json.dumps(message).encode(),
-                                     method="POST", headers=headers)
+    request = urllib.request.Request(
+        server.base_url + "/mcp",
+        data=raw if raw is not None else json.dumps(message).encode(),
+        method="POST",
+        headers=headers,
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:
             body = answer.read()
@@ -311,8 +339,10 @@ def test_an_initialize_over_the_session_cap_is_a_503_with_retry_after(servers):
         status, headers, _ = _raw(server, _INIT)
         assert status == 503 and int({k.lower(): v for k, v in headers.items()}["retry-after"]) >= 1
     finally:
-        urllib.request.urlopen(urllib.request.Request(server.base_url + "/mcp", method="DELETE", headers={"mcp-session-id": held}),
-                               timeout=10).close()
+        urllib.request.urlopen(
+            urllib.request.Request(server.base_url + "/mcp", method="DELETE", headers={"mcp-session-id": held}),
+            timeout=10,
+        ).close()
 
 
 def test_a_lone_surrogate_in_a_tool_argument_plays_its_turn_as_on_the_websocket(servers):
@@ -322,8 +352,14 @@ def test_a_lone_surrogate_in_a_tool_argument_plays_its_turn_as_on_the_websocket(
     session = _open(server)
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "reset", "arguments": {"seed": 0}}}
     assert _raw(server, call, session)[0] == 200
-    respond = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                          "params": {"name": "respond", "arguments": {"response": "PLACEHOLDER"}}}).replace("PLACEHOLDER", "bad \\ud800 move")
+    respond = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "respond", "arguments": {"response": "PLACEHOLDER"}},
+        }
+    ).replace("PLACEHOLDER", "bad \\ud800 move")
     status, _, answer = _raw(server, None, session, raw=respond.encode())
     assert status == 200 and "error" not in answer, answer
     result = answer["result"]

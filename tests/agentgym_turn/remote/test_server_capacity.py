@@ -110,7 +110,10 @@ def test_http_refusals_are_503_with_retry_after_and_a_body_saying_the_cap(full_s
             response = connection.getresponse()
             answer = json.loads(response.read())
             assert response.status == 503 and int(response.headers["Retry-After"]) == CAPACITY_RETRY_AFTER_S
-            assert answer["code"] == "CAPACITY_REACHED" and (answer["max_sessions"], answer["active_sessions"]) == (2, 2)
+            assert answer["code"] == "CAPACITY_REACHED" and (answer["max_sessions"], answer["active_sessions"]) == (
+                2,
+                2,
+            )
             assert answer["retry_after_s"] == CAPACITY_RETRY_AFTER_S and "--max-sessions" in answer["detail"]
     finally:
         connection.close()
@@ -186,20 +189,38 @@ def _schema_app_refusing_every_session(refusals: list[int]):
     from agentgym_turn.remote.protocol import build_schemas, dumps
 
     local = gym.make("TurnSokoban-v0")
-    schemas = dumps(build_schemas(env_id="TurnSokoban-v0", max_action_length=local.action_space.max_length,
-                                  max_observation_length=local.observation_space.max_length, max_episode_steps=None,
-                                  render_modes=["ansi"], render_fps=4)).encode()
+    schemas = dumps(
+        build_schemas(
+            env_id="TurnSokoban-v0",
+            max_action_length=local.action_space.max_length,
+            max_observation_length=local.observation_space.max_length,
+            max_episode_steps=None,
+            render_modes=["ansi"],
+            render_fps=4,
+        )
+    ).encode()
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+            )
             await send({"type": "http.response.body", "body": schemas})
         elif scope["type"] == "websocket":
             await receive()  # websocket.connect
             refusals.append(1)
             body = b'{"max_sessions": 3, "active_sessions": 3}'
-            await send({"type": "websocket.http.response.start", "status": 503,
-                        "headers": [(b"retry-after", b"0"), (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+            await send(
+                {
+                    "type": "websocket.http.response.start",
+                    "status": 503,
+                    "headers": [
+                        (b"retry-after", b"0"),
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
             await send({"type": "websocket.http.response.body", "body": body})
 
     return app

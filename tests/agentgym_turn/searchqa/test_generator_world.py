@@ -36,8 +36,21 @@ def test_world__is_identical_in_a_fresh_process(source):
     for c in source.corpus.contents:
         h.update(c.encode())
     for q in source.questions:
-        h.update(json.dumps([q.id, q.question, q.golden_answers, q.choices, q.answer_index, [[x.queries, x.passage] for x in q.hops]]).encode())
-    other = subprocess.run([sys.executable, "-c", DIGEST_CODE], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "12345"}).stdout.strip()
+        h.update(
+            json.dumps(
+                [
+                    q.id,
+                    q.question,
+                    q.golden_answers,
+                    q.choices,
+                    q.answer_index,
+                    [[x.queries, x.passage] for x in q.hops],
+                ]
+            ).encode()
+        )
+    other = subprocess.run(
+        [sys.executable, "-c", DIGEST_CODE], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "12345"}
+    ).stdout.strip()
     assert other == h.hexdigest()
 
 
@@ -62,12 +75,21 @@ def test_coined_words__unique_pronounceable_and_never_english():
 def test_world__names_and_titles_are_unique(source):
     world = generate_world(WorldConfig())
     for names in (
-        [p.name for p in world.people], [p.short_name for p in world.people], [o.name for o in world.organisations],
-        [w.title for w in world.works], [c.name for c in world.cities], [c.name for c in world.countries],
+        [p.name for p in world.people],
+        [p.short_name for p in world.people],
+        [o.name for o in world.organisations],
+        [w.title for w in world.works],
+        [c.name for c in world.cities],
+        [c.name for c in world.countries],
     ):
         assert len(set(names)) == len(names)
     # no entity name doubles as another kind of entity
-    kinds = [{c.name for c in world.cities}, {c.name for c in world.countries}, {p.short_name for p in world.people}, {o.name for o in world.organisations}]
+    kinds = [
+        {c.name for c in world.cities},
+        {c.name for c in world.countries},
+        {p.short_name for p in world.people},
+        {o.name for o in world.organisations},
+    ]
     for i in range(len(kinds)):
         for j in range(i + 1, len(kinds)):
             assert not kinds[i] & kinds[j]

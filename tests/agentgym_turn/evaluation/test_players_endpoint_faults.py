@@ -14,8 +14,10 @@ from agentgym_turn.chat import ChatView
 from agentgym_turn.evaluation import EndpointPlayer
 from agentgym_turn.evaluation.players import chat_completions_url
 
-GOOD = {"choices": [{"message": {"role": "assistant", "content": "<answer>Up</answer>"}}],
-        "usage": {"prompt_tokens": 12, "completion_tokens": 7}}
+GOOD = {
+    "choices": [{"message": {"role": "assistant", "content": "<answer>Up</answer>"}}],
+    "usage": {"prompt_tokens": 12, "completion_tokens": 7},
+}
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -46,8 +48,13 @@ class _Stub:
                 if kind == "slow":
                     threading.Event().wait(1.5)
                     kind = "ok"
-                status, payload = {"ok": (200, json.dumps(GOOD)), "500": (500, "boom"), "429": (429, "slow down"),
-                                   "bad": (200, "{not json"), "shape": (200, json.dumps({"choices": []}))}[kind]
+                status, payload = {
+                    "ok": (200, json.dumps(GOOD)),
+                    "500": (500, "boom"),
+                    "429": (429, "slow down"),
+                    "bad": (200, "{not json"),
+                    "shape": (200, json.dumps({"choices": []})),
+                }[kind]
                 self.send_response(status)
                 if status == 429:
                     self.send_header("Retry-After", "0")
@@ -86,7 +93,12 @@ def test_endpoint__sends_the_chat_and_reads_the_reply(monkeypatch):
     monkeypatch.setenv("MY_KEY", "sekret")
     with _Stub(["ok"]) as stub:
         reply = _ask(stub.url + "/v1", api_key_env="MY_KEY")
-    assert (reply.status, reply.text, reply.completion_tokens, reply.prompt_tokens) == ("ok", "<answer>Up</answer>", 7, 12)
+    assert (reply.status, reply.text, reply.completion_tokens, reply.prompt_tokens) == (
+        "ok",
+        "<answer>Up</answer>",
+        7,
+        12,
+    )
     path, body, auth = stub.requests[0]
     assert path == "/v1/chat/completions" and auth == "Bearer sekret"
     assert body["messages"][0]["role"] == "system" and body["messages"][-1]["role"] == "user"

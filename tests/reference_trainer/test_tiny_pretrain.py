@@ -9,17 +9,33 @@ import pytest
 import torch
 
 import agentgym_turn  # noqa: F401  (registers the ids)
-from reference_trainer.tiny.pretrain import (PretrainSpec, build_pretrained_tiny, pretrain_weights, previous_token_bias, seed_induction_heads,
-                                        weighted_next_token_loss, world_episodes)
+from reference_trainer.tiny.pretrain import (
+    PretrainSpec,
+    build_pretrained_tiny,
+    pretrain_weights,
+    previous_token_bias,
+    seed_induction_heads,
+    weighted_next_token_loss,
+    world_episodes,
+)
 
 
 def _qwen2(vocab: int = 2048, rope_theta: float = 1e6):
     from transformers import AutoModelForCausalLM, Qwen2Config
 
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=vocab, hidden_size=64, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=4, max_position_embeddings=1024, rope_theta=rope_theta, initializer_range=0.1,
-                      tie_word_embeddings=True)
+    cfg = Qwen2Config(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=1024,
+        rope_theta=rope_theta,
+        initializer_range=0.1,
+        tie_word_embeddings=True,
+    )
     return AutoModelForCausalLM.from_config(cfg).eval()
 
 
@@ -30,7 +46,7 @@ def _copy_accuracy(lm, vocab: int = 2048, half: int = 24, batch: int = 16) -> fl
     ids = torch.cat([first, first], dim=1)
     with torch.no_grad():
         pred = lm(input_ids=ids).logits.argmax(-1)
-    return float((pred[:, half:-1] == ids[:, half + 1:]).float().mean())
+    return float((pred[:, half:-1] == ids[:, half + 1 :]).float().mean())
 
 
 @pytest.mark.parametrize("margin", [4.0, 8.0])
@@ -73,7 +89,9 @@ def test_a_pretrained_build_is_a_loadable_checkpoint_reused_from_its_cache(tmp_p
     from reference_trainer.tiny import TinySpec
 
     tiny = TinySpec(vocab_size=300, rope_theta=1e6)
-    spec = PretrainSpec(worlds=(1000, 1001), world_scale=0.1, episodes_per_world=4, corpus_episodes_per_world=4, steps=2, batch_size=4)
+    spec = PretrainSpec(
+        worlds=(1000, 1001), world_scale=0.1, episodes_per_world=4, corpus_episodes_per_world=4, steps=2, batch_size=4
+    )
     kwargs = {"topk": 1, "max_searches": 2, "passage_sentences": 3, "expert_think": False}
     path = build_pretrained_tiny("TurnSearchQA-v0", kwargs, tiny=tiny, spec=spec, cache_dir=tmp_path)
     meta = json.loads((path / "tiny_build.json").read_text())
@@ -89,9 +107,16 @@ def test_zero_steps__builds_the_tokenizer_of_many_worlds_and_the_seeded_circuit_
     from reference_trainer.policy import load_policy
     from reference_trainer.tiny import TinySpec
 
-    spec = PretrainSpec(worlds=(1000, 1001), world_option="catalog_seed", scale_option=None, corpus_episodes_per_world=4, steps=0)
-    path = build_pretrained_tiny("TurnWebShop-v0", {"observation_style": "compact", "results_per_page": 3},
-                                 tiny=TinySpec(vocab_size=300, rope_theta=1e6), spec=spec, cache_dir=tmp_path)
+    spec = PretrainSpec(
+        worlds=(1000, 1001), world_option="catalog_seed", scale_option=None, corpus_episodes_per_world=4, steps=0
+    )
+    path = build_pretrained_tiny(
+        "TurnWebShop-v0",
+        {"observation_style": "compact", "results_per_page": 3},
+        tiny=TinySpec(vocab_size=300, rope_theta=1e6),
+        spec=spec,
+        cache_dir=tmp_path,
+    )
     meta = json.loads((path / "tiny_build.json").read_text())
     assert meta["episodes"] == 0 and meta["tokens"] == 0 and meta["loss_first"] is None
     policy, tokenizer = load_policy(path)

@@ -35,9 +35,24 @@ def model_dir():
 
 
 def _config(out, **train):
-    return preset("turn-ppo", model=NAME, env="TurnSokoban-v0", tasks_per_iteration=2, num_envs=2, max_new_tokens=MAX_NEW_TOKENS,
-                  max_context_tokens=MAX_CONTEXT_TOKENS, minibatch_size=2, lr=1e-5, sft_episodes=0, iterations=2, eval_every=0,
-                  eval_episodes=1, out=str(out), progress=False, **train)
+    return preset(
+        "turn-ppo",
+        model=NAME,
+        env="TurnSokoban-v0",
+        tasks_per_iteration=2,
+        num_envs=2,
+        max_new_tokens=MAX_NEW_TOKENS,
+        max_context_tokens=MAX_CONTEXT_TOKENS,
+        minibatch_size=2,
+        lr=1e-5,
+        sft_episodes=0,
+        iterations=2,
+        eval_every=0,
+        eval_episodes=1,
+        out=str(out),
+        progress=False,
+        **train,
+    )
 
 
 def _spy(trainer):
@@ -62,7 +77,9 @@ def _finite_losses(metrics):
     """Whether the update's losses and statistics are finite (the explained variance is NaN where the value targets of
     the batch are all equal, as two one-turn episodes with the same reward make them)."""
     train = {k: v for k, v in metrics.items() if k.startswith("train/") and k != "train/explained_variance"}
-    return {"train/pg_loss", "train/vf_loss", "train/entropy", "train/grad_norm"} <= set(train) and all(map(math.isfinite, train.values()))
+    return {"train/pg_loss", "train/vf_loss", "train/entropy", "train/grad_norm"} <= set(train) and all(
+        map(math.isfinite, train.values())
+    )
 
 
 def test_one_turn_ppo_iteration_of_smollm2_on_sokoban_checkpoints_and_resumes(model_dir, tmp_path):
@@ -83,7 +100,7 @@ def test_one_turn_ppo_iteration_of_smollm2_on_sokoban_checkpoints_and_resumes(mo
     for index, ep in enumerate(episodes):
         conv = ep.conversation
         first = [i for ids, _ in fmt.prompt_pieces(conv.observations[0]) for i in ids]
-        assert len(first) == FIRST_MESSAGE_TOKENS and conv.ids[:len(first)] == first
+        assert len(first) == FIRST_MESSAGE_TOKENS and conv.ids[: len(first)] == first
         sent = [r[index] for r in received if index in r]
         texts = [fmt.decode_response(conv.ids[a:b]) for a, b in conv.action_spans]
         assert 1 <= len(texts) <= 2 and texts == sent == conv.responses, (texts, sent)
@@ -112,7 +129,9 @@ def test_one_turn_ppo_iteration_of_smollm2_on_sokoban_checkpoints_and_resumes(mo
     assert resumed.iteration == 1 and resumed.model_path == saved_dir
     assert all(torch.equal(p, saved[k]) for k, p in resumed.policy.named_parameters())
     assert all(torch.equal(adam[k], v["exp_avg"]) for k, v in enumerate(resumed.optimizer.state.values()))
-    assert resumed.np_rng.bit_generator.state == numpy_state and torch.equal(resumed.generator.get_state(), sampling_state)
+    assert resumed.np_rng.bit_generator.state == numpy_state and torch.equal(
+        resumed.generator.get_state(), sampling_state
+    )
     m2 = resumed.train_iteration()
     assert resumed.iteration == 2 and m2["rollout/episodes"] == 2
     assert _finite_losses(m2), m2
@@ -125,7 +144,28 @@ def test_one_turn_ppo_iteration_of_smollm2_on_sokoban_checkpoints_and_resumes(mo
 def test_eval_of_the_named_model_from_the_command_line(model_dir, tmp_path, capsys):
     from reference_trainer.cli import main
 
-    assert main(["eval", "--model", NAME, "--env", "TurnSokoban-v0", "--eval-episodes", "1", "--max-new-tokens", str(MAX_NEW_TOKENS),
-                 "--max-context-tokens", str(MAX_CONTEXT_TOKENS), "--num-envs", "1", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                NAME,
+                "--env",
+                "TurnSokoban-v0",
+                "--eval-episodes",
+                "1",
+                "--max-new-tokens",
+                str(MAX_NEW_TOKENS),
+                "--max-context-tokens",
+                str(MAX_CONTEXT_TOKENS),
+                "--num-envs",
+                "1",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "held-out: success" in out and "(1 episodes)" in out, out
