@@ -86,6 +86,7 @@ def sft(
     max_seconds: float | None = None,
     progress: Any = None,
     left_out: int = 0,
+    generator: torch.Generator | None = None,
 ) -> dict[str, Any]:
     """Train ``policy``'s actor on ``demos`` (cross-entropy on their response tokens) for at most ``steps`` steps of
     ``optimizer``; returns the stats.
@@ -94,11 +95,12 @@ def sft(
     are kept, and SFT stops after ``sft_patience`` validations without a new best (stats: ``sft/validation`` rows
     ``[step, success, score]``, ``sft/best_step``). ``max_seconds`` ends SFT once its optimizer steps have taken that
     long (a compute budget). ``parallel`` runs the backward passes and steps (every rank runs the same SFT);
-    ``progress(range)`` draws a bar; ``left_out`` (expert episodes too long to train on) goes into the stats."""
+    ``progress(range)`` draws a bar; ``left_out`` (expert episodes too long to train on) goes into the stats;
+    ``generator`` draws the batches (default: seeded from the config's seed), so a continued SFT draws new ones."""
     t, a = cfg.train, cfg.algo
     device = policy.actor_parameters()[0].device
     batch = make_batch(demos, pad_id).to(device)
-    gen = torch.Generator().manual_seed(t.seed + 1)
+    gen = generator if generator is not None else torch.Generator().manual_seed(t.seed + 1)
     losses: list[float] = []
     every = t.sft_validate_every if validate is not None else 0
     validation: list[list[float]] = []

@@ -169,6 +169,8 @@ class Trainer:
         self.np_rng = np.random.default_rng(t.seed)
         self.generator = torch.Generator().manual_seed(distributed.rank_seed(t.seed, self.dist.rank))
         self.iteration, self.sft_done, self.out = 0, False, Path(t.out)
+        #: ``(episodes, demos, too long, optimizer, batch generator)`` of the SFT so far: a second :meth:`sft` continues it.
+        self.sft_session: tuple | None = None
         self.logger = (
             MetricsLogger(self.out, tensorboard=t.tensorboard, append=bool(t.resume))
             if self.dist.is_main
@@ -189,9 +191,8 @@ class Trainer:
 
     def _build_tiny(self) -> Path:
         build = lambda: tiny.build(self.cfg.model.tiny, self.cfg.train.env, demo_env_kwargs(self.cfg))  # noqa: E731
-        path = (
-            build() if self.dist.local_rank == 0 else None
-        )  # one writer per machine; the others wait, then find it cached
+        # one writer per machine; the others wait, then find it cached
+        path = build() if self.dist.local_rank == 0 else None
         distributed.barrier(self.dist)
         return path or build()
 
@@ -206,9 +207,8 @@ class Trainer:
     def _reaches(self, iteration: int) -> dict[str, bool]:
         """Whether the loss terms of ``iteration`` reach the actor (not during a critic warm-up without an entropy
         or KL term) and the critic (only with one): DDP must not wait for gradients of the parameters they miss."""
-        a = self.cfg.algo
         return {
-            "actor": iteration >= a.critic_warmup or a.ent_coef != 0 or a.kl_coef > 0,
+            "actor": iteration >= (a := self.cfg.algo).critic_warmup or a.ent_coef != 0 or a.kl_coef > 0,
             "critic": self.estimator.uses_critic,
         }
 
@@ -439,9 +439,16 @@ class Trainer:
     ) -> dict[str, Any]:
         """Supervised warm start on expert episodes, to the validation plateau with ``sft_validate_every > 0``, for at
         most ``max_seconds`` of optimizer steps (:func:`reference_trainer.sft.sft`); then RL's anchors restart from it."""
-        t = self.cfg.train
-        demos, too_long = expert_demos(self.cfg, self.fmt, t.sft_episodes if episodes is None else episodes, self.dist)
-        optimizer = torch.optim.AdamW(self.policy.actor_parameters(), lr=t.sft_lr, weight_decay=0.0)
+        t, n = self.cfg.train, self.cfg.train.sft_episodes if episodes is None else episodes
+        if self.sft_session is None or self.sft_session[0] != n:  # a next call on as many episodes continues this SFT
+            adam = torch.optim.AdamW(self.policy.actor_parameters(), lr=t.sft_lr, weight_decay=0.0)
+            self.sft_session = (
+                n,
+                *expert_demos(self.cfg, self.fmt, n, self.dist),
+                adam,
+                torch.Generator().manual_seed(t.seed + 1),
+            )
+        _, demos, too_long, optimizer, generator = self.sft_session
 
         def validate() -> tuple[float, list[float]]:
             return validation_value(
@@ -461,6 +468,7 @@ class Trainer:
             max_seconds=max_seconds,
             progress=lambda it: progress_bar(it, "SFT", t.progress and self.dist.is_main),
             left_out=too_long,
+            generator=generator,
         )
         # SFT's backward passes ran outside DDP, yet a reducer searching for unused parameters counts every parameter
         # they reached as used in its next update: with no gradient there (a critic warm-up), it would stop the run

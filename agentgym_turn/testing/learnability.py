@@ -34,11 +34,11 @@ class LearnBudget:
     tasks until the policy, sampling as RL will, reaches ``start_level`` of the metric on 64 training tasks (at most
     ``sft_max_steps``): a start RL can move in either direction. Then ``iterations`` of ``algo``, each on
     ``tasks_per_iteration`` tasks, and ``eval_tasks`` held-out tasks played greedily before and after. ``None`` takes
-    the env's recipe where it has one (its RL settings and budget, measured on its validation split, and its suite's
-    SFT ceiling), else the defaults: at most 200 SFT steps, 50 iterations of 64 tasks, 16 a minibatch (200 optimizer
+    the env's recipe where it has one (its demonstrations, its suite's SFT ceiling, its RL settings and budget: what
+    was measured on its validation split), else the defaults: 256 demonstrations, at most 200 SFT steps, 50 iterations of 64 tasks, 16 a minibatch (200 optimizer
     steps: RFC 008's "a policy improves in a few hundred steps"), 128 held-out tasks."""
 
-    sft_episodes: int = 256
+    sft_episodes: int | None = None
     sft_chunk: int = 10
     sft_max_steps: int | None = None
     start_level: float = 0.5
@@ -53,7 +53,7 @@ class LearnBudget:
 
 
 #: The hill-climb's size for an env without a recipe (see :class:`LearnBudget`).
-GENERIC = {"sft_max_steps": 200, "iterations": 50, "tasks_per_iteration": 64, "eval_tasks": 128}
+GENERIC = {"sft_episodes": 256, "sft_max_steps": 200, "iterations": 50, "tasks_per_iteration": 64, "eval_tasks": 128}
 PROBE_TASKS = 64
 
 
@@ -79,6 +79,7 @@ def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: 
     from reference_trainer.recipes.base import NOISE_CONTROL
 
     given = {
+        "sft_episodes": budget.sft_episodes,
         "iterations": budget.iterations,
         "tasks_per_iteration": budget.tasks_per_iteration,
         "num_envs": budget.tasks_per_iteration,
@@ -88,7 +89,7 @@ def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: 
     recipe = next((r for r in RECIPES.values() if r.env_id == env_id and r.suite_learning and not env_kwargs), None)
     if recipe is not None:
         over = {k: v for k, v in given.items() if v is not None}
-        cfg = recipe.build(budget.algo, seed=seed, sft_episodes=budget.sft_episodes, **run, **over, **budget.settings)
+        cfg = recipe.build(budget.algo, seed=seed, **run, **over, **budget.settings)
         return cfg, recipe.metric, budget.sft_max_steps or recipe.suite_sft_steps or cfg.train.sft_steps
     size = {**GENERIC, **{k: v for k, v in vars(budget).items() if k in GENERIC and v is not None}}
     cfg = Config.from_preset(
@@ -98,7 +99,7 @@ def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: 
         seed=seed,
         temperature=0.8,
         max_new_tokens=budget.max_new_tokens,
-        sft_episodes=budget.sft_episodes,
+        sft_episodes=size["sft_episodes"],
         **{
             "sft_batch_size": 32,
             **NOISE_CONTROL,

@@ -284,6 +284,23 @@ def test_a_users_local_checkpoint_loads_and_trains_with_a_separate_critic(tiny_d
     tr2.close()
 
 
+def test_sft_called_again_continues_it_with_the_same_demos_optimizer_and_batch_draws(tiny_dir, tmp_path):
+    def actor_after(*chunks):
+        cfg = _config(tiny_dir, tmp_path / f"sft{len(chunks)}", "turn-ppo")
+        cfg.train.sft_episodes, cfg.train.sft_batch_size = 8, 4
+        tr = Trainer(cfg)
+        try:
+            for steps in chunks:
+                tr.sft(steps=steps)
+            return {k: v.detach().clone() for k, v in tr.policy.actor_trunk.state_dict().items()}
+        finally:
+            tr.close()
+
+    whole, halves = actor_after(4), actor_after(2, 2)
+    assert all(torch.allclose(whole[k], halves[k], rtol=1e-5, atol=1e-6) for k in whole)
+    assert any(not torch.allclose(whole[k], v) for k, v in actor_after(2).items())  # the second call moved it on
+
+
 def test_sft_restarts_a_separate_critic_from_the_sft_weights(tiny_dir, tmp_path):
     cfg = _config(tiny_dir, tmp_path, "turn-ppo")
     cfg.model.critic = "separate"

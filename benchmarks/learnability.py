@@ -1,0 +1,93 @@
+"""``validate``'s learnability check on every registered id: does the tiny model's short hill-climb gain on held-out tasks?
+
+    python benchmarks/learnability.py                            # every id, the check's default budget
+    python benchmarks/learnability.py --ids TurnSokoban-v0 --iterations 20
+    python benchmarks/learnability.py --markdown                 # the docs table of the saved results
+
+Each id runs ``agentgym_turn.testing.learnability.check_learnability`` (one thread): SFT from the expert until sampled
+play on training tasks reaches half the metric, then Turn-PPO, held-out tasks before and after. The remote client is
+run through a served TurnSokoban-v0; the browser env is left out (its turns cost ~100x a text turn and its pages and
+rewards are TurnWebShop-v0's, run here). Results: ``benchmarks/results/learnability.json``; the table in
+``docs/validation.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+try:
+    from benchmarks import common
+    from benchmarks.validate_all import REMOTE_ID, _ids
+except ImportError:  # run as a script: this folder is first on the path
+    import common
+    from validate_all import REMOTE_ID, _ids
+
+
+def _one(job: tuple[str, int, dict]) -> dict:
+    """One id's check in this process (a pool's worker): ``{"env", "status", "summary", "evidence"}``."""
+    from agentgym_turn.testing.learnability import LearnBudget, check_learnability
+
+    env_id, seed, over = job
+    budget = LearnBudget(**over)
+    if env_id != REMOTE_ID:
+        return dict(
+            zip(
+                ("env", "status", "summary", "evidence"),
+                (env_id, *check_learnability(env_id, seed=seed, budget=budget)),
+            )
+        )
+    from agentgym_turn.remote.server import EnvServer
+
+    server = EnvServer("TurnSokoban-v0", expert=True, rate_limit=None).start()
+    try:
+        verdict = check_learnability(server.base_url, seed=seed, budget=budget)
+    finally:
+        server.stop()
+    return dict(zip(("env", "status", "summary", "evidence"), (f"{REMOTE_ID} (serving TurnSokoban-v0)", *verdict)))
+
+
+def run(args: argparse.Namespace) -> dict:
+    import multiprocessing as mp
+
+    from tqdm.auto import tqdm
+
+    over = {} if args.iterations is None else {"iterations": args.iterations}
+    jobs = [(i, args.seed, over) for i in (args.ids or _ids()) if "Browser" not in i]
+    with mp.get_context("spawn").Pool(args.workers, maxtasksperchild=1) as pool:
+        rows = list(tqdm(pool.imap(_one, jobs), total=len(jobs), desc="learnability"))
+    return {"seed": args.seed, "workers": args.workers, "machine": common.machine(), "envs": rows}
+
+
+def markdown(result: dict) -> str:
+    out = [
+        "| env | verdict | metric | SFT steps | held-out start | after RL | gain, points (95% interval) | tasks | seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in result["envs"]:
+        e = row["evidence"]
+        if not e:
+            out.append(f"| {row['env']} | {row['status']}: {row['summary']} | | | | | | | |")
+            continue
+        g = e["gain"]
+        out.append(
+            f"| {row['env']} | {row['status']} | {e['metric']} | {e['sft_steps']} | {e['start']:.3f} | {e['end']:.3f} | "
+            f"{100 * g['mean']:+.1f} ({100 * g['low']:+.1f} to {100 * g['high']:+.1f}) | {g['n']} | {e['seconds']:.0f} |"
+        )
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ids", nargs="+", help="registered ids (default: every one but the browser env)")
+    ap.add_argument("--iterations", type=int, help="RL iterations (default: the check's own)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=2, help="ids checked at once, each on one thread in its own process")
+    ap.add_argument("--out", type=Path, default=common.RESULTS / "learnability.json")
+    ap.add_argument("--markdown", action="store_true", help="only print the table of the saved results")
+    return common.run_and_report(ap.parse_args(argv), run, markdown)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
