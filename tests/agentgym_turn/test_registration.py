@@ -1,6 +1,7 @@
 """Every registered id, tested the day it is registered (Minigrid's idea)."""
 
 import pickle
+import inspect
 import re
 
 import gymnasium as gym
@@ -14,7 +15,7 @@ IDS = agentgym_turn.env_ids()
 
 
 def _documented_info_keys(env: gym.Env) -> set[str]:
-    doc = type(env.unwrapped).__doc__ or ""
+    doc = inspect.getdoc(type(env.unwrapped)) or ""
     m = re.search(r"^##+ Information\s*$(.*?)(?=^##+ |\Z)", doc, re.S | re.M)
     assert m, f"{type(env.unwrapped).__name__} docstring has no '## Information' section"
     return set(re.findall(r"`([a-z_][a-z0-9_]*)`", m.group(1)))
