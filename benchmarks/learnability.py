@@ -5,7 +5,7 @@
     python benchmarks/learnability.py --markdown                 # the docs table of the saved results
 
 Each id runs ``agentgym_turn.testing.learnability.check_learnability`` (one thread): SFT from the expert until sampled
-play on training tasks reaches half the metric, then Turn-PPO, held-out tasks before and after. The remote client is
+play on training tasks succeeds half the time, then Turn-PPO, held-out tasks before and after. The remote client is
 run through a served TurnSokoban-v0; the browser env is left out (its turns cost ~100x a text turn and its pages and
 rewards are TurnWebShop-v0's, run here). Results: ``benchmarks/results/learnability.json``; the table in
 ``docs/validation.md``.
@@ -49,15 +49,22 @@ def _one(job: tuple[str, int, dict]) -> dict:
 
 
 def run(args: argparse.Namespace) -> dict:
+    """Every id's check, two at a time; the result file is rewritten as each id ends (in the order they end), so an
+    interrupted run keeps the ids it finished."""
     import multiprocessing as mp
 
     from tqdm.auto import tqdm
 
     over = {} if args.iterations is None else {"iterations": args.iterations}
     jobs = [(i, args.seed, over) for i in (args.ids or _ids()) if "Browser" not in i]
+    result = {"seed": args.seed, "workers": args.workers, "machine": common.machine(), "envs": []}
     with mp.get_context("spawn").Pool(args.workers, maxtasksperchild=1) as pool:
-        rows = list(tqdm(pool.imap(_one, jobs), total=len(jobs), desc="learnability"))
-    return {"seed": args.seed, "workers": args.workers, "machine": common.machine(), "envs": rows}
+        for row in tqdm(pool.imap_unordered(_one, jobs), total=len(jobs), desc="learnability"):
+            result["envs"].append(row)
+            common.write_json(args.out, result)
+    order = [i for i, _, _ in jobs]
+    result["envs"].sort(key=lambda row: order.index(row["env"].split(" ")[0]))
+    return result
 
 
 def markdown(result: dict) -> str:

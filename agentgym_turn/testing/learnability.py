@@ -3,9 +3,9 @@
 A short hill-climb of the reference trainer's tiny model (``reference_trainer``, the ``train`` extra; imported only
 here, so the suite imports without torch): the tiny model is built from the env's own text, imitates a few hundred
 ``expert_action()`` episodes of training tasks for a few steps (a start that is better than random yet short of the
-ceiling), then Turn-PPO runs a few iterations on training tasks. The verdict is the paired gain on held-out tasks (the
-same tasks before and after RL, 95% interval, ``reference_trainer.stats.paired_ci``): it passes when the interval
-lies above 0. An env whose reward does not follow what its observations show cannot pass: nothing the policy sees
+ceiling), then Turn-PPO runs a few iterations on training tasks. The verdict is the paired gain of success on held-out
+tasks (the recipe's metric where the env has one; the same tasks before and after RL, 95% interval,
+``reference_trainer.stats.paired_ci``): it passes when the interval lies above 0. An env whose reward does not follow what its observations show cannot pass: nothing the policy sees
 tells it how to earn more.
 
 Held-out tasks are reset seeds the training never draws (the trainer's ``eval_seed`` and above); an env with a
@@ -112,7 +112,7 @@ def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: 
             **budget.settings,
         },
     )
-    return cfg, "score", size["sft_max_steps"]
+    return cfg, "success", size["sft_max_steps"]
 
 
 def _climb(trainer: Any, budget: LearnBudget, metric: str, sft_max_steps: int) -> dict[str, Any]:
@@ -191,7 +191,7 @@ def check_learnability(
     if min(before) >= 1.0 - 1e-9:
         return (
             "skip",
-            f"the SFT start already scores 1 on every held-out task (a lower start_level leaves room): {what}",
+            f"the SFT start already reaches 1 on every held-out task (a lower start_level leaves room): {what}",
             evidence,
         )
     return ("pass", what, evidence) if ci.low > 0 else ("fail", f"no gain above 0: {what}", evidence)
