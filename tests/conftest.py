@@ -79,7 +79,7 @@ def learning_runs():
     one Turn-PPO run (seed 0, the recipe's full RL budget, evaluated before and after only), each
     in its own single-thread process, two at a time (CI has two cores), started in the background
     when collection ends (see :func:`pytest_collection_modifyitems` and ``tests/support/learning_jobs.py``). ``{recipe name: result of
-    reference_trainer.recipes.learn}``; the learning tests (``tests/reference_trainer/recipes/test_learning_*.py``) assert on
+    reference_trainer.recipes.learn}``; the learning tests (``tests/reference_trainer/recipes/test_*_learning.py``) assert on
     their env's entry. The benchmark (``benchmarks/learning.py``) runs the same function on three seeds."""
     if "jobs" not in _LEARNING:
         pytest.fail(

@@ -1,5 +1,5 @@
 """benchmarks/learning.py's tables, figures and recomputation check, on made-up runs (the runs
-themselves are the learning tests' job: tests/reference_trainer/recipes/test_learning_*.py)."""
+themselves are the learning tests' job: tests/reference_trainer/recipes/test_*_learning.py)."""
 
 import json
 
