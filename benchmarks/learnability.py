@@ -26,6 +26,15 @@ except ImportError:  # run as a script: this folder is first on the path
 
 
 def _one(job: tuple[str, int, dict]) -> dict:
+    """One id's check in this process (a pool's worker); an exception is that id's row (``status: "error"``), so one
+    id's failure does not end the others'."""
+    try:
+        return _check(job)
+    except Exception as e:  # noqa: BLE001 - reported in the id's row
+        return {"env": job[0], "status": "error", "summary": f"{type(e).__name__}: {e}", "evidence": {}}
+
+
+def _check(job: tuple[str, int, dict]) -> dict:
     """One id's check in this process (a pool's worker): ``{"env", "status", "summary", "evidence"}``."""
     from agentgym_turn.testing.learnability import LearnBudget, check_learnability
 
@@ -40,7 +49,8 @@ def _one(job: tuple[str, int, dict]) -> dict:
         )
     from agentgym_turn.remote.server import EnvServer
 
-    server = EnvServer("TurnSokoban-v0", expert=True, rate_limit=None).start()
+    # the trainer holds its rollout envs, the held-out envs and the SFT probe's at once: more than the default cap
+    server = EnvServer("TurnSokoban-v0", expert=True, rate_limit=None, max_sessions=512).start()
     try:
         verdict = check_learnability(server.base_url, seed=seed, budget=budget)
     finally:
