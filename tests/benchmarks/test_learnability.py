@@ -15,3 +15,21 @@ def test_one_row_has_the_verdict_and_the_evidence_the_table_shows(monkeypatch):
     assert row["status"] == "pass" and row["evidence"]["gain"]["low"] > 0, row["summary"]
     table = learnability.markdown({"envs": [row]})
     assert table.splitlines()[2].startswith("| support.planted_envs:exact_door_corridor | pass | success | ")
+
+
+def test_the_docs_table_is_the_committed_run():
+    import json
+
+    from benchmarks import common
+    from support.paths import ROOT
+
+    result = json.loads((common.RESULTS / "learnability.json").read_text())
+    assert learnability.markdown(result) in (ROOT / "docs" / "validation.md").read_text(encoding="utf-8")
+    passed = {row["env"] for row in result["envs"] if row["status"] == "pass"}
+    assert {"TurnSokoban-v0", "TurnSearchQA-v0"} <= passed  # the ids with a recipe climbed as the docs say
+    for row in result["envs"]:
+        if row["evidence"]:  # its interval recomputes from the per-task outcomes it saved
+            from reference_trainer.stats import paired_ci
+
+            ci = paired_ci([b for b, _ in row["evidence"]["per_task"]], [a for _, a in row["evidence"]["per_task"]])
+            assert abs(ci.low - row["evidence"]["gain"]["low"]) < 1e-9 and (ci.low > 0) == (row["status"] == "pass")
