@@ -197,7 +197,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from agentgym_turn.testing.learnability import LearnBudget
     from agentgym_turn.testing.validate import validate
 
-    target = args.target if ":" in args.target or "://" in args.target else resolve_env_id(args.target)
+    from agentgym_turn.testing.targets import spec_kind
+
+    target = args.target if spec_kind(args.target) != "id" else resolve_env_id(args.target)
     oracle = None
     if args.oracle:
         module, _, attr = args.oracle.partition(":")

@@ -24,6 +24,9 @@ from typing import Any
 
 import gymnasium as gym
 
+from ..remote import REMOTE_ENV_ID
+from .targets import spec_kind
+
 #: The id a ``module:factory`` target is registered under for the trainer, which makes its envs by id.
 TARGET_ID = "agentgym_turn_validate/Target-v0"
 
@@ -62,9 +65,9 @@ def trainer_env(spec: str | None) -> tuple[str | None, dict[str, Any], str]:
     ``module:factory`` registered under :data:`TARGET_ID`, a served env's URL through the remote client's id."""
     if spec is None:
         return None, {}, "the trainer makes its envs by id: give an env id, 'module:factory' or a URL, not an object"
-    if spec.startswith(("http://", "https://")):
-        return "agentgym_turn/Remote-v0", {"base_url": spec}, ""
-    if ":" in spec and "/" not in spec.split(":")[0]:
+    if spec_kind(spec) == "url":
+        return REMOTE_ENV_ID, {"base_url": spec}, ""
+    if spec_kind(spec) == "factory":
         gym.registry.pop(TARGET_ID, None)  # the last target's registration: replaced without a warning
         gym.register(id=TARGET_ID, entry_point=spec)
         return TARGET_ID, {}, ""

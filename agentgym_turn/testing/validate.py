@@ -41,6 +41,8 @@ import numpy as np
 from .checker import check_turn_env
 from .fuzz import argument_span, fixed_adversarial_responses, near_miss, random_responses
 from .learnability import LearnBudget, check_learnability
+from ..remote import REMOTE_ENV_ID
+from .targets import spec_kind
 
 #: The checks run by default, in order; ``learnability`` (minutes of training) and ``soak`` run only when asked for.
 CHECKS = ("contract", "determinism", "oracle", "floors", "gameability")
@@ -138,15 +140,11 @@ def resolve_target(target: Any) -> tuple[Callable[[], gym.Env], str, str | None]
     class), a URL of a served env, a zero-argument factory or an env. ``spec`` is the text a fresh process can make the
     env from (``None`` for an object)."""
     if isinstance(target, str):
-        if target.startswith(("http://", "https://")):
+        if spec_kind(target) == "url":
             import agentgym_turn  # noqa: F401  (registers the remote client's id)
 
-            return (lambda: gym.make("agentgym_turn/Remote-v0", base_url=target)), target, target
-        if (
-            ":" in target
-            and target.split(":")[0].replace(".", "").replace("_", "").isalnum()
-            and "/" not in target.split(":")[0]
-        ):
+            return (lambda: gym.make(REMOTE_ENV_ID, base_url=target)), target, target
+        if spec_kind(target) == "factory":
             module, attr = target.split(":", 1)
             made = getattr(importlib.import_module(module), attr)
             return made, target, target
@@ -363,9 +361,9 @@ def check_soak(spec: str | None, minutes: float, clients: int, idle_timeout: flo
 
     from . import soak
 
-    if spec is None or (":" in spec and "://" not in spec):
+    if spec is None or spec_kind(spec) == "factory":
         return "skip", "a soak serves a registered id or churns a served URL; this env is an object or a factory", {}
-    if "://" in spec:
+    if spec_kind(spec) == "url":
         url = urlsplit(spec)
         if url.hostname not in ("127.0.0.1", "localhost") or url.port is None:
             return "skip", f"the soak churns loopback servers only (http://127.0.0.1:PORT), not {spec}", {}
