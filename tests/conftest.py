@@ -85,4 +85,5 @@ def learning_runs():
         pytest.fail(
             "the learning jobs were not started: learning_runs is requested by a test the collection hook did not see"
         )
+    _LEARNING["jobs"].waited()
     return _LEARNING["jobs"].results()

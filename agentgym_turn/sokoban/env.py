@@ -327,8 +327,9 @@ class TurnSokobanEnv(TurnEnv):
         choice = options.get("level")
         if choice is None and isinstance(self.source, SokobanGenerator):
             for _ in range(_SPLIT_DRAWS):
-                gen = self.source.level(int(self.np_random.integers(0, 2**63 - 1)))
-                if self.split is None or level_split(gen.level) == self.split:
+                level_seed = int(self.np_random.integers(0, 2**63 - 1))
+                if self.split is None or self.source.split_of(level_seed) == self.split:
+                    gen = self.source.level(level_seed)
                     return gen.level, gen.solution, gen.certified
             raise RuntimeError(
                 f"split={self.split!r}: {_SPLIT_DRAWS} generated levels in a row fell in other splits; "

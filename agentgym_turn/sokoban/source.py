@@ -23,12 +23,16 @@ from .board import board_for, mask_of
 from .generator import GeneratedLevel, dim_arg, generate_level
 from .loader import Level, LevelFormatError, load_levels
 from .solver import DEFAULT_SOLVER_BUDGET, SolveResult, solve
+from .splits import level_split
 
 #: Default ``max_moves``: generated levels need at most this many moves (RAGEN's 10-move episode).
 DEFAULT_MAX_MOVES = 10
 
 #: Generated levels by (level seed, generator): evaluation re-uses seeds, so a re-reset is free.
 GENERATED_LEVELS: ProcessCache[GeneratedLevel] = ProcessCache("sokoban generated levels", 4096)
+#: The content split of each generated level by (level seed, generator): a reset of a split draws level seeds until
+#: one falls in it (about ten for the test split), and this remembers the others without keeping their levels.
+LEVEL_SPLITS: ProcessCache[str] = ProcessCache("sokoban generated level splits", 1 << 16)
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,10 @@ class SokobanGenerator:
                 solver_budget=self.solver_budget,
             ),
         )
+
+    def split_of(self, level_seed: int) -> str:
+        """The content split of :meth:`level` ``(level_seed)`` (remembered per process, level or not)."""
+        return LEVEL_SPLITS.get((level_seed, self), lambda: level_split(self.level(level_seed).level))
 
 
 #: Plans of loaded levels by (level, solver budget): a levels file is played many times.

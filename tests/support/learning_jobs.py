@@ -54,6 +54,7 @@ class LearningJobs:
         self.finished = threading.Event()
         self.lock = threading.RLock()
         self.pool = None
+        self.waiting_since: float | None = None
 
     def start(self) -> "LearningJobs":
         self._t0 = time.monotonic()
@@ -117,9 +118,17 @@ class LearningJobs:
             raise RuntimeError(f"the {name} recipe's {kind.upper()} job failed: {exc!r}") from exc
         return dict(self.done)
 
+    def waited(self) -> None:
+        """Note that the suite's other tests are done (the first test that needs the results starts)."""
+        self.waiting_since = self.waiting_since if self.waiting_since is not None else time.monotonic() - self._t0
+
     def report(self) -> str:
-        """One line per finished task, in the order they ended: ``kind name start-end s``."""
-        return "\n".join(f"{kind:8s} {name:10s} {start:7.0f}-{end:.0f} s" for kind, name, start, end in self.timeline)
+        """One line per finished task, in the order they ended: ``kind name start-end s``; then when the suite's other
+        tests were done (from then on, the suite waited for the jobs)."""
+        lines = [f"{kind:8s} {name:10s} {start:7.0f}-{end:.0f} s" for kind, name, start, end in self.timeline]
+        if self.waiting_since is not None:
+            lines.append(f"{'tests':8s} {'the rest':10s} {0:7.0f}-{self.waiting_since:.0f} s")
+        return "\n".join(lines)
 
     def stop(self) -> None:
         if self.pool is not None:

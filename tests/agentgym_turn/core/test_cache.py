@@ -116,6 +116,31 @@ def test_sokoban__envs_share_generated_levels_through_one_cache():
     assert len(GENERATED_LEVELS) == size and a.level is b.level
 
 
+def test_sokoban__a_split_reset_remembers_the_levels_of_other_splits_it_drew_and_plays_as_without(monkeypatch):
+    """A test-split reset draws about ten level seeds; replayed, it generates only the level it plays (when that
+    one left the level cache), and the remembered splits change no level."""
+    import gymnasium as gym
+
+    from agentgym_turn.sokoban import source
+
+    def keys():
+        env = gym.make("TurnSokoban-v0", split="test")
+        return [env.reset(seed=s)[1]["state_key"] for s in range(40)]
+
+    source.LEVEL_SPLITS.clear()
+    source.GENERATED_LEVELS.clear()
+    fresh = keys()
+    assert len(source.LEVEL_SPLITS) > 2 * 40  # most draws fell in other splits
+    made = []
+    real = source.generate_level
+    monkeypatch.setattr(source, "generate_level", lambda *a, **k: made.append(1) or real(*a, **k))
+    source.GENERATED_LEVELS.clear()  # the levels are gone, their splits are remembered
+    assert keys() == fresh and len(made) == 40
+    source.LEVEL_SPLITS.clear()
+    source.GENERATED_LEVELS.clear()
+    assert keys() == fresh
+
+
 def test_webshop__envs_of_one_catalog_share_one_shop():
     import gymnasium as gym
 
