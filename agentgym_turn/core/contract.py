@@ -47,7 +47,16 @@ _KEY_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii
 def state_digest(fields: Any) -> str:
     """A 24-hex-digit digest of ``fields`` (JSON-able: numbers, strings, lists, dicts; tuples count as
     lists): the same across processes and machines (no salted ``hash()``)."""
-    text = _KEY_JSON.encode(fields)
+    return digest_text(_KEY_JSON.encode(fields))
+
+
+def key_json(fields: Any) -> str:
+    """The JSON :func:`state_digest` hashes (for an env that writes part of it once and the rest per turn)."""
+    return _KEY_JSON.encode(fields)
+
+
+def digest_text(text: str) -> str:
+    """:func:`state_digest` of fields whose :func:`key_json` is ``text``."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 

@@ -160,6 +160,12 @@ def _tag_pattern(tags: tuple[str, ...]) -> re.Pattern[str]:
 _THINK = _tag_pattern(("think",))
 
 
+@lru_cache(maxsize=64)
+def _lone_pair(tag: str) -> re.Pattern[str]:
+    """``<tag>content</tag>`` with no other ``<`` before, inside or after it (possessive: linear)."""
+    return re.compile(rf"[^<]*+<{re.escape(tag)}>([^<]*+)</{re.escape(tag)}>[^<]*+")
+
+
 def strip_think(text: str) -> str:
     """Remove ``<think>...</think>`` blocks (and stray think tags) from ``text``.
 
@@ -202,6 +208,15 @@ def find_tagged(
     (no tag, an unclosed tag, nesting, a mismatched closing tag, empty content).
     """
     tags = tuple(t.lower() for t in tags)
+    for tag in tags:  # the common answer: one pair of lower-case tags and no other "<" (nothing to strip or doubt)
+        m = _lone_pair(tag).fullmatch(text) if not (strip_thinking and tag == "think") else None
+        if m is not None and m.group(1).strip():
+            return TagMatch(tag, m.group(1).strip(), m.start(1) - len(tag) - 2, m.end(1) + len(tag) + 3, 1)
+    return _scan_tagged(text, tags, strip_thinking)
+
+
+def _scan_tagged(text: str, tags: tuple[str, ...], strip_thinking: bool) -> TagMatch | InvalidAction:
+    """:func:`find_tagged` by reading every tag of ``text`` (lower-case ``tags``): what its shortcut must agree with."""
     if strip_thinking:
         text = strip_think(text)
     expected = _format_tags(tags)

@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from .contract import FAULT_STATUSES, InfraError, state_digest
+from .contract import FAULT_STATUSES, InfraError, digest_text, key_json
 from .parsing import InvalidAction
 from .snapshots import seal, unseal
 from .spaces import TurnText, sanitize_text
@@ -209,13 +209,21 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         action sequence gives them the same observations, rewards and flags."""
         return None
 
+    def _state_fields_json(self) -> str | None:
+        """:meth:`_state_fields` as the key's JSON (``contract.key_json``); an env whose key is on every turn's path
+        may write it faster (part of it once per task), as long as the text is the same."""
+        fields = self._state_fields()
+        return None if fields is None else key_json(fields)
+
     def state_key(self) -> str | None:
         """``info["state_key"]`` now: a digest of the env's class, the turn, whether the episode is
-        over and :meth:`_state_fields` (``None`` when the env defines none)."""
-        fields = self._state_fields()
+        over and :meth:`_state_fields` (``None`` when the env defines none): ``contract.state_digest([class name, turn,
+        over, fields])``, its JSON put together from :meth:`_state_fields_json`."""
+        fields = self._state_fields_json()
         if fields is None:
             return None
-        return state_digest([type(self).__name__, self.turn, self._episode_over, fields])
+        over = "true" if self._episode_over else "false"
+        return digest_text(f"[{key_json(type(self).__name__)},{int(self.turn)},{over},{fields}]")
 
     def shown_reward(self, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]) -> float:
         """The reward a chat view may show the agent after this turn (``ChatView(reward_template=...)``): the

@@ -50,6 +50,41 @@ def grid_rows(
     return [sep.join(chars[r * cols + c0 : r * cols + c1]) for r in range(r0, r1)]
 
 
+class GridStyle:
+    """One board drawn with one symbol table, separator and crop (as :func:`grid_rows`): the walls, floor and
+    targets are drawn once, as rows of symbols; :meth:`text` redraws only the rows that hold a box or the player."""
+
+    def __init__(self, board: Board, symbols: Mapping[str, str], sep: str = "", crop_border: bool = False):
+        self.board, self.sep = board, sep
+        self.table = tuple(symbols[k] for k in CELL_KINDS)
+        rows, cols = board.rows, board.cols
+        r0, r1, c0, c1 = 0, rows, 0, cols
+        if crop_border and rows >= 3 and cols >= 3 and _border_is_wall(board):
+            r0, r1, c0, c1 = 1, rows - 1, 1, cols - 1
+        self.r0, self.c0 = r0, c0
+        chars = [self.table[c] for c in _static_codes(board)]
+        #: per shown row, its symbols; a cropped ring holds only walls, so no box or player is ever there
+        self.row_chars = [chars[r * cols + c0 : r * cols + c1] for r in range(r0, r1)]
+        self.rows = [sep.join(row) for row in self.row_chars]
+
+    def text(self, boxes: int, player: int) -> str:
+        """The grid with ``boxes`` (a bitmask) and ``player`` on it, rows joined by newlines."""
+        table, tm, cols, r0, c0 = self.table, self.board.target_mask, self.board.cols, self.r0, self.c0
+        edited: dict[int, list[str]] = {}
+        for cell, code in [(b, BOX_ON_TARGET if (tm >> b) & 1 else BOX) for b in cells_of(boxes)] + [
+            (player, PLAYER_ON_TARGET if (tm >> player) & 1 else PLAYER)
+        ]:
+            r, c = divmod(cell, cols)
+            row = edited.get(r - r0)
+            if row is None:
+                row = edited[r - r0] = self.row_chars[r - r0][:]
+            row[c - c0] = table[code]
+        rows = self.rows[:]
+        for r, row in edited.items():
+            rows[r] = self.sep.join(row)
+        return "\n".join(rows)
+
+
 def _border_is_wall(board: Board) -> bool:
     rows, cols = board.rows, board.cols
     ring = [c for c in range(cols)] + [(rows - 1) * cols + c for c in range(cols)]

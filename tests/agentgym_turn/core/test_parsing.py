@@ -143,6 +143,34 @@ def test_every_parser__any_string_gives_action_or_invalid(text):
     assert isinstance(strip_think(text), str)
 
 
+_PIECES = [
+    "<answer>",
+    "</answer>",
+    "<search>",
+    "</search>",
+    "<think>",
+    "</think>",
+    "<Answer>",
+    "<",
+    ">",
+    " ",
+    "Up",
+    "\n",
+]
+
+
+@given(
+    st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=3)), max_size=8).map("".join),
+    st.sampled_from([("answer",), ("search", "answer"), ("think",), ("Answer",)]),
+    st.booleans(),
+)
+def test_find_tagged__its_shortcut_agrees_with_reading_every_tag(text, tags, strip_thinking):
+    from agentgym_turn.core.parsing import _scan_tagged
+
+    lower = tuple(t.lower() for t in tags)
+    assert find_tagged(text, tags, strip_thinking=strip_thinking) == _scan_tagged(text, lower, strip_thinking)
+
+
 @given(st.text())
 def test_found_content_is_inside_the_text(text):
     m = find_tagged(text, ("answer",))

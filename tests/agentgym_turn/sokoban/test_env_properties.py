@@ -101,3 +101,29 @@ def test_sokoban__any_responses_keep_a_legal_state_and_exact_rewards(env_id, sty
         assert terminated == (info["success"] or info["deadlocked"] or info["moves_left"] == 0)
         if terminated or truncated:
             break
+
+
+@given(
+    st.sampled_from(VARIANTS),
+    st.integers(0, 10**6),
+    st.lists(st.sampled_from(MOVES), min_size=1, max_size=14),
+    st.booleans(),
+)
+def test_the_written_state_key_is_the_contracts_digest_of_the_state_fields(env_id, seed, moves, deadlock_ends):
+    """Sokoban writes its key's JSON itself (the board's part once): it must equal the contract's digest of
+    ``_state_fields`` in every state, the episode's end and a deadlock included."""
+    from agentgym_turn.core.contract import state_digest
+
+    env = gym.make(env_id, terminate_on_deadlock=deadlock_ends)
+    _, info = env.reset(seed=seed)
+    u = env.unwrapped
+
+    def digest():
+        return state_digest([type(u).__name__, u.turn, u.episode_over, u._state_fields()])
+
+    assert info["state_key"] == digest()
+    for move in moves + ["no move"]:
+        *_, info = env.step(f"<answer>{move}</answer>")
+        assert info["state_key"] == digest(), (u._boxes, u._player, u._deadlocked, u.episode_over)
+    for twin in agentgym_turn.fork_env(env, 1):  # a fork draws its own board part, to the same key
+        assert twin.unwrapped.state_key() == digest()
