@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence
 
 from .base import BEFORE_SFT_TASKS
 from .registry import RECIPES
+
+#: SFT starts shipped with the package, in :func:`sft_policy`'s layout (``<recipe>_sft_seed<s>_max<steps>/``: ``policy/``
+#: and ``sft.json``): ``make demo`` starts RL from one instead of spending minutes on SFT first. Made by
+#: ``benchmarks/demo_start.py``; the suite's learning run trains the same start again and compares.
+SHIPPED_STARTS = Path(__file__).parent / "starts"
 
 
 def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any]:
@@ -20,7 +26,6 @@ def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any
     evaluation measured before, passed to :meth:`~reference_trainer.trainer.Trainer.fit`.
     """
     import time
-    from pathlib import Path
 
     import torch
 
@@ -100,6 +105,8 @@ def sft_policy(
     seconds: float | None = None,
     max_steps: int | None = None,
     settings: dict[str, Any] | None = None,
+    starts: Sequence[str | Path] = (),
+    progress: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """Build the tiny model, SFT it with recipe ``name`` and SFT seed ``seed``, save the policy under
     ``work``; returns ``(policy_dir, meta)``. A policy saved before by the same settings is reused.
@@ -110,6 +117,8 @@ def sft_policy(
     taken ``seconds`` (on one thread): "more imitation for the same compute" beside RL. ``max_steps``
     lowers the recipe's SFT ceiling (:attr:`Recipe.suite_sft_steps`: the suite's budget). ``settings``: config fields
     over the recipe's (e.g. ``device``, ``dtype``: ``benchmarks/learning.py --set``), part of the saved recipe.
+    ``starts``: folders searched, before ``work``, for a policy saved by the same settings (e.g. :data:`SHIPPED_STARTS`);
+    ``progress`` draws SFT's bar.
 
     ``meta``: held-out ``before`` (the untrained model, on the first :data:`BEFORE_SFT_TASKS` test
     tasks; not for a continued SFT) and ``after`` success and score on the test tasks, SFT seconds,
@@ -119,7 +128,6 @@ def sft_policy(
     """
     import json
     import time
-    from pathlib import Path
 
     import torch
 
@@ -135,19 +143,19 @@ def sft_policy(
         over["sft_steps"] = int(max_steps)
         root = root.with_name(f"{root.name}_max{int(max_steps)}")
     policy_dir, meta_file = root / "policy", root / "sft.json"
-    cfg = RECIPES[name].build(seed=seed, out=str(root / "run"), progress=False, **{**(settings or {}), **over})
+    cfg = RECIPES[name].build(seed=seed, out=str(root / "run"), progress=progress, **{**(settings or {}), **over})
     cfg.model.tiny.dir = str(root / "tiny")
     recipe = json.loads(json.dumps({k: v for k, v in cfg.to_dict().items() if k != "algo"}, default=str))
     recipe["model"].pop("tiny_dir", None)
-    for key in ("out", "iterations", "eval_every"):  # RL's budget and evaluations: no part of the SFT
+    for key in ("out", "iterations", "eval_every", "progress"):  # RL's budget, evaluations, a bar: no part of the SFT
         recipe["train"].pop(key, None)
     if continued:
         recipe["start"] = json.loads((Path(model).parent / "sft.json").read_text()).get("recipe")
         recipe["seconds"] = round(float(seconds), 0)
-    if (policy_dir / "config.json").exists() and meta_file.exists():
-        meta = json.loads(meta_file.read_text())
-        if meta.get("recipe") == recipe:
-            return str(policy_dir), meta
+    for folder in (*map(Path, starts), Path(work)):
+        saved = _saved_start(folder / root.name, recipe)
+        if saved is not None:
+            return saved
     trainer = Trainer(cfg)
     try:
         t0 = time.perf_counter()
@@ -189,6 +197,18 @@ def sft_policy(
         )
     meta_file.write_text(json.dumps(meta, indent=1))
     return str(policy_dir), meta
+
+
+def _saved_start(root: Path, recipe: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """``(policy_dir, meta)`` of the start :func:`sft_policy` saved under ``root`` with exactly ``recipe``, or ``None``."""
+    import json
+
+    policy_dir, meta_file = root / "policy", root / "sft.json"
+    if (policy_dir / "config.json").exists() and meta_file.exists():
+        meta = json.loads(meta_file.read_text())
+        if meta.get("recipe") == recipe:
+            return str(policy_dir), meta
+    return None
 
 
 #: The keys of :func:`sft_policy`'s meta that hold its after-SFT evaluation whole (per-task outcomes).

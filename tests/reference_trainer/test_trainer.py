@@ -602,29 +602,6 @@ def test_shuffled_reward_prepares_advantages_from_another_episodes_score(tiny_di
     assert env.sum(1).tolist() != shuffled.sum(1).tolist() or permutation.tolist() == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize(
-    "argv,env,iterations",
-    [
-        (["demo"], "TurnSokoban-v0", None),
-        (["demo", "--recipe", "webshop"], "TurnWebShop-v0", None),
-        (["demo", "--recipe", "webshop", "--iterations", "3", "--seed", "2"], "TurnWebShop-v0", 3),
-    ],
-)
-def test_demo_runs_the_chosen_recipe_for_its_budget(argv, env, iterations):
-    from reference_trainer.cli import build_parser, demo_config
-    from reference_trainer.recipes import RECIPES
-
-    args = build_parser().parse_args(argv)
-    cfg = demo_config(args)
-    recipe = RECIPES[args.recipe]
-    assert cfg.train.env == env == recipe.env_id
-    assert cfg.train.iterations == (iterations or recipe.rl_iterations)
-    assert (
-        cfg.to_dict()
-        == recipe.build(args.algo, seed=args.seed, iterations=cfg.train.iterations, out=args.out).to_dict()
-    )
-
-
 def test_fit_with_a_known_start_evaluation_runs_the_same_as_playing_it(tiny_dir, tmp_path):
     """``fit(start=...)`` logs a start evaluation measured before (a saved SFT policy's) instead of
     playing it again; evaluations draw on no training RNG, so every record is the same."""
