@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import agentgym_turn
 from agentgym_turn.core import parsing
+from agentgym_turn.testing.fuzz import FRAGMENTS
 from agentgym_turn.searchqa import protocol
 from agentgym_turn.searchqa.reward import choice_index
 from agentgym_turn.testing.linearity import (
@@ -143,20 +144,8 @@ def test_every_parser__any_string_gives_action_or_invalid(text):
     assert isinstance(strip_think(text), str)
 
 
-_PIECES = [
-    "<answer>",
-    "</answer>",
-    "<search>",
-    "</search>",
-    "<think>",
-    "</think>",
-    "<Answer>",
-    "<",
-    ">",
-    " ",
-    "Up",
-    "\n",
-]
+#: The fuzzer's pieces that trip parsers (every env's tags, case, spacing, brackets) and a move.
+_PIECES = [*FRAGMENTS, "Up"]
 
 
 @given(
