@@ -17,7 +17,7 @@ from typing import Any
 from .config import Config
 from .recipes import RECIPES
 from .recipes.base import Recipe
-from .recipes.runs import SHIPPED_STARTS, sft_policy
+from .recipes.runs import SHIPPED_STARTS, sft_folder, sft_policy
 
 
 def sft_ceiling(recipe: Recipe) -> int:
@@ -27,8 +27,13 @@ def sft_ceiling(recipe: Recipe) -> int:
 
 def shipped_start(recipe: Recipe, seed: int) -> Path | None:
     """The folder of the start shipped for ``recipe`` and SFT seed ``seed`` (``None``: none ships)."""
-    folder = SHIPPED_STARTS / f"{recipe.name}_sft_seed{seed}_max{sft_ceiling(recipe)}"
+    folder = SHIPPED_STARTS / sft_folder(recipe.name, seed, sft_ceiling(recipe))
     return folder if (folder / "sft.json").exists() else None
+
+
+def _start_to_use(args: argparse.Namespace) -> Path | None:
+    """The shipped start the demo will use (``None`` with ``--sft`` or where none ships)."""
+    return None if args.sft else shipped_start(RECIPES[args.recipe], args.sft_seed)
 
 
 def demo_config(args: argparse.Namespace, policy_dir: str) -> Config:
@@ -48,7 +53,7 @@ def plan(args: argparse.Namespace) -> str:
     """What the demo will do and about how long each part takes (the recipe's measured minutes on one quiet thread)."""
     recipe = RECIPES[args.recipe]
     iterations = args.iterations or recipe.rl_iterations
-    shipped = None if args.sft else shipped_start(recipe, args.sft_seed)
+    shipped = _start_to_use(args)
     rl_minutes = recipe.rl_minutes * iterations / recipe.rl_iterations
     if shipped is not None:
         sft = f"shipped with the package ({shipped.name}; --sft trains it again, about {recipe.sft_minutes:g} min)"
@@ -78,12 +83,11 @@ def sft_lines(meta: dict[str, Any]) -> list[str]:
 def start(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """``(policy_dir, meta)`` of the demo's SFT start: shipped, kept under ``--out`` from an earlier run, or trained now."""
     recipe = RECIPES[args.recipe]
-    shipped = None if args.sft else shipped_start(recipe, args.sft_seed)
     return sft_policy(
         recipe.name,
         str(Path(args.out) / "sft"),
         seed=args.sft_seed,
         max_steps=sft_ceiling(recipe),
-        starts=(shipped.parent,) if shipped is not None else (),
+        starts=(SHIPPED_STARTS,) if _start_to_use(args) is not None else (),
         progress=True,
     )

@@ -210,8 +210,9 @@ def find_tagged(
     tags = tuple(t.lower() for t in tags)
     for tag in tags:  # the common answer: one pair of lower-case tags and no other "<" (nothing to strip or doubt)
         m = _lone_pair(tag).fullmatch(text) if not (strip_thinking and tag == "think") else None
-        if m is not None and m.group(1).strip():
-            return TagMatch(tag, m.group(1).strip(), m.start(1) - len(tag) - 2, m.end(1) + len(tag) + 3, 1)
+        content = m.group(1).strip() if m is not None else ""
+        if content:
+            return TagMatch(tag, content, m.start(1) - len(tag) - 2, m.end(1) + len(tag) + 3, 1)
     return _scan_tagged(text, tags, strip_thinking)
 
 

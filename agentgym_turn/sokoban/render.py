@@ -43,11 +43,17 @@ def grid_rows(
     """
     table = [symbols[k] for k in CELL_KINDS]
     chars = [table[c] for c in cell_codes(board, boxes, player)]
-    rows, cols = board.rows, board.cols
-    r0, r1, c0, c1 = 0, rows, 0, cols
-    if crop_border and rows >= 3 and cols >= 3 and _border_is_wall(board):
-        r0, r1, c0, c1 = 1, rows - 1, 1, cols - 1
+    cols = board.cols
+    r0, r1, c0, c1 = _shown(board, crop_border)
     return [sep.join(chars[r * cols + c0 : r * cols + c1]) for r in range(r0, r1)]
+
+
+def _shown(board: Board, crop_border: bool) -> tuple[int, int, int, int]:
+    """The rows ``r0:r1`` and columns ``c0:c1`` drawn: all, or all but a ring of walls with ``crop_border``."""
+    rows, cols = board.rows, board.cols
+    if crop_border and rows >= 3 and cols >= 3 and _border_is_wall(board):
+        return 1, rows - 1, 1, cols - 1
+    return 0, rows, 0, cols
 
 
 class GridStyle:
@@ -57,10 +63,8 @@ class GridStyle:
     def __init__(self, board: Board, symbols: Mapping[str, str], sep: str = "", crop_border: bool = False):
         self.board, self.sep = board, sep
         self.table = tuple(symbols[k] for k in CELL_KINDS)
-        rows, cols = board.rows, board.cols
-        r0, r1, c0, c1 = 0, rows, 0, cols
-        if crop_border and rows >= 3 and cols >= 3 and _border_is_wall(board):
-            r0, r1, c0, c1 = 1, rows - 1, 1, cols - 1
+        cols = board.cols
+        r0, r1, c0, c1 = _shown(board, crop_border)
         self.r0, self.c0 = r0, c0
         chars = [self.table[c] for c in _static_codes(board)]
         #: per shown row, its symbols; a cropped ring holds only walls, so no box or player is ever there

@@ -137,11 +137,12 @@ def sft_policy(
 
     torch.set_num_threads(1)
     continued = model is not None
-    root = Path(work) / (f"{name}_sft_seed{seed}" if not continued else f"{name}_sft_more{seconds:.0f}s_seed{seed}")
+    root = Path(work) / (
+        sft_folder(name, seed, max_steps) if not continued else f"{name}_sft_more{seconds:.0f}s_seed{seed}"
+    )
     over: dict[str, Any] = {"model": model, "sft_steps": 10**6, "sft_validate_every": 0} if continued else {}
     if max_steps is not None and not continued:
         over["sft_steps"] = int(max_steps)
-        root = root.with_name(f"{root.name}_max{int(max_steps)}")
     policy_dir, meta_file = root / "policy", root / "sft.json"
     cfg = RECIPES[name].build(seed=seed, out=str(root / "run"), progress=progress, **{**(settings or {}), **over})
     cfg.model.tiny.dir = str(root / "tiny")
@@ -197,6 +198,11 @@ def sft_policy(
         )
     meta_file.write_text(json.dumps(meta, indent=1))
     return str(policy_dir), meta
+
+
+def sft_folder(name: str, seed: int, max_steps: int | None = None) -> str:
+    """The folder :func:`sft_policy` saves recipe ``name``'s SFT start of ``seed`` in (under its ceiling ``max_steps``)."""
+    return f"{name}_sft_seed{seed}" + (f"_max{int(max_steps)}" if max_steps is not None else "")
 
 
 def _saved_start(root: Path, recipe: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
