@@ -57,6 +57,81 @@ def _render(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: b
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
 
 
+def _user(content: str) -> dict[str, str]:
+    return {"role": "user", "content": content}
+
+
+def _dialog(contents: Sequence[str]) -> list[dict[str, str]]:
+    """User and assistant messages in turn, the first a user's."""
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": c} for i, c in enumerate(contents)]
+
+
+def _split(text: str, markers: Sequence[str], strict: bool = True) -> list[str] | None:
+    """``text`` cut at each of ``markers``, which must each appear once, in order (else ``None``, or, ``strict``,
+    a :class:`ChatTemplateError`)."""
+    parts, rest = [], text
+    for marker in markers:
+        if text.count(marker) != 1 or marker not in rest:
+            if not strict:
+                return None
+            raise ChatTemplateError(
+                "The chat template does not render each message's content once, in order, so it cannot be split "
+                "into per-message pieces. Pass a template that writes every user and assistant message's content "
+                "as given as tokenizer.chat_template."
+            )
+        head, rest = rest.split(marker, 1)
+        parts.append(head)
+    return parts + [rest]
+
+
+#: History policies for reasoning (:class:`TokenEpisode`'s ``reasoning``): the ids as sampled, or earlier turns'
+#: reasoning stripped as the chat template strips it (a new sequence at each rewrite).
+KEEP, STRIP = "keep", "strip"
+REASONING_POLICIES = (KEEP, STRIP)
+
+
+@dataclass(frozen=True)
+class ReasoningRule:
+    """How a chat template writes an earlier response that holds reasoning, as :class:`ChatFormat` found it by probes.
+
+    The template keeps what follows the last ``marker`` of the response's text (Qwen3's and R1's ``</think>``,
+    harmony's ``<|channel|>final<|message|>``), less the leading characters in ``lstrip`` (Qwen3: ``"\\n"``; R1 and
+    harmony: none). ``open``, ``close`` and ``gap`` are how a thinking model of the family writes a response:
+    ``open`` reasoning ``close`` ``gap`` answer (``open`` is ``""`` where the generation prompt opens the reasoning,
+    as R1's does).
+    """
+
+    marker: str
+    marker_ids: tuple[int, ...]
+    lstrip: str
+    open: str
+    close: str
+    gap: str
+
+
+@dataclass(frozen=True)
+class _Markup:
+    """A family's reasoning markup, for the probes: ``open`` reasoning ``close`` ``gap`` answer; ``marker`` ends
+    ``close``."""
+
+    open: str
+    close: str
+    gap: str
+    marker: str
+
+
+_MARKUPS = (
+    _Markup("<think>\n", "\n</think>", "\n\n", "</think>"),
+    _Markup(
+        "<|channel|>analysis<|message|>",
+        "<|end|><|start|>assistant<|channel|>final<|message|>",
+        "",
+        "<|channel|>final<|message|>",
+    ),
+)
+_GAPS = ("", "\n\n", "  ", "\t\t", "\r\r")  # whitespace written after the reasoning, to see what a template strips
+
+
 @dataclass(frozen=True)
 class _Wrapped:
     """Template ids before and after a message's content."""
@@ -87,46 +162,35 @@ class ChatFormat:
         self.tokenizer = tokenizer
         self.system_prompt = system_prompt
         self._system_split: tuple[list[int], list[int], list[int]] | None = None
-        p = [_PLACEHOLDER.format(i) for i in range(4)]
+        p = [_PLACEHOLDER.format(i) for i in range(5)]
         head = [{"role": "system", "content": system_prompt}] if system_prompt else []
-        first = _render(tokenizer, head + [{"role": "user", "content": p[0]}], True)
-        with_answer = _render(
-            tokenizer, head + [{"role": "user", "content": p[0]}, {"role": "assistant", "content": p[1]}], False
-        )
-        second = _render(
-            tokenizer,
-            head
-            + [
-                {"role": "user", "content": p[0]},
-                {"role": "assistant", "content": p[1]},
-                {"role": "user", "content": p[2]},
-            ],
-            True,
-        )
-        if not (with_answer.startswith(first) and second.startswith(with_answer)):
+        self._head = head
+        # The first prompt, a history (user, assistant, user) and a final assistant message, each split at the contents.
+        before0, after0 = _split(_render(tokenizer, head + [_user(p[0])], True), p[:1])
+        before_h, opened, closed, after2 = _split(_render(tokenizer, head + _dialog(p[:3]), True), p[:3])
+        before_f, opened_final, suffix = _split(_render(tokenizer, head + _dialog(p[:2]), False), p[:2])
+        if not before_h == before_f == before0:
             raise ChatTemplateError(
-                "The chat template is not prefix-stable (rendering a longer conversation changes "
-                "earlier text, e.g. it drops earlier <think> blocks), so a conversation cannot be "
-                "grown token by token. Pass a simpler template as tokenizer.chat_template."
+                "The chat template renders the text before the first user message differently as the conversation "
+                "grows, so a conversation cannot be grown token by token. Pass a template whose start is fixed as "
+                "tokenizer.chat_template."
             )
-        # Prompt: everything before the first content, the content, everything up to the response.
-        before0, after0 = first.split(p[0])
         self.content_strip = self._content_strip(head, before0, after0)
         self._prompt_before = self._encode_template(before0)
         self._prompt_after = self._encode_template(after0)
-        # Assistant message: the response is appended as sampled; what follows it is the suffix.
-        answer_part = with_answer[len(first) :]
-        if not answer_part.startswith(p[1]):
-            raise ChatTemplateError(
-                "The chat template adds text between the generation prompt and the assistant's "
-                f"content ({answer_part[:40]!r}); this trainer needs the response to follow the "
-                "generation prompt directly."
-            )
-        self.assistant_suffix = tuple(self._encode_template(answer_part[len(p[1]) :]))
-        # A later user message, up to and including the next generation prompt.
-        user_part = second[len(with_answer) :]
-        before2, after2 = user_part.split(p[2])
-        self._user = _Wrapped(tuple(self._encode_template(before2)), tuple(self._encode_template(after2)))
+        self._generation_prompt = after0
+        # The response follows the generation prompt as sampled; the final assistant message's suffix ends it.
+        self.assistant_suffix = tuple(self._encode_template(suffix))
+        # Final-turn rule (Qwen3's empty think block, harmony's final channel): text the template puts between the
+        # generation prompt and a final assistant message's content; a response known as text gets it too.
+        extra = opened_final[len(after0) :] if opened_final.startswith(after0) else ""
+        self.final_prefix = tuple(self._encode_template(extra))
+        # In the history: the text after each user message (the generation prompt, or not: R1 drops its <think>),
+        # and after each assistant message, up to the next user message's content.
+        self._history_after = tuple(self._encode_template(opened))
+        history_suffix, before2 = self._split_assistant_end(closed, suffix)
+        self.history_suffix = tuple(history_suffix)
+        self._user = _Wrapped(tuple(before2), tuple(self._encode_template(after2)))
         stops = set()
         if self.assistant_suffix and self.assistant_suffix[0] in set(getattr(tokenizer, "all_special_ids", [])):
             stops.add(self.assistant_suffix[0])
@@ -135,6 +199,79 @@ class ChatFormat:
         if not stops:
             raise ChatTemplateError("Found no end-of-turn token: set tokenizer.eos_token.")
         self.stop_ids = frozenset(stops)
+        self.reasoning_rule, self.strip_problem = self._history_rule(p, opened, closed)
+
+    def _split_assistant_end(self, closed: str, suffix: str) -> tuple[list[int], list[int]]:
+        """The history's text between an assistant message's content and the next user message's, as the ids that end
+        the assistant message and those that open the user message. Where the history ends an assistant message as a
+        final one does, the split is there; otherwise (harmony: ``<|return|>`` there, ``<|end|>`` here) after the first
+        special token and the whitespace after it."""
+        if closed.startswith(suffix):
+            return self._encode_template(suffix), self._encode_template(closed[len(suffix) :])
+        ids = self._encode_template(closed)
+        special = set(getattr(self.tokenizer, "all_special_ids", []))
+        end = next((i + 1 for i, t in enumerate(ids) if t in special), None)
+        if end is None:
+            raise ChatTemplateError(
+                f"The chat template ends an earlier assistant message with {closed!r}, with no special token to tell "
+                "it from the next user message. Pass a template that ends each message with its end-of-turn token."
+            )
+        while end < len(ids) and not self._decode([ids[end]]).strip():
+            end += 1
+        return ids[:end], ids[end:]
+
+    def _history_rule(self, p: list[str], opened: str, closed: str) -> tuple[ReasoningRule | None, str | None]:
+        """Probe how the template writes an earlier response that holds reasoning: the rule it follows, and why
+        ``reasoning="strip"`` cannot follow the template (``None`` when it can)."""
+        try:
+            return self._probe_history(p, opened, closed)
+        except Exception as err:  # noqa: BLE001 - a template that fails on a probe only rules out "strip"
+            return None, (
+                f"The chat template fails to render the longer probes reasoning='strip' needs ({type(err).__name__}: "
+                f"{err}); use reasoning='keep' (the ids as sampled)."
+            )
+
+    def _probe_history(self, p: list[str], opened: str, closed: str) -> tuple[ReasoningRule | None, str | None]:
+        parts = _split(_render(self.tokenizer, self._head + _dialog(p[:5]), True), p[:5], strict=False)
+        if parts is None or parts[3] != opened or parts[4] != closed:
+            return None, (
+                "The chat template writes the history's template text differently from turn to turn (e.g. it "
+                "numbers the turns), so reasoning='strip' cannot rebuild an earlier message from fixed pieces; use "
+                "reasoning='keep' (the ids as sampled)."
+            )
+        for markup in _MARKUPS:
+            kept: dict[str, str | None] = {}
+            for gap in _GAPS:
+                content = markup.open + p[1] + markup.close + gap + p[3]
+                rendered = _render(self.tokenizer, self._head + _dialog([p[0], content, p[2]]), True)
+                found = _split(rendered, [p[0], p[2]], strict=False)
+                block = found[1] if found else ""
+                if block == opened + content + closed:
+                    kept[gap] = None  # the template keeps this reasoning as written
+                elif block.startswith(opened) and block.endswith(p[3] + closed) and p[1] not in block:
+                    kept[gap] = block[len(opened) : len(block) - len(p[3] + closed)]
+                else:
+                    kept[gap] = "?"
+            if all(v is None for v in kept.values()):
+                continue
+            if any(v is None or v not in (gap, "") for gap, v in kept.items()) or kept[""] != "":
+                return None, (
+                    f"The chat template rewrites an earlier response's reasoning ({markup.marker!r}) in a way "
+                    f"ChatFormat cannot follow (what it keeps after the reasoning, by the whitespace written after "
+                    f"it: {kept!r}). Use reasoning='keep' (the ids as sampled), or a template that keeps what "
+                    f"follows the last {markup.marker!r} of an earlier response, less leading whitespace."
+                )
+            lstrip = "".join(gap[0] for gap, v in kept.items() if gap and v == "")
+            rule = ReasoningRule(
+                marker=markup.marker,
+                marker_ids=tuple(self._encode_template(markup.marker)),
+                lstrip=lstrip,
+                open="" if self._generation_prompt.endswith(markup.open) else markup.open,
+                close=markup.close,
+                gap=markup.gap,
+            )
+            return rule, None
+        return None, None
 
     def _content_strip(self, head: list[dict[str, str]], before: str, after: str) -> str | None:
         """How the template changes a message's surrounding whitespace (Llama 3's ``| trim``): ``"both"``, ``"left"``,
@@ -178,7 +315,12 @@ class ChatFormat:
         return [list(row) if text else [] for row, text in zip(ids, texts)]
 
     def prompt_pieces(
-        self, observation: str, system_prompt: str | None = None, content_ids: list[int] | None = None
+        self,
+        observation: str,
+        system_prompt: str | None = None,
+        content_ids: list[int] | None = None,
+        *,
+        answered: bool = False,
     ) -> list[tuple[list[int], int]]:
         """The first state: ``[(ids, role), ...]`` for system prompt, first observation, generation prompt.
 
@@ -186,13 +328,15 @@ class ChatFormat:
         ``agentgym_turn.chat.split_first_message``), put after the format's own system prompt;
         its text is content (special-token strings stay plain text), with the observation role.
         ``content_ids``: the observation's :meth:`encode_content` when the caller has it already.
+        ``answered``: the message is followed by an earlier response as the history writes it: the template text
+        after it is the history's (R1's without the generation prompt's ``<think>``), not the generation prompt.
         """
         observation_ids = self.encode_content(observation) if content_ids is None else content_ids
         if not system_prompt:
             return [
                 (self._prompt_before, ROLE_TEMPLATE),
                 (observation_ids, ROLE_OBSERVATION),
-                (self._prompt_after, ROLE_TEMPLATE),
+                (list(self._history_after) if answered else self._prompt_after, ROLE_TEMPLATE),
             ]
         before, between, after = self._episode_system_template()
         system = f"{self.system_prompt}\n\n{system_prompt}" if self.system_prompt else system_prompt
@@ -201,7 +345,7 @@ class ChatFormat:
             (self.encode_content(system), ROLE_OBSERVATION),
             (list(between), ROLE_TEMPLATE),
             (observation_ids, ROLE_OBSERVATION),
-            (list(after), ROLE_TEMPLATE),
+            (list(self._history_after) if answered else list(after), ROLE_TEMPLATE),
         ]
 
     def _episode_system_template(self) -> tuple[list[int], list[int], list[int]]:
@@ -222,20 +366,101 @@ class ChatFormat:
             )
         return self._system_split
 
-    def observation_pieces(self, observation: str, content_ids: list[int] | None = None) -> list[tuple[list[int], int]]:
+    def observation_pieces(
+        self, observation: str, content_ids: list[int] | None = None, *, answered: bool = False
+    ) -> list[tuple[list[int], int]]:
         """A later observation as a user message, followed by the generation prompt; ``content_ids``: the
-        observation's :meth:`encode_content` when the caller has it already (see :meth:`encode_contents`)."""
+        observation's :meth:`encode_content` when the caller has it already (see :meth:`encode_contents`);
+        ``answered``: as for :meth:`prompt_pieces`."""
         return [
             (list(self._user.before), ROLE_TEMPLATE),
             (self.encode_content(observation) if content_ids is None else content_ids, ROLE_OBSERVATION),
-            (list(self._user.after), ROLE_TEMPLATE),
+            (list(self._history_after if answered else self._user.after), ROLE_TEMPLATE),
         ]
 
     def encode_response(self, text: str) -> list[int]:
         """A response known only as text (an expert's, a scripted one) as the ids a policy would have sampled:
-        the canonical encoding of ``text`` followed by the template's end-of-turn token (so SFT teaches stopping)."""
+        the canonical encoding of ``text`` followed by the template's end-of-turn token (so SFT teaches stopping).
+        Where the template writes a final assistant message with text before its content (Qwen3's empty
+        ``<think>\\n\\n</think>\\n\\n``, harmony's ``<|channel|>final<|message|>``), that text's ids come first,
+        unless ``text`` holds reasoning already."""
         stop = self.assistant_suffix[0] if self.assistant_suffix else min(self.stop_ids)
-        return self.encode_content(text) + [stop]
+        rule = self.reasoning_rule
+        head = list(self.final_prefix) if not (rule is not None and rule.marker in text) else []
+        return head + self.encode_content(text) + [stop]
+
+    def reasoning_response(self, reasoning: str, answer: str) -> list[int]:
+        """The ids a thinking model of the template's family samples for ``reasoning`` then ``answer``: the family's
+        markup (:class:`ReasoningRule`) as the template's tokens, the texts as content, then the end-of-turn token.
+        A template with no reasoning rule gets Qwen3's markup as text."""
+        rule = self.reasoning_rule
+        markup = rule if rule is not None else _MARKUPS[0]
+        stop = self.assistant_suffix[0] if self.assistant_suffix else min(self.stop_ids)
+        return (
+            self._encode_template(markup.open)
+            + self.encode_content(reasoning)
+            + self._encode_template(markup.close)
+            + self.encode_content(markup.gap + answer)
+            + [stop]
+        )
+
+    def history_response(self, response_ids: Sequence[int]) -> tuple[list[int], list[int]]:
+        """An earlier response as the template writes it in the history: ``(ids, tail)``, the response's ids (its
+        reasoning dropped by :attr:`reasoning_rule`) and the template ids that close the message.
+
+        The ids are the sampled ones from the first token after the last reasoning marker, less the whole tokens the
+        template's whitespace rule strips. Only where the template's cut falls inside a token (a marker written as
+        plain text, whitespace merged with a word) is the part of that token the template keeps encoded from its
+        text, with :meth:`encode_content`'s rule; every other id is a sampled one.
+        """
+        ids = [int(i) for i in response_ids]
+        stop = ids[-1] if ids and ids[-1] in self.stop_ids else None
+        body = ids[:-1] if stop is not None else ids
+        if self.reasoning_rule is not None:
+            body = self._after_reasoning(body, self.reasoning_rule)
+        suffix = list(self.history_suffix)
+        if stop is not None and suffix and stop == suffix[0]:
+            return body + [stop], suffix[1:]
+        return body, suffix
+
+    def _after_reasoning(self, body: list[int], rule: ReasoningRule) -> list[int]:
+        """The ids of ``body``'s text after its last ``rule.marker``, less the leading ``rule.lstrip`` characters."""
+        text = self._decode(body)
+        if rule.marker not in text:
+            return body
+        target = text.split(rule.marker)[-1].lstrip(rule.lstrip)
+        n = len(rule.marker_ids)
+        at = next((j + n for j in range(len(body) - n, -1, -1) if tuple(body[j : j + n]) == rule.marker_ids), None)
+        if at is not None:  # the marker as sampled tokens: cut after it, then drop whole whitespace tokens
+            while at < len(body) and rule.lstrip and not self._decode(body[at : at + 1]).lstrip(rule.lstrip):
+                at += 1
+            if self._decode(body[at:]) == target:
+                return body[at:]
+        for j in range(len(body) + 1):  # the longest run of sampled ids that ends the kept text
+            tail = self._decode(body[j:])
+            if target.endswith(tail) and self._decode(body[:j]) + tail == text:
+                head = target[: len(target) - len(tail)]
+                return self._encode_text(head) + body[j:]
+        return self._encode_text(target)  # unreachable: the empty tail always matches
+
+    def _encode_text(self, text: str) -> list[int]:
+        """Content ids of ``text`` as it is (no template trimming)."""
+        if not text:
+            return []
+        return list(self.tokenizer.encode(_clean(text), add_special_tokens=False, split_special_tokens=True))
+
+    def rewrites(self, response_ids: Sequence[int], first: bool = False, system_prompt: str | None = None) -> bool:
+        """Whether the history writes a response other than as it was sampled: its reasoning dropped, its end
+        changed, or the generation prompt before it (``first``: the first response's, after ``system_prompt``)."""
+        if first:
+            prompt = self.prompt_pieces("", system_prompt, content_ids=[])[-1][0]
+        else:
+            prompt = list(self._user.after)
+        ids = [int(i) for i in response_ids]
+        return list(self._history_after) != list(prompt) or self.history_response(ids) != (
+            ids,
+            self.response_tail(ids),
+        )
 
     def observation_length(self, content_ids: Sequence[int]) -> int:
         """Tokens a later observation whose content is ``content_ids`` appends (:meth:`observation_pieces`)."""
@@ -258,7 +483,10 @@ class ChatFormat:
         ids = list(response_ids)
         if ids and ids[-1] in self.stop_ids:
             ids = ids[:-1]
-        return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        return self._decode(ids)
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
     def messages(
         self, observations: Sequence[str], responses: Sequence[str], system_prompt: str = ""
@@ -377,7 +605,9 @@ class EpisodeTokens:
 
     ``mask`` is 1 on the policy's own sampled ids only (role ``ROLE_ACTION``); ``turn_ids[i]`` is the episode
     turn token ``i`` belongs to; ``first_turn`` is the turn the sequence's history starts at (0 unless a
-    history policy cut earlier turns off: the sequence is then a new prefix that starts there).
+    history policy cut earlier turns off: the sequence is then a new prefix that starts there);
+    ``sequence_start`` the first turn whose response the sequence was sampled in (mask 1 from there on: see
+    :meth:`TokenEpisode.sequence_start`).
     """
 
     ids: list[int]
@@ -386,6 +616,7 @@ class EpisodeTokens:
     turn_ids: list[int]
     turns: list[TurnSpan]
     first_turn: int = 0
+    sequence_start: int = 0
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -404,20 +635,34 @@ class TokenEpisode:
       tokens per turn stay flat instead of growing with the episode.
     * ``history="compact"``: the system message and the env's current state text (``render()``), one message.
 
+    ``reasoning`` says how earlier responses are shown:
+
+    * ``"keep"`` (default): as sampled, reasoning included: with ``history=None`` the whole episode is one sequence.
+    * ``"strip"``: as the chat template writes them in the history (:meth:`ChatFormat.history_response`: Qwen3 and
+      R1 keep what follows ``</think>``, harmony the final message; R1 also drops its generation prompt's
+      ``<think>``). Where that rewrites a response, the next input starts a new prefix, so each sequence stays exact:
+      :meth:`samples` gives one sequence per rewrite.
+
     :attr:`tokens_per_turn` is the length of the sequence each response was sampled in (input plus response);
     :attr:`new_tokens_per_turn` what of it did not extend the previous turn's sequence (what a KV cache kept
     across turns, :class:`reference_trainer.policy.TurnCache`, still has to run through the model).
     """
 
-    def __init__(self, fmt: ChatFormat, history: int | str | None = None):
+    def __init__(self, fmt: ChatFormat, history: int | str | None = None, *, reasoning: str = KEEP):
         if not (
             history is None
             or history == COMPACT
             or (isinstance(history, int) and not isinstance(history, bool) and history >= 1)
         ):
             raise ValueError(f"history must be None, an integer >= 1 or {COMPACT!r}, got {history!r}.")
+        if reasoning not in REASONING_POLICIES:
+            raise ValueError(f"reasoning must be one of {REASONING_POLICIES}, got {reasoning!r}.")
+        if reasoning == STRIP and fmt.strip_problem:
+            raise ChatTemplateError(fmt.strip_problem)
         self.fmt = fmt
         self.history = history
+        self.reasoning = reasoning
+        self._rewritten: list[bool] = []  # per response ("strip"): the history writes it other than as sampled
         self.conversation = Conversation()
         self.system_prompt: str | None = None
         self._contents: list[list[int]] = []  # per turn: the observation's content ids
@@ -476,7 +721,10 @@ class TokenEpisode:
         if len(self._contents) != self.num_turns + 1:
             raise ValueError("TokenEpisode.respond: no state is waiting for a response.")
         ids = [int(i) for i in response_ids]
-        if self.history is None:  # the input is the conversation so far: it extends the last turn's whole sequence
+        if self.reasoning == STRIP:
+            first = self.num_turns == 0
+            self._rewritten.append(self.fmt.rewrites(ids, first, self.system_prompt))
+        if self.history is None and self.reasoning == KEEP:  # the input extends the last turn's whole sequence
             length = len(self.conversation) + len(ids)
             shared = self.tokens_per_turn[-1] if self.tokens_per_turn else 0
         else:
@@ -499,15 +747,24 @@ class TokenEpisode:
     def sequence_start(self, turn: int) -> int:
         """The first turn of the sequence turn ``turn``'s response is sampled in: the turns from there to ``turn``
         extend one another's inputs (0 under ``history=None``; under a window of ``k``, 0 for the first ``k``
-        turns, then ``turn`` itself; ``turn`` under ``"compact"``)."""
+        turns, then ``turn`` itself; ``turn`` under ``"compact"``). Under ``reasoning="strip"`` a sequence also ends
+        at each response the history rewrites: the next turn starts a new one."""
         start = self.first_turn(turn)
-        return 0 if start == 0 and self.history != COMPACT else turn
+        start = 0 if start == 0 and self.history != COMPACT else turn
+        if self.reasoning == STRIP:
+            at = turn
+            while at > start and not self._rewritten[at - 1]:
+                at -= 1
+            start = at
+        return start
 
     def view(self, turn: int | None = None) -> EpisodeTokens:
         """The model's input at ``turn`` (default: the latest state), ending with the generation prompt. Its
         ``mask`` is 1 on the responses sampled in this same sequence (:meth:`sequence_start`); earlier responses a
-        window keeps are context here (mask 0), trained in the sequences they were sampled in. The latest view
-        under ``history=None`` is :attr:`conversation`'s ids (without a last response's tail)."""
+        window keeps are context here (mask 0), trained in the sequences they were sampled in; under
+        ``reasoning="strip"`` the responses before :meth:`sequence_start` are written as the history writes them. The
+        latest view under ``history=None`` and ``reasoning="keep"`` is :attr:`conversation`'s ids (without a last
+        response's tail)."""
         last = len(self._contents) - 1
         if last < 0:
             raise ValueError("TokenEpisode.view: the episode has not started (call open first).")
@@ -515,14 +772,24 @@ class TokenEpisode:
         if not 0 <= turn <= last:
             raise ValueError(f"TokenEpisode.view: turn {turn} is not in 0..{last}.")
         start = self.first_turn(turn)
+        trained_from = self.sequence_start(turn)
+        fmt = self.fmt
         first = self._states[turn] if self.history == COMPACT else self._contents[start]
         builder = _Builder()
-        builder.add(self.fmt.prompt_pieces("", self.system_prompt, content_ids=first), start, observation=True)
+        shown = self.reasoning == STRIP and start < trained_from  # the response after it is written as in the history
+        builder.add(
+            fmt.prompt_pieces("", self.system_prompt, content_ids=first, answered=shown), start, observation=True
+        )
         for k in range(start, turn):
-            builder.add([(self._responses[k], ROLE_ACTION)], k, response=True)
-            builder.add([(self.fmt.response_tail(self._responses[k]), ROLE_TEMPLATE)], k)
-            builder.add(self.fmt.observation_pieces("", self._contents[k + 1]), k + 1, observation=True)
-        return builder.build(start, self.sequence_start(turn))
+            if shown:
+                response, tail = fmt.history_response(self._responses[k])
+            else:
+                response, tail = self._responses[k], fmt.response_tail(self._responses[k])
+            builder.add([(response, ROLE_ACTION)], k, response=True)
+            builder.add([(tail, ROLE_TEMPLATE)], k)
+            shown = self.reasoning == STRIP and k + 1 < trained_from
+            builder.add(fmt.observation_pieces("", self._contents[k + 1], answered=shown), k + 1, observation=True)
+        return builder.build(start, trained_from)
 
     def samples(self) -> list[EpisodeTokens]:
         """The sequences to train on: each response in the sequence it was sampled in (mask 1 on it), the turns of
@@ -592,4 +859,6 @@ class _Builder:
         """The sequence; ``mask`` is 1 on the responses of turns ``trained_from`` on."""
         turns = [TurnSpan(t, obs, resp) for t, (obs, resp) in sorted(self.spans.items())]
         mask = [int(r == ROLE_ACTION and t >= trained_from) for r, t in zip(self.roles, self.turn_ids)]
-        return EpisodeTokens(list(self.ids), mask, list(self.roles), list(self.turn_ids), turns, first_turn)
+        return EpisodeTokens(
+            list(self.ids), mask, list(self.roles), list(self.turn_ids), turns, first_turn, trained_from
+        )

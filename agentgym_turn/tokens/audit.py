@@ -22,7 +22,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .assembly import ROLE_ACTION, ROLE_OBSERVATION, ChatTemplateError, EpisodeTokens, _common_prefix
+from .assembly import (
+    KEEP,
+    ROLE_ACTION,
+    ROLE_OBSERVATION,
+    ROLE_TEMPLATE,
+    ChatFormat,
+    ChatTemplateError,
+    EpisodeTokens,
+    _common_prefix,
+)
 
 #: What a :class:`Divergence` can be (see :class:`Divergence`).
 DIVERGENCE_KINDS = (
@@ -60,7 +69,7 @@ class Divergence:
             token-level kinds, where the texts are equal: the first character of token ``position``).
         kind: ``"history_rewritten"`` (the re-render changed an earlier message, e.g. dropped an earlier
             response's ``<think>`` block), ``"whitespace_merged"`` (equal texts, but a token of the re-render
-            spans a message/template boundary), ``"generation_prompt"`` (the texts part in the trailing
+            spans a message/template boundary, or the whitespace that ends a piece is tokenised by what follows it), ``"generation_prompt"`` (the texts part in the trailing
             generation prompt), ``"content_changed"`` (any other text change, e.g. a trimmed message; a
             difference in whitespace alone is this kind even in an earlier message, and a difference already
             found at the same character of the previous turn keeps that turn's kind),
@@ -131,13 +140,18 @@ class TemplateAudit:
         return json.dumps(self.to_dict(), **kwargs)
 
 
-def _respond(expert: str, rng: np.random.Generator, think: bool) -> str:
-    """The expert's response as a thinking model writes it: ``<think>reasoning</think>`` then the action
-    (an expert response that already opens with a ``<think>`` block is kept as it is)."""
+def _respond(fmt: ChatFormat, expert: str, rng: np.random.Generator, think: bool) -> str | list[int]:
+    """The expert's response as a thinking model writes it: short reasoning, then the action (an expert response
+    that already opens with a ``<think>`` block is kept as it is). For a template with a reasoning rule, the ids the
+    family's model samples (its markup as the template's tokens: :meth:`ChatFormat.reasoning_response`); otherwise
+    the text ``<think>reasoning</think>`` then the action."""
     if not think or expert.lstrip().startswith("<think>"):
         return expert
     picks = rng.choice(len(_REASONING), size=2, replace=False)
-    return "<think>" + " ".join(_REASONING[int(i)] for i in picks) + "</think>" + expert
+    reasoning = " ".join(_REASONING[int(i)] for i in picks)
+    if fmt.reasoning_rule is not None:
+        return fmt.reasoning_response(reasoning, expert)
+    return "<think>" + reasoning + "</think>" + expert
 
 
 def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
@@ -188,8 +202,11 @@ def _runs(tokenizer: Any, view: EpisodeTokens) -> tuple[list[_Run], str]:
 def _describe(runs: list[_Run], char: int) -> str:
     """What the incremental text holds at ``char``."""
     contents = [r for r in runs if r.role == ROLE_OBSERVATION and r.turn == runs[0].turn] if runs else []
-    for r in runs:
+    for k, r in enumerate(runs):
         if r.cstart <= char < r.cend:
+            after = runs[k + 1] if k + 1 < len(runs) else None
+            if r.role == ROLE_TEMPLATE and after is not None and (after.role, after.turn) == (ROLE_ACTION, r.turn):
+                return f"the generation prompt of response {r.turn}"
             if r.role == ROLE_ACTION:
                 return f"response {r.turn} (an assistant message)"
             if r.role == ROLE_OBSERVATION:
@@ -282,6 +299,12 @@ def _compare(
             f"(incremental {ids[position : position + 3]}, rendered {rendered_ids[position : position + 3]})"
         )
         return Divergence(episode, turn, position, char, "whitespace_merged", detail, inc, ren)
+    if stop in boundaries and not text[char:stop].strip():  # whitespace that ends a piece, split by what follows it
+        detail = (
+            f"equal texts, but the re-render tokenises the whitespace before {_describe(runs, stop)} by what follows "
+            f"it (incremental {ids[position : position + 3]}, rendered {rendered_ids[position : position + 3]})"
+        )
+        return Divergence(episode, turn, position, char, "whitespace_merged", detail, inc, ren)
     detail = (
         f"equal texts, tokenised differently inside {_describe(runs, char)} "
         f"(incremental {ids[position : position + 3]}, rendered {rendered_ids[position : position + 3]})"
@@ -309,6 +332,7 @@ def audit_template(
     think: bool = True,
     split_system_prompt: bool = True,
     system_prompt: str | None = None,
+    reasoning: str = KEEP,
 ) -> TemplateAudit:
     """Play ``episodes`` expert episodes of ``env_id`` and compare, at each of their first ``max_turns`` turns, the
     incremental token ids of the model's input with the full re-render of the chat template.
@@ -321,6 +345,10 @@ def audit_template(
         think: Write each response as a thinking model does: ``<think>`` short reasoning ``</think>`` then the
             expert's action (the reasoning is drawn from ``seed``, the episode and the turn).
         split_system_prompt, system_prompt: As for :class:`agentgym_turn.chat.ChatView`.
+        reasoning: The history policy audited (``ChatView(reasoning=...)``): ``"keep"`` compares the ids as sampled
+            with the re-render, so a template that strips earlier reasoning parts at the first token it drops;
+            ``"strip"`` compares the history as the template writes it (a template whose rule ``ChatFormat`` cannot
+            follow gives one divergence of kind ``"template"``).
 
     Returns:
         A :class:`TemplateAudit` with the first divergence of each (episode, turn) that has one. A template that
@@ -338,7 +366,11 @@ def audit_template(
         try:
             try:  # reading the template's pieces (ChatFormat), and the per-episode system message's at reset
                 chat = ChatView(
-                    env, tokenizer=tokenizer, split_system_prompt=split_system_prompt, system_prompt=system_prompt
+                    env,
+                    tokenizer=tokenizer,
+                    split_system_prompt=split_system_prompt,
+                    system_prompt=system_prompt,
+                    reasoning=reasoning,
                 )
                 chat.reset(seed=int(seed) + episode)
             except Exception as err:  # noqa: BLE001 - only template problems are reported, others raise
@@ -368,7 +400,7 @@ def audit_template(
                     divergences.append(found)
                 previous = found
                 rng = np.random.default_rng([int(seed), episode, turn])
-                response = _respond(env.unwrapped.expert_action(), rng, think)
+                response = _respond(chat.format, env.unwrapped.expert_action(), rng, think)
                 _, _, terminated, truncated, _ = chat.step(response)
                 if terminated or truncated:
                     break

@@ -34,7 +34,18 @@ from gymnasium import spaces
 
 from ..core.args import is_int
 from ..core.spaces import TurnText
-from .assembly import COMPACT, ChatFormat, EpisodeTokens, TokenEpisode, as_token_ids, continues_with
+from .assembly import (
+    COMPACT,
+    KEEP,
+    REASONING_POLICIES,
+    STRIP,
+    ChatFormat,
+    ChatTemplateError,
+    EpisodeTokens,
+    TokenEpisode,
+    as_token_ids,
+    continues_with,
+)
 
 #: A chat message: ``{"role": "system" | "user" | "assistant", "content": str}``.
 Message = dict[str, str]
@@ -159,6 +170,10 @@ class ChatView(gym.Wrapper):
         split_system_prompt: Split the env's first message into instructions (the system message)
             and the first state (default); ``False`` makes the whole first message the first user
             message (the reference trainer's default, ``--split-system-prompt`` off).
+        reasoning: With a tokenizer, how :meth:`tokens` shows earlier responses: ``"keep"`` (default) as sampled,
+            ``"strip"`` as the chat template writes them in the history (earlier reasoning dropped, a new sequence
+            at each rewrite; see :class:`~agentgym_turn.tokens.TokenEpisode`). The messages are the same either way:
+            the template itself strips them.
 
     Attributes (updated on every ``reset`` and ``step``):
         system_prompt: The system message's content (``""`` when there is none).
@@ -178,8 +193,11 @@ class ChatView(gym.Wrapper):
         system_prompt: str | None = None,
         tokenizer: Any = None,
         split_system_prompt: bool = True,
+        reasoning: str = KEEP,
     ):
         super().__init__(env)
+        if reasoning not in REASONING_POLICIES:
+            raise ValueError(f"ChatView: reasoning must be one of {REASONING_POLICIES}, got {reasoning!r}.")
         if history_window is not None and history_window != COMPACT and not is_int(history_window, 1):
             raise ValueError(
                 f"ChatView: history_window must be None, an integer >= 1 or {COMPACT!r}, got {history_window!r}."
@@ -202,7 +220,10 @@ class ChatView(gym.Wrapper):
         self.reward_template = reward_template
         self.extra_system_prompt = system_prompt
         self.split_system_prompt = bool(split_system_prompt)
+        self.reasoning = reasoning
         self.format = ChatFormat(tokenizer, system_prompt=system_prompt) if tokenizer is not None else None
+        if self.format is not None and reasoning == STRIP and self.format.strip_problem:
+            raise ChatTemplateError(self.format.strip_problem)
         self.episode_tokens: TokenEpisode | None = None
         self._states: list[str | None] = []
         inner = env.observation_space
@@ -228,7 +249,7 @@ class ChatView(gym.Wrapper):
         self.messages.append({"role": "user", "content": self.first_state})
         self._states = [self._current_state(self.first_state)]
         if self.format is not None:
-            self.episode_tokens = TokenEpisode(self.format, self.history_window)
+            self.episode_tokens = TokenEpisode(self.format, self.history_window, reasoning=self.reasoning)
             self.episode_tokens.open(self.first_state, self.instructions or None, state=self._states[-1])
         return self.view(), info
 
@@ -283,7 +304,8 @@ class ChatView(gym.Wrapper):
 
     def samples(self) -> list[EpisodeTokens]:
         """The episode's sequences to train on (see :meth:`agentgym_turn.tokens.TokenEpisode.samples`): one
-        sequence for the whole episode without a history window, one per turn once a window slides."""
+        sequence for the whole episode without a history window (and with ``reasoning="keep"``), one per turn once a
+        window slides, one per rewrite under ``reasoning="strip"``."""
         return self._tokens().samples()
 
     def _tokens(self) -> TokenEpisode:

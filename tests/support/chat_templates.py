@@ -7,7 +7,15 @@ Each function returns a copy of a tokenizer with the family's special tokens add
 * :func:`qwen3_tokenizer`: Qwen3's format, which drops the ``<think>...</think>`` block of every assistant
   message before the last user message; ``official=True`` also renders the assistant messages after it as
   Qwen3 does (reasoning reformatted, an empty ``<think>`` block on the final one);
-* :func:`llama3_tokenizer`: Llama 3's header format, each message's content trimmed as Llama 3's template does.
+* :func:`llama3_tokenizer`: Llama 3's header format, each message's content trimmed as Llama 3's template does;
+* :func:`r1_tokenizer`: DeepSeek-R1-distill's format: a generation prompt that opens a ``<think>`` block, and every
+  earlier assistant message cut to what follows its last ``</think>`` (whitespace kept);
+* :func:`harmony_tokenizer`: gpt-oss's harmony format: the model writes an ``analysis`` message, then a ``final``
+  one ending with ``<|return|>``; in the history an assistant message is its final message alone, ending ``<|end|>``;
+* :func:`think_special_tokenizer`: ChatML with ``<think>``/``</think>`` as special tokens.
+
+Every maker takes the tokenizer to copy: the tiny one (:func:`tiny_tokenizer`) or a real one (SmolLM2's,
+``support.real_model.smollm2_tokenizer``), whose own template is swapped for the family's.
 
 And two constructed cases: :func:`whitespace_merging_tokenizer` (a byte-level BPE whose pre-tokenizer groups
 whitespace runs as Qwen2's does, so ``"user\\n" + "\\n\\n..."`` is tokenised across the boundary) and
@@ -87,6 +95,50 @@ def qwen3_template(official: bool = False) -> str:
     after = _QWEN3_AFTER_LAST_QUERY_OFFICIAL if official else _QWEN3_AFTER_LAST_QUERY_KEPT
     return _QWEN3_HEAD + "{%- if loop.index0 > ns.last_query_index %}" + after + _QWEN3_TAIL
 
+
+#: DeepSeek-R1-distill (the newer template): bos, the system text bare, then ``<｜User｜>``/``<｜Assistant｜>`` turns;
+#: the generation prompt opens a think block, and an earlier answer keeps only what follows its last ``</think>``.
+R1_TEMPLATE = (
+    "{%- set ns = namespace(system='') %}"
+    "{%- for message in messages if message.role == 'system' %}{%- set ns.system = message.content %}{%- endfor %}"
+    "{{- bos_token + ns.system }}"
+    "{%- for message in messages %}"
+    "{%- if message.role == 'user' %}{{- '<｜User｜>' + message.content }}"
+    "{%- elif message.role == 'assistant' %}"
+    "{%- set content = message.content %}"
+    "{%- if '</think>' in content %}{%- set content = content.split('</think>')[-1] %}{%- endif %}"
+    "{{- '<｜Assistant｜>' + content + '<｜end▁of▁sentence｜>' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<｜Assistant｜><think>\\n' }}{%- endif %}"
+)
+
+#: gpt-oss's harmony format (no tools, no dates): a fixed system message, the conversation's system message as the
+#: developer's instructions, ``<|start|>role<|message|>...<|end|>`` messages. An assistant response is written as
+#: ``<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>...<|return|>``; earlier
+#: assistant messages keep their final message alone, closed by ``<|end|>``, and a final assistant message (no
+#: generation prompt after it) keeps its analysis and ends with ``<|return|>``.
+HARMONY_TEMPLATE = (
+    "{{- '<|start|>system<|message|>You are a helpful assistant.\\nReasoning: medium\\n\\n"
+    "# Valid channels: analysis, final. Channel must be included for every message.<|end|>' }}"
+    "{%- for message in messages %}"
+    "{%- if message.role == 'system' %}"
+    "{{- '<|start|>developer<|message|># Instructions\\n\\n' + message.content + '<|end|>' }}"
+    "{%- elif message.role == 'user' %}{{- '<|start|>user<|message|>' + message.content + '<|end|>' }}"
+    "{%- elif message.role == 'assistant' %}"
+    "{%- set content = message.content %}"
+    "{%- if loop.last and not add_generation_prompt %}"
+    "{%- if content.startswith('<|channel|>') %}{{- '<|start|>assistant' + content + '<|return|>' }}"
+    "{%- else %}{{- '<|start|>assistant<|channel|>final<|message|>' + content + '<|return|>' }}{%- endif %}"
+    "{%- else %}"
+    "{%- if '<|channel|>final<|message|>' in content %}"
+    "{%- set content = content.split('<|channel|>final<|message|>')[-1] %}{%- endif %}"
+    "{{- '<|start|>assistant<|channel|>final<|message|>' + content + '<|end|>' }}"
+    "{%- endif %}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|start|>assistant' }}{%- endif %}"
+)
 
 #: Llama 3 (Meta-Llama-3-*-Instruct): bos, then a header per message, the content trimmed, <|eot_id|>.
 LLAMA3_TEMPLATE = (
@@ -191,6 +243,42 @@ def llama3_tokenizer(base: Any) -> Any:
         eos_token="<|eot_id|>",
     )
     tok.chat_template = LLAMA3_TEMPLATE
+    return tok
+
+
+def r1_tokenizer(base: Any) -> Any:
+    """``base`` copied, with :data:`R1_TEMPLATE`, R1's special tokens (bos ``<｜begin▁of▁sentence｜>``, eos
+    ``<｜end▁of▁sentence｜>``) and its ``<think>``/``</think>`` added tokens (not special, as in R1-distill's)."""
+    tok = copy.deepcopy(base)
+    _add_special(
+        tok,
+        ["<｜User｜>", "<｜Assistant｜>"],
+        bos_token="<｜begin▁of▁sentence｜>",
+        eos_token="<｜end▁of▁sentence｜>",
+    )
+    tok.add_tokens(["<think>", "</think>"])
+    tok.chat_template = R1_TEMPLATE
+    return tok
+
+
+def harmony_tokenizer(base: Any) -> Any:
+    """``base`` copied, with :data:`HARMONY_TEMPLATE` and harmony's special tokens; eos ``<|return|>`` (the end of a
+    response: ``<|end|>`` ends the analysis message inside it, so it is no stop)."""
+    tok = copy.deepcopy(base)
+    _add_special(
+        tok,
+        ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>"],
+        eos_token="<|return|>",
+    )
+    tok.chat_template = HARMONY_TEMPLATE
+    return tok
+
+
+def think_special_tokenizer(base: Any) -> Any:
+    """``base`` copied (ChatML), with ``<think>``/``</think>`` as special tokens: an observation that quotes them is
+    encoded as plain text, while a re-render of the same text turns them into the special tokens."""
+    tok = copy.deepcopy(base)
+    _add_special(tok, ["<think>", "</think>"])
     return tok
 
 
