@@ -162,6 +162,7 @@ class ChatFormat:
         self.tokenizer = tokenizer
         self.system_prompt = system_prompt
         self._system_split: tuple[list[int], list[int], list[int]] | None = None
+        self._system_cache: tuple[str, list[int]] | None = None
         p = [_PLACEHOLDER.format(i) for i in range(5)]
         head = [{"role": "system", "content": system_prompt}] if system_prompt else []
         self._head = head
@@ -339,14 +340,21 @@ class ChatFormat:
                 (list(self._history_after) if answered else self._prompt_after, ROLE_TEMPLATE),
             ]
         before, between, after = self._episode_system_template()
-        system = f"{self.system_prompt}\n\n{system_prompt}" if self.system_prompt else system_prompt
         return [
             (list(before), ROLE_TEMPLATE),
-            (self.encode_content(system), ROLE_OBSERVATION),
+            (self._system_ids(system_prompt), ROLE_OBSERVATION),
             (list(between), ROLE_TEMPLATE),
             (observation_ids, ROLE_OBSERVATION),
             (list(self._history_after) if answered else list(after), ROLE_TEMPLATE),
         ]
+
+    def _system_ids(self, system_prompt: str) -> list[int]:
+        """Content ids of the system message with ``system_prompt`` (the last one's kept: an episode's inputs all
+        open with it)."""
+        if self._system_cache is None or self._system_cache[0] != system_prompt:
+            system = f"{self.system_prompt}\n\n{system_prompt}" if self.system_prompt else system_prompt
+            self._system_cache = (system_prompt, self.encode_content(system))
+        return list(self._system_cache[1])
 
     def _episode_system_template(self) -> tuple[list[int], list[int], list[int]]:
         """Template ids before a system message's content, between it and the first user content, and after."""
@@ -663,6 +671,7 @@ class TokenEpisode:
         self.history = history
         self.reasoning = reasoning
         self._rewritten: list[bool] = []  # per response ("strip"): the history writes it other than as sampled
+        self._shown: list[tuple[list[int], list[int]]] = []  # per response ("strip"): as the history writes it
         self.conversation = Conversation()
         self.system_prompt: str | None = None
         self._contents: list[list[int]] = []  # per turn: the observation's content ids
@@ -724,6 +733,7 @@ class TokenEpisode:
         if self.reasoning == STRIP:
             first = self.num_turns == 0
             self._rewritten.append(self.fmt.rewrites(ids, first, self.system_prompt))
+            self._shown.append(self.fmt.history_response(ids))
         if self.history is None and self.reasoning == KEEP:  # the input extends the last turn's whole sequence
             length = len(self.conversation) + len(ids)
             shared = self.tokens_per_turn[-1] if self.tokens_per_turn else 0
@@ -782,7 +792,7 @@ class TokenEpisode:
         )
         for k in range(start, turn):
             if shown:
-                response, tail = fmt.history_response(self._responses[k])
+                response, tail = self._shown[k]
             else:
                 response, tail = self._responses[k], fmt.response_tail(self._responses[k])
             builder.add([(response, ROLE_ACTION)], k, response=True)
@@ -846,7 +856,7 @@ class _Builder:
     ) -> None:
         start = len(self.ids)
         for ids, role in pieces:
-            self.ids.extend(int(i) for i in ids)
+            self.ids.extend(ids)  # ints already: the format's pieces and the episode's stored ids
             self.roles.extend([role] * len(ids))
             self.turn_ids.extend([turn] * len(ids))
         span = self.spans.setdefault(turn, [(start, start), None])
@@ -858,7 +868,10 @@ class _Builder:
     def build(self, first_turn: int, trained_from: int) -> EpisodeTokens:
         """The sequence; ``mask`` is 1 on the responses of turns ``trained_from`` on."""
         turns = [TurnSpan(t, obs, resp) for t, (obs, resp) in sorted(self.spans.items())]
-        mask = [int(r == ROLE_ACTION and t >= trained_from) for r, t in zip(self.roles, self.turn_ids)]
+        mask = [0] * len(self.ids)
+        for span in turns:  # the sampled ids (role ROLE_ACTION) of the responses from trained_from on
+            if span.response is not None and span.turn >= trained_from:
+                mask[span.response[0] : span.response[1]] = [1] * (span.response[1] - span.response[0])
         return EpisodeTokens(
             list(self.ids), mask, list(self.roles), list(self.turn_ids), turns, first_turn, trained_from
         )
