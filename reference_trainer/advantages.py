@@ -26,6 +26,9 @@ __all__ = [
     "Estimate",
     "Rewards",
     "batch_rewards",
+    "episode_rows",
+    "shuffled_rows",
+    "per_episode",
     "bootstrap_values",
     "truncation_bootstrap_pos",
     "token_gae",
@@ -157,7 +160,7 @@ def outcome_rewards(
     rows = torch.arange(B, device=turn_mask.device)
     turn_r = torch.zeros(turn_mask.shape, dtype=torch.float32, device=turn_mask.device)
     has_turn = turn_mask.any(1)
-    last_turn = (turn_mask.long().sum(1) - 1).clamp(min=0)
+    last_turn = (turn_mask.long() * torch.arange(1, K + 1, device=turn_mask.device)).argmax(1)
     turn_r[rows, last_turn] = torch.where(has_turn, outcome.float(), torch.zeros_like(turn_r[:, 0]))
     L = action_mask.shape[1]
     token_r = torch.zeros(action_mask.shape, dtype=torch.float32, device=action_mask.device)
@@ -236,20 +239,48 @@ def batch_rewards(
     episode score is not (GRPO normalises it within each group).
     """
     if reward == "success":
-        turn, token = outcome_rewards(batch.success, batch.turn_mask, batch.action_mask)
         episode = batch.success.float()
+        turn, token = outcome_rewards(episode * batch.ends_episode, batch.turn_mask, batch.action_mask)
     elif reward == "env":
         turn, token, episode = batch.turn_rewards, batch.token_rewards, batch.scores
     elif reward == "shuffled":
         if permutation is None:
             raise ValueError(
-                "reward='shuffled' needs the permutation of the batch's episodes whose scores each one is paid."
+                "reward='shuffled' needs the permutation of the batch's episodes whose scores each one is paid "
+                "(shuffled_rows)."
             )
         episode = batch.scores.float()[permutation]
-        turn, token = outcome_rewards(episode, batch.turn_mask, batch.action_mask)
+        turn, token = outcome_rewards(episode * batch.ends_episode, batch.turn_mask, batch.action_mask)
     else:
         raise ValueError(f"reward must be 'env', 'success' or 'shuffled', got {reward!r}.")
     return Rewards(turn * scale, token * scale, episode)
+
+
+def episode_rows(episode_index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(first [E], inverse [B])``: the first row of each of the ``E`` episodes a batch's rows belong to, and each
+    row's episode (0..E-1), for rows ``episode_index [B]`` (one row per episode: both ``arange(B)``)."""
+    _, inverse = torch.unique(episode_index, return_inverse=True)
+    E = int(inverse.max()) + 1 if inverse.numel() else 0
+    rows = torch.arange(len(inverse), device=inverse.device)
+    first = torch.full((E,), len(inverse), dtype=torch.long, device=inverse.device).scatter_reduce(
+        0, inverse, rows, "amin"
+    )
+    return first, inverse
+
+
+def shuffled_rows(episode_index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """``[B]``: for each row, a row of the episode whose score it is paid under ``reward="shuffled"``: a seeded
+    permutation of the batch's episodes (not of its rows, so an episode of several sequences counts once)."""
+    first, inverse = episode_rows(episode_index)
+    permutation = torch.randperm(len(first), generator=generator).to(episode_index.device)
+    return first[permutation][inverse]
+
+
+def per_episode(per_turn: torch.Tensor, turn_mask: torch.Tensor, inverse: torch.Tensor, episodes: int) -> torch.Tensor:
+    """``[E, K]``: each episode's per-turn values gathered from its rows (turn ``k`` of an episode is trained in one
+    row, where ``turn_mask`` is set; 0 on turns no row trains)."""
+    out = per_turn.new_zeros((episodes, per_turn.shape[1]))
+    return out.index_add_(0, inverse, torch.where(turn_mask, per_turn, torch.zeros_like(per_turn)))
 
 
 def truncation_bootstrap_pos(bootstrap_pos: torch.Tensor, truncation_value: str) -> torch.Tensor:
@@ -274,6 +305,12 @@ def bootstrap_values(values: torch.Tensor, bootstrap_pos: torch.Tensor) -> torch
 
 def token_gae_estimate(batch: "RolloutBatch", values: torch.Tensor, rewards: Rewards, algo: Any) -> Estimate:
     """Token GAE; the critic is trained at the token before each action token (the state it is sampled in)."""
+    if len(episode_rows(batch.episode_index)[0]) != len(batch.episode_index):
+        raise ValueError(
+            "Token GAE runs along one token sequence; an episode trained in several (a history window, "
+            "'compact', stripped reasoning) needs a turn-level or episode-level estimator: --advantage turn_gae "
+            "(turn-ppo, st-ppo) or grpo."
+        )
     act = batch.action_mask
     values_tok = torch.nn.functional.pad(values[:, :-1], (1, 0))  # V of the state before token t
     adv, ret = token_gae(
@@ -286,11 +323,29 @@ def token_gae_estimate(batch: "RolloutBatch", values: torch.Tensor, rewards: Rew
 
 
 def turn_gae_estimate(batch: "RolloutBatch", values: torch.Tensor, rewards: Rewards, algo: Any) -> Estimate:
-    """Turn GAE; every token of turn ``k`` gets ``A_k``, the critic is trained at each turn's read position."""
+    """Turn GAE; every token of turn ``k`` gets ``A_k``, the critic is trained at each turn's read position.
+
+    When an episode is trained in several rows (a history policy), ``V(s_k)`` is read in the row that trains turn
+    ``k`` and GAE runs over the episode's turns across its rows: the window boundary changes what the critic reads,
+    not the recursion."""
     act = batch.action_mask
     turn_values = values.gather(1, batch.value_pos)  # [B, K] V(s_k)
     boot = bootstrap_values(values, batch.bootstrap_pos)
-    adv_turn, ret_turn = turn_gae(rewards.turn, turn_values, batch.turn_mask, algo.gamma, algo.lam, boot)
+    first, inverse = episode_rows(batch.episode_index)
+    if len(first) == len(inverse):  # one row per episode
+        adv_turn, ret_turn = turn_gae(rewards.turn, turn_values, batch.turn_mask, algo.gamma, algo.lam, boot)
+    else:
+        E, mask = len(first), batch.turn_mask
+        episode_mask = per_episode(mask.float(), mask, inverse, E) > 0
+        adv_e, ret_e = turn_gae(
+            per_episode(rewards.turn.float(), mask, inverse, E),
+            per_episode(turn_values.float(), mask, inverse, E),
+            episode_mask,
+            algo.gamma,
+            algo.lam,
+            boot.new_zeros(E).index_add_(0, inverse, boot),  # only the row holding the final state has one
+        )
+        adv_turn, ret_turn = adv_e[inverse] * mask, ret_e[inverse] * mask
     adv = turns_to_tokens(adv_turn, batch.turn_ids, act)
     value_targets, value_mask = torch.zeros_like(values), torch.zeros_like(act)
     pos = batch.value_pos[batch.turn_mask]
@@ -301,9 +356,12 @@ def turn_gae_estimate(batch: "RolloutBatch", values: torch.Tensor, rewards: Rewa
 
 
 def grpo_estimate(batch: "RolloutBatch", values: torch.Tensor, rewards: Rewards, algo: Any) -> Estimate:
-    """GRPO: each rollout's group-normalised score on all its action tokens; no critic."""
+    """GRPO: each rollout's group-normalised score on all its action tokens (of every row it is trained in, its
+    group's statistics taken over episodes, not rows); no critic."""
     act = batch.action_mask
-    adv = grpo(rewards.episode, batch.group_ids, algo.grpo_eps, algo.grpo_scale_by_std)[:, None] * act
+    first, inverse = episode_rows(batch.episode_index)
+    per = grpo(rewards.episode[first], batch.group_ids[first], algo.grpo_eps, algo.grpo_scale_by_std)
+    adv = per[inverse][:, None] * act
     return Estimate(adv, torch.zeros_like(values), torch.zeros_like(act))
 
 

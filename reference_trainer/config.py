@@ -117,6 +117,38 @@ class RolloutConfig:
         "state as the first user message (agentgym_turn.chat.split_first_message)",
     )
     env_kwargs: dict = _f({}, "keyword arguments for gymnasium.make, as NAME=VALUE pairs")
+    history_window: str | None = _f(
+        None,
+        "what the model is shown at each turn, in rollouts, evaluation and SFT alike: the last N user messages "
+        "and the responses between them (e.g. 3), or 'compact' (the env's current state text alone); "
+        "none: the whole episode. Each response is trained in the sequence it was sampled in",
+    )
+    reasoning: str = _f(
+        "keep",
+        "earlier turns' reasoning in the model's input: kept as sampled, or stripped as a thinking model's "
+        "template does (each rewrite starts a new sequence)",
+        choices=("keep", "strip"),
+    )
+
+    @property
+    def history(self) -> int | str | None:
+        """``history_window`` as a history policy: ``None``, an integer ``k >= 1`` or ``"compact"``."""
+        return history_policy(self.history_window)
+
+
+def history_policy(value: Any) -> int | str | None:
+    """``None``/``"none"``, ``k``/``"k"`` (an integer of at least 1) or ``"compact"`` as a history policy."""
+    if value is None or (isinstance(value, str) and value.lower() in ("none", "")):
+        return None
+    if value == "compact":
+        return "compact"
+    try:
+        k = int(value)
+    except (TypeError, ValueError):
+        k = 0
+    if k < 1 or isinstance(value, bool) or (isinstance(value, float) and value != k):
+        raise ValueError(f"history_window must be none, an integer >= 1 or 'compact', got {value!r}.")
+    return k
 
 
 @dataclass

@@ -251,7 +251,10 @@ def gather_episodes(episodes: list[Any], ctx: DistContext) -> list[Any]:
         return episodes
     slim = [
         dataclasses.replace(
-            e, conversation=_Spans(len(e.conversation), list(e.conversation.action_spans)), sampled_logp=[]
+            e,
+            conversation=_Spans(len(e.conversation), list(e.conversation.action_spans)),
+            sampled_logp=[],
+            tokens=None,
         )
         for e in episodes
     ]

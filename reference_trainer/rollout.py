@@ -42,7 +42,8 @@ from agentgym_turn.core.contract import InfraError
 from agentgym_turn.pools import EnvPool
 
 from .policy import TurnCache
-from agentgym_turn.tokens import ROLE_ACTION, ChatFormat, Conversation, TokenEpisode, continues_with
+from agentgym_turn.tokens import COMPACT, ROLE_ACTION, ChatFormat, Conversation, TokenEpisode, continues_with
+from agentgym_turn.tokens.chat import _state_text as state_text
 
 
 @dataclass
@@ -64,6 +65,8 @@ class Episode:
     fault: str | None = (
         None  # "env_error"/"infra_error": a turn said reward_valid=False; the episode is not the policy's to score
     )
+    #: The episode's tokens by turn, under the rollout's history policy (its ``samples()`` are the rows to train on).
+    tokens: TokenEpisode | None = field(default=None, repr=False, compare=False)
 
     @property
     def ret(self) -> float:
@@ -129,6 +132,8 @@ def collect(
     groups: Sequence[int] | None = None,
     split_system_prompt: bool = False,
     reuse_cache: bool = True,
+    history: int | str | None = None,
+    reasoning: str = "keep",
 ) -> list[Episode]:
     """Play one episode per seed (``envs.num_envs`` at a time) and return them in seed order.
 
@@ -146,6 +151,9 @@ def collect(
         reuse_cache: Keep each conversation's keys and values from one turn to the next
             (:class:`~reference_trainer.policy.TurnCache`), so a turn runs only its new tokens through
             the model; for a policy whose ``generate`` takes ``turn_cache``.
+        history, reasoning: What the model is shown at each turn (:class:`~agentgym_turn.tokens.TokenEpisode`'s
+            history policy: every turn, the last ``k`` user messages or ``"compact"``; earlier reasoning kept or
+            stripped). The policy samples from that input; :attr:`Episode.tokens` keeps the sequences to train on.
     """
     if max_new_tokens < 1:
         raise ValueError("max_new_tokens must be at least 1.")
@@ -165,6 +173,7 @@ def collect(
             temperature,
             split_system_prompt,
             reuse_cache and _takes_turn_cache(policy),
+            (history, reasoning),
         )
     return episodes
 
@@ -185,17 +194,22 @@ def _collect_chunk(
     temperature,
     split_system_prompt,
     reuse_cache=False,
+    policy_of_history=(None, "keep"),
 ):
     pad_id = fmt.tokenizer.pad_token_id if fmt.tokenizer.pad_token_id is not None else 0
     tail_room = len(fmt.assistant_suffix)
-    tokens = [TokenEpisode(fmt) for _ in seeds]  # the assembly ChatView(env, tokenizer=...) does, turn for turn
-    eps = [Episode(t.conversation, int(s), int(g)) for t, s, g in zip(tokens, seeds, groups)]
+    tokens = [new_token_episode(fmt, *policy_of_history) for _ in seeds]  # as ChatView(env, tokenizer=...) does
+    eps = [Episode(t.conversation, int(s), int(g), tokens=t) for t, s, g in zip(tokens, seeds, groups)]
+    windowed = is_windowed(*policy_of_history)
     if split_system_prompt:  # the message is split before it is tokenised
         observations, contents = [obs for obs, _ in envs.reset(seeds)], [None] * len(eps)
     else:
         observations, contents = _reset_tokenised(envs, seeds, fmt)
     for index, (ep, obs) in enumerate(zip(eps, observations)):
-        open_episode(tokens[index], obs, _split_first(envs) if split_system_prompt else None, index, contents[index])
+        state = state_of(envs, index, obs, policy_of_history[0])
+        open_episode(
+            tokens[index], obs, _split_first(envs) if split_system_prompt else None, index, contents[index], state
+        )
         if len(ep.conversation) + max_new_tokens + tail_room > max_context_tokens:
             raise ValueError(
                 f"The first message takes {len(ep.conversation)} tokens; with max_new_tokens="
@@ -205,7 +219,7 @@ def _collect_chunk(
     active = list(range(len(eps)))
     cache = {"turn_cache": TurnCache()} if reuse_cache else {}
     while active:
-        prompts = [eps[i].conversation.ids for i in active]
+        prompts = [tokens[i].view().ids if windowed else eps[i].conversation.ids for i in active]
         responses, logps = policy.generate(
             prompts,
             max_new_tokens=max_new_tokens,
@@ -241,6 +255,15 @@ def _collect_chunk(
                 continue
             if contents[i] is None:
                 contents[i] = fmt.encode_content(obs)
+            if windowed:  # the input is a window of the episode: it is measured once the state is in it
+                tokens[i].observe(obs, content_ids=contents[i], state=state_of(envs, i, obs, policy_of_history[0]))
+                length = len(tokens[i].view())
+                if truncated or length + max_new_tokens + tail_room > max_context_tokens:
+                    ep.truncated, ep.truncation = True, "env" if truncated else "context"
+                    ep.bootstrap_pos = length - 1 if length <= max_context_tokens else None
+                    continue
+                still.append(i)
+                continue
             need = fmt.observation_length(
                 contents[i]
             )  # the observation is tokenised once, for this check and the conversation
@@ -289,7 +312,8 @@ def _step_tokenised(
 
 @dataclass
 class RolloutBatch:
-    """Episodes padded into tensors. ``B`` episodes, ``L`` tokens, ``K`` turns.
+    """Episodes padded into tensors. ``B`` rows (one per episode, or one per sequence of an episode played under a
+    history policy: ``episode_index``), ``L`` tokens, ``K`` turns (turn ``k`` is the episode's, in every row).
 
     Token tensors are right-padded (``attention_mask`` 0, ``turn_ids`` -1 on padding).
     ``token_rewards`` carries turn ``k``'s reward on its last action token; ``value_pos[b, k]``
@@ -320,6 +344,8 @@ class RolloutBatch:
     success: torch.Tensor  # [B] bool
     group_ids: torch.Tensor  # [B] long
     in_loss: torch.Tensor  # [B] bool, the rows training sees (see loss_rows)
+    episode_index: torch.Tensor  # [B] long, the episode each row is a sequence of (0..E-1, rows of one adjacent)
+    ends_episode: torch.Tensor  # [B] bool, the row trains its episode's last turn (where an outcome reward goes)
 
     def __len__(self) -> int:
         return self.ids.shape[0]
@@ -331,7 +357,8 @@ class RolloutBatch:
         """Rows ``index``, trimmed to their longest sequence and turn count."""
         rows = {k: v[index] for k, v in self.__dict__.items()}
         L = int(rows["attention_mask"].sum(1).max()) if len(index) else 0
-        K = int(rows["turn_mask"].sum(1).max()) if len(index) else 0
+        turn_numbers = torch.arange(1, rows["turn_mask"].shape[1] + 1, device=rows["turn_mask"].device)
+        K = int((rows["turn_mask"] * turn_numbers).max()) if len(index) and rows["turn_mask"].numel() else 0
         for k in ("ids", "attention_mask", "action_mask", "turn_ids", "roles", "token_rewards", "sampled_logp"):
             rows[k] = rows[k][:, :L]
         for k in ("turn_rewards", "turn_mask", "value_pos"):
@@ -352,45 +379,117 @@ def loss_rows(episodes: Sequence[Episode], min_group: int = 1) -> list[bool]:
     return [e.reward_valid and (e.group not in faulted or valid[e.group] >= min_group) for e in episodes]
 
 
+@dataclass
+class _Row:
+    """One training row: a token sequence of an episode and the turns trained in it."""
+
+    episode: int
+    ids: list[int]
+    roles: list[int]
+    turn_ids: list[int]
+    trained: list[int]  # positions of the action tokens trained in this row
+    logp: list[float]  # their log-probs as sampled
+    turns: list[tuple[int, int, int]]  # (turn k, value position: last token of state s_k, end of response k)
+    bootstrap: int | None = None  # last token of the final state of a truncated episode, when this row holds it
+
+
+def _whole_row(b: int, ep: Episode) -> _Row:
+    c = ep.conversation
+    trained = [t for t, r in enumerate(c.roles) if r == ROLE_ACTION]
+    turns = [(k, start - 1, end) for k, (start, end) in enumerate(c.action_spans)]
+    return _Row(b, c.ids, c.roles, c.turn_ids, trained, list(ep.sampled_logp), turns, ep.bootstrap_pos)
+
+
+def _window_rows(b: int, ep: Episode) -> list[_Row]:
+    """An episode played under a history policy: one row per sequence of ``ep.tokens.samples()`` (each response
+    trained in the sequence it was sampled in), and a row of the final state alone when a truncated episode's
+    bootstrap state starts a sequence of its own."""
+    tokens = ep.tokens
+    assert tokens is not None
+    spans = ep.conversation.action_spans
+    logp_of, at = [], 0
+    for start, end in spans:
+        logp_of.append(ep.sampled_logp[at : at + end - start])
+        at += end - start
+    rows, sequences = [], tokens.samples()
+    for seq in sequences:
+        turns = [s for s in seq.turns if s.response is not None and s.response[1] > s.response[0]]
+        turns = [s for s in turns if seq.mask[s.response[0]]]
+        trained = [t for t, m in enumerate(seq.mask) if m]
+        logp = [x for s in turns for x in logp_of[s.turn]]
+        rows.append(
+            _Row(
+                b,
+                seq.ids,
+                seq.roles,
+                seq.turn_ids,
+                trained,
+                logp,
+                [(s.turn, s.response[0] - 1, s.response[1]) for s in turns],
+            )
+        )
+    if ep.bootstrap_pos is not None:
+        final = ep.num_turns
+        last = rows[-1] if rows else None
+        held = [s for s in sequences[-1].turns if s.turn == final] if last is not None else []
+        if held:
+            last.bootstrap = held[0].observation[1] - 1
+        else:
+            view = tokens.view(final)
+            rows.append(_Row(b, view.ids, view.roles, view.turn_ids, [], [], [], len(view.ids) - 1))
+    return rows
+
+
 def make_batch(episodes: Sequence[Episode], pad_id: int, *, min_group: int = 1) -> RolloutBatch:
     """Pad ``episodes`` into a :class:`RolloutBatch` (on CPU); the rows :func:`loss_rows` leaves out
-    (``min_group``: see there) carry no action tokens, turns or rewards."""
+    (``min_group``: see there) carry no action tokens, turns or rewards.
+
+    An episode played under a history policy (:func:`is_windowed`) gives one row per sequence its responses were
+    sampled in (``episode_index`` says whose); any other, one row holding the whole conversation."""
     keep = loss_rows(episodes, min_group)
-    B = len(episodes)
-    L = max(len(e.conversation) for e in episodes)
+    rows: list[_Row] = []
+    for b, ep in enumerate(episodes):
+        windowed = ep.tokens is not None and is_windowed(ep.tokens.history, getattr(ep.tokens, "reasoning", "keep"))
+        rows += _window_rows(b, ep) if windowed else [_whole_row(b, ep)]
+    B = len(rows)
+    L = max(len(r.ids) for r in rows)
     K = max(max(e.num_turns for e in episodes), 1)
     ids = torch.full((B, L), pad_id, dtype=torch.long)
     attn = torch.zeros((B, L), dtype=torch.long)
     turn_ids = torch.full((B, L), -1, dtype=torch.long)
     roles = torch.full((B, L), -1, dtype=torch.long)
+    trained = torch.zeros((B, L), dtype=torch.bool)
     token_rewards = torch.zeros((B, L))
     sampled_logp = torch.zeros((B, L))
     turn_rewards = torch.zeros((B, K))
     turn_mask = torch.zeros((B, K), dtype=torch.bool)
     value_pos = torch.zeros((B, K), dtype=torch.long)
-    for b, ep in enumerate(episodes):
-        c = ep.conversation
-        n = len(c)
-        ids[b, :n] = torch.tensor(c.ids, dtype=torch.long)
+    ends = torch.zeros(B, dtype=torch.bool)
+    for b, row in enumerate(rows):
+        ep = episodes[row.episode]
+        n = len(row.ids)
+        ids[b, :n] = torch.tensor(row.ids, dtype=torch.long)
         attn[b, :n] = 1
-        turn_ids[b, :n] = torch.tensor(c.turn_ids, dtype=torch.long)
-        roles[b, :n] = torch.tensor(c.roles, dtype=torch.long)
-        pos = [t for t, r in enumerate(c.roles) if r == ROLE_ACTION]
-        if pos:
-            sampled_logp[b, pos] = torch.tensor(ep.sampled_logp, dtype=torch.float32)
-        if not keep[b]:
+        turn_ids[b, :n] = torch.tensor(row.turn_ids, dtype=torch.long)
+        roles[b, :n] = torch.tensor(row.roles, dtype=torch.long)
+        if row.trained:
+            trained[b, row.trained] = True
+            sampled_logp[b, row.trained] = torch.tensor(row.logp, dtype=torch.float32)
+        if not keep[row.episode]:
             continue
-        for k, (start, end) in enumerate(c.action_spans):
+        for k, pos, end in row.turns:
             turn_rewards[b, k] = ep.rewards[k]
             turn_mask[b, k] = True
-            value_pos[b, k] = start - 1
-            if end > start:
+            value_pos[b, k] = pos
+            if end > pos + 1:
                 token_rewards[b, end - 1] += ep.rewards[k]
-    kept = torch.tensor(keep, dtype=torch.bool)
+        ends[b] = any(k == ep.num_turns - 1 for k, _, _ in row.turns)
+    kept = torch.tensor([keep[r.episode] for r in rows], dtype=torch.bool)
+    of = [episodes[r.episode] for r in rows]
     return RolloutBatch(
         ids=ids,
         attention_mask=attn,
-        action_mask=(roles == ROLE_ACTION) & kept[:, None],
+        action_mask=trained & kept[:, None],
         turn_ids=turn_ids,
         roles=roles,
         token_rewards=token_rewards,
@@ -399,33 +498,71 @@ def make_batch(episodes: Sequence[Episode], pad_id: int, *, min_group: int = 1) 
         turn_mask=turn_mask,
         value_pos=value_pos,
         bootstrap_pos=torch.tensor(
-            [e.bootstrap_pos if e.bootstrap_pos is not None and k else -1 for e, k in zip(episodes, keep)],
-            dtype=torch.long,
+            [r.bootstrap if r.bootstrap is not None and keep[r.episode] else -1 for r in rows], dtype=torch.long
         ),
-        terminated=torch.tensor([e.terminated for e in episodes], dtype=torch.bool),
-        truncated=torch.tensor([e.truncated for e in episodes], dtype=torch.bool),
-        scores=torch.tensor([e.ret if k else 0.0 for e, k in zip(episodes, keep)], dtype=torch.float32),
-        success=torch.tensor([e.success and k for e, k in zip(episodes, keep)], dtype=torch.bool),
+        terminated=torch.tensor([e.terminated for e in of], dtype=torch.bool),
+        truncated=torch.tensor([e.truncated for e in of], dtype=torch.bool),
+        scores=torch.tensor([e.ret if keep[r.episode] else 0.0 for e, r in zip(of, rows)], dtype=torch.float32),
+        success=torch.tensor([e.success and keep[r.episode] for e, r in zip(of, rows)], dtype=torch.bool),
         # a left-out row is a group of its own: GRPO's statistics of the others never see it
         group_ids=torch.tensor(
-            [e.group if k else -1 - b for b, (e, k) in enumerate(zip(episodes, keep))], dtype=torch.long
+            [e.group if keep[r.episode] else -1 - r.episode for e, r in zip(of, rows)], dtype=torch.long
         ),
         in_loss=kept,
+        episode_index=torch.tensor([r.episode for r in rows], dtype=torch.long),
+        ends_episode=ends,
     )
 
 
 # ---------------------------------------------------------------------- SFT data and episode metrics
 def open_episode(
-    tokens: TokenEpisode, observation: str, split: Any, index: int = 0, content_ids: list[int] | None = None
+    tokens: TokenEpisode,
+    observation: str,
+    split: Any,
+    index: int = 0,
+    content_ids: list[int] | None = None,
+    state: str | None = None,
 ) -> None:
     """Start ``tokens`` with the env's first message, split by ``split(index, observation)``
     into a system message and the first state when ``split`` is given; ``content_ids``: the unsplit
-    message's ``fmt.encode_content`` when the caller has it already."""
+    message's ``fmt.encode_content`` when the caller has it already; ``state``: the env's state text
+    (``history="compact"``)."""
     if split is None:
-        tokens.open(observation, content_ids=content_ids)
+        tokens.open(observation, content_ids=content_ids, state=state)
         return
     system_prompt, first_state = split(index, observation)
-    tokens.open(first_state, system_prompt or None)
+    tokens.open(first_state, system_prompt or None, state=state)
+
+
+def new_token_episode(fmt: ChatFormat, history: int | str | None = None, reasoning: str = "keep") -> TokenEpisode:
+    """An episode's token assembly under a history policy (``reasoning`` is passed on only when not ``"keep"``)."""
+    return TokenEpisode(fmt, history, **({} if reasoning == "keep" else {"reasoning": reasoning}))
+
+
+def longest_input(ep: Episode) -> int:
+    """Tokens of the longest sequence ``ep`` is trained in: its whole conversation, or under a history policy
+    its longest sequence."""
+    t = ep.tokens
+    if t is None or not is_windowed(t.history, getattr(t, "reasoning", "keep")):
+        return len(ep.conversation)
+    return max(len(seq) for seq in t.samples())
+
+
+def is_windowed(history: int | str | None = None, reasoning: str = "keep") -> bool:
+    """Whether the model's input at a turn can be other than the whole conversation so far."""
+    return history is not None or reasoning != "keep"
+
+
+def state_of(envs: EnvPool, index: int, observation: str, history: int | str | None) -> str | None:
+    """The env's state text for ``history="compact"`` (what ``render()`` shows; the observation when the env
+    shows none), asked where the env lives; ``None`` under any other history policy."""
+    if history != COMPACT:
+        return None
+    return envs.call(index, _state_or, observation)
+
+
+def _state_or(env: Any, observation: str) -> str:
+    return state_text(env.unwrapped) or observation
 
 
 def expert_episodes(
@@ -434,8 +571,12 @@ def expert_episodes(
     seeds: list[int],
     env_kwargs: dict[str, Any] | None = None,
     split_system_prompt: bool = False,
+    *,
+    history: int | str | None = None,
+    reasoning: str = "keep",
 ) -> list[Episode]:
-    """Episodes played by ``env.unwrapped.expert_action()``, assembled like rollouts.
+    """Episodes played by ``env.unwrapped.expert_action()``, assembled like rollouts (under the history policy
+    ``history``/``reasoning``, as :func:`collect`).
 
     Each response is the canonical encoding of the expert's text followed by the template's
     end-of-turn token, so SFT teaches the model to stop.
@@ -445,9 +586,11 @@ def expert_episodes(
     try:
         for seed in seeds:
             obs, _ = env.reset(seed=int(seed))
-            tokens = TokenEpisode(fmt)
-            ep = Episode(tokens.conversation, int(seed), len(episodes))
-            open_episode(tokens, obs, (lambda _, o: split_first_message(env, o)) if split_system_prompt else None)
+            tokens = new_token_episode(fmt, history, reasoning)
+            ep = Episode(tokens.conversation, int(seed), len(episodes), tokens=tokens)
+            state = (lambda o: _state_or(env, o)) if history == COMPACT else (lambda o: None)
+            split = (lambda _, o: split_first_message(env, o)) if split_system_prompt else None
+            open_episode(tokens, obs, split, state=state(obs))
             while True:
                 text = env.unwrapped.expert_action()
                 ids = fmt.encode_response(text)
@@ -459,7 +602,7 @@ def expert_episodes(
                 if ep.note_fault(info) or terminated or truncated:
                     ep.terminated, ep.truncated = bool(terminated), bool(truncated and not terminated)
                     break
-                tokens.observe(obs)
+                tokens.observe(obs, state=state(obs))
             episodes.append(ep)
     finally:
         env.close()

@@ -12,7 +12,7 @@ import torch
 
 from . import distributed
 from .config import Config
-from .rollout import Episode, expert_episodes, make_batch
+from .rollout import Episode, expert_episodes, longest_input, make_batch
 from .scoring import micro_batches
 from .tasks import demo_env_kwargs, sft_seeds
 
@@ -20,11 +20,12 @@ log = logging.getLogger(__name__)
 
 
 def fitting_demos(demos: list[Episode], max_context_tokens: int) -> tuple[list[Episode], int]:
-    """The expert episodes whose whole conversation fits ``max_context_tokens`` (the bound rollouts
+    """The expert episodes whose every input (the whole conversation, or each sequence of a history policy) fits
+    ``max_context_tokens`` (the bound rollouts
     keep), and how many were left out; none fitting is an error that says what to change."""
-    keep = [d for d in demos if len(d.conversation) <= max_context_tokens]
+    keep = [d for d in demos if longest_input(d) <= max_context_tokens]
     if demos and not keep:
-        longest = max(len(d.conversation) for d in demos)
+        longest = max(longest_input(d) for d in demos)
         raise ValueError(
             f"every SFT expert episode is longer than max_context_tokens={max_context_tokens} (the longest "
             f"has {longest} tokens): raise --max-context-tokens (within the model's positions) or use a "
@@ -43,7 +44,13 @@ def expert_demos(cfg: Config, fmt: Any, episodes: int, dist: distributed.DistCon
     that fit ``max_context_tokens``, and how many did not (logged once, by the main rank)."""
     t, r = cfg.train, cfg.rollout
     demos = expert_episodes(
-        t.env, fmt, sft_seeds(t.seed, t.eval_seed, episodes), demo_env_kwargs(cfg), r.split_system_prompt
+        t.env,
+        fmt,
+        sft_seeds(t.seed, t.eval_seed, episodes),
+        demo_env_kwargs(cfg),
+        r.split_system_prompt,
+        history=r.history,
+        reasoning=r.reasoning,
     )
     demos, too_long = fitting_demos(demos, r.max_context_tokens)
     if too_long and dist.is_main:  # every rank leaves out the same ones
@@ -55,6 +62,10 @@ def expert_demos(cfg: Config, fmt: Any, episodes: int, dist: distributed.DistCon
         )
     return demos, too_long
 
+
+#: SFT's first losses kept in its stats: a saved start records them, so a fresh checkout can check that the code still
+#: makes it (:func:`reference_trainer.recipes.runs.first_sft_losses`).
+FIRST_LOSSES = 20
 
 #: A validation of the actor as it is: ``(value to maximise, [success, score])``.
 Validate = Callable[[], tuple[float, list[float]]]
@@ -146,6 +157,7 @@ def sft(
         "sft/loss": float(np.mean(losses[-10:])) if losses else float("nan"),
         "sft/episodes": float(len(demos)),
         "sft/steps": float(len(losses)),
+        "sft/first_losses": losses[:FIRST_LOSSES],
         "sft/step_seconds": step_seconds,
     }
     if every > 0:

@@ -32,7 +32,15 @@ import torch
 from agentgym_turn import pools
 
 from . import checkpoint, distributed, models, tiny
-from .advantages import ESTIMATORS, batch_rewards, episode_weights, masked_mean, masked_whiten, truncation_bootstrap_pos
+from .advantages import (
+    ESTIMATORS,
+    batch_rewards,
+    episode_weights,
+    masked_mean,
+    masked_whiten,
+    shuffled_rows,
+    truncation_bootstrap_pos,
+)
 from .averaging import ema_step, frozen_copy
 from .config import Config
 from .evaluation import Evaluator, playing
@@ -40,7 +48,7 @@ from .losses import LOSSES, LossInputs, Metric, combine_parts, combine_steps, ex
 from .metrics import MetricsLogger, progress_bar
 from .parallel import Parallel, check_divisible, check_fsdp
 from .policy import Policy, load_policy, save_policy
-from .rollout import Episode, RolloutBatch, collect, episode_metrics, make_batch
+from .rollout import Episode, RolloutBatch, collect, episode_metrics, is_windowed, make_batch
 from .scoring import clip_bias_norm, micro_batches, score
 from .sft import expert_demos, fitting_demos, sft, validation_value
 from .tasks import demo_env_kwargs
@@ -91,6 +99,11 @@ class Trainer:
         if a.advantage not in ESTIMATORS:
             raise ValueError(f"advantage={a.advantage!r} is not an estimator; choose one of {sorted(ESTIMATORS)}.")
         self.estimator = ESTIMATORS[a.advantage]
+        if a.advantage == "token_gae" and is_windowed(r.history, r.reasoning):
+            raise ValueError(
+                "--history-window/--reasoning strip train each response in the sequence it was sampled in, and "
+                "token GAE runs along one sequence: use a turn-level preset (turn-ppo, st-ppo) or grpo."
+            )
         if a.kl_reference == "average" and a.kl_coef > 0 and not a.ema_decay > 0:
             raise ValueError(
                 "--kl-reference average anchors the KL penalty to the weight average: set --ema-decay "
@@ -243,6 +256,8 @@ class Trainer:
                 temperature=r.temperature if temperature is None else temperature,
                 groups=groups,
                 split_system_prompt=r.split_system_prompt,
+                history=r.history,
+                reasoning=r.reasoning,
             )
 
     def train_iteration(self) -> dict[str, float]:
@@ -262,6 +277,9 @@ class Trainer:
         prepared = self.prepare(batch)
         everyone = distributed.gather_episodes(episodes, self.dist)  # all ranks' episodes (token lists left out)
         metrics = {f"rollout/{k}": v for k, v in episode_metrics(everyone).items()}
+        rows = [batch.attention_mask.sum().float(), torch.tensor(float(len(batch)), device=batch.ids.device)]
+        rows = self.sums(*rows) if self.sums is not None else rows  # every rank's rows: what the update runs through
+        metrics["rollout/train_tokens"], metrics["rollout/train_rows"] = (float(x) for x in rows)
         if r.step_timeout_s > 0:  # share of episodes whose env overran the step timeout
             metrics["rollout/step_timeouts"] = sum(e.truncation == "timeout" for e in everyone) / max(len(everyone), 1)
         if self.cfg.algo.recompute_old_logp:
@@ -310,11 +328,7 @@ class Trainer:
         if not a.recompute_old_logp:  # the behaviour policy's log-probs, as recorded while sampling
             old_logp = batch.sampled_logp * act
         # the negative control: a seeded permutation of the batch's episodes, drawn only when asked for
-        permutation = (
-            torch.randperm(len(batch.scores), generator=self.generator).to(act.device)
-            if a.reward == "shuffled"
-            else None
-        )
+        permutation = shuffled_rows(batch.episode_index, self.generator) if a.reward == "shuffled" else None
         est = self.estimator.estimate(batch, values, batch_rewards(batch, a.reward, a.reward_scale, permutation), a)
         adv = est.advantages
         if a.normalize_advantages and self.estimator.uses_critic:

@@ -9,8 +9,9 @@ from .base import BEFORE_SFT_TASKS
 from .registry import RECIPES
 
 #: SFT starts shipped with the package, in :func:`sft_policy`'s layout (``<recipe>_sft_seed<s>_max<steps>/``: ``policy/``
-#: and ``sft.json``): ``make demo`` starts RL from one instead of spending minutes on SFT first. Made by
-#: ``benchmarks/demo_start.py``; the suite's learning run trains the same start again and compares.
+#: and ``sft.json``): ``make demo`` and the suite's learning runs start RL from one instead of spending minutes on SFT
+#: first. Made by ``benchmarks/demo_start.py``; the suite checks that the code still makes each (the same settings, and
+#: its first SFT losses retrained: ``tests/reference_trainer/recipes/test_shipped_starts.py``).
 SHIPPED_STARTS = Path(__file__).parent / "starts"
 
 
@@ -93,6 +94,10 @@ def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any
         "rollout_success": [r["rollout/success"] for r in train],
         "rollout_score": [r["rollout/score"] for r in train],
         "invalid_turns": [r["rollout/invalid_turns"] for r in train],
+        "train_tokens": [r.get("rollout/train_tokens", 0.0) for r in train],  # what each update ran through
+        "train_rows": [r.get("rollout/train_rows", 0.0) for r in train],
+        "rollout_s": [r["time/rollout_s"] for r in train],
+        "update_s": [r["time/update_s"] for r in train],
     }
 
 
@@ -146,10 +151,7 @@ def sft_policy(
     policy_dir, meta_file = root / "policy", root / "sft.json"
     cfg = RECIPES[name].build(seed=seed, out=str(root / "run"), progress=progress, **{**(settings or {}), **over})
     cfg.model.tiny.dir = str(root / "tiny")
-    recipe = json.loads(json.dumps({k: v for k, v in cfg.to_dict().items() if k != "algo"}, default=str))
-    recipe["model"].pop("tiny_dir", None)
-    for key in ("out", "iterations", "eval_every", "progress"):  # RL's budget, evaluations, a bar: no part of the SFT
-        recipe["train"].pop(key, None)
+    recipe = start_settings(cfg)
     if continued:
         recipe["start"] = json.loads((Path(model).parent / "sft.json").read_text()).get("recipe")
         recipe["seconds"] = round(float(seconds), 0)
@@ -185,6 +187,7 @@ def sft_policy(
         "batch_size": cfg.train.sft_batch_size,
         "episodes": cfg.train.sft_episodes,
         "loss": stats["sft/loss"],
+        "first_losses": stats["sft/first_losses"],
         "recipe": recipe,
         "train_tasks": training_groups(cfg),
         "after_metrics": after,
@@ -200,6 +203,31 @@ def sft_policy(
     return str(policy_dir), meta
 
 
+def first_sft_losses(name: str, seed: int = 0, max_steps: int | None = None, steps: int | None = None) -> list[float]:
+    """The first ``steps`` (default: all :data:`~reference_trainer.sft.FIRST_LOSSES`) SFT losses of recipe ``name``'s
+    start, trained as :func:`sft_policy` trains it (the same model, demonstrations and batch draws, one thread; no
+    validation, which never changes the steps before it): what its saved ``first_losses`` must match."""
+    import tempfile
+
+    import torch
+
+    from ..sft import FIRST_LOSSES
+    from ..trainer import Trainer
+
+    torch.set_num_threads(1)
+    over: dict[str, Any] = {"sft_validate_every": 0}
+    if max_steps is not None:
+        over["sft_steps"] = int(max_steps)
+    with tempfile.TemporaryDirectory() as work:
+        cfg = RECIPES[name].build(seed=seed, out=str(Path(work) / "run"), progress=False, **over)
+        cfg.model.tiny.dir = str(Path(work) / "tiny")
+        trainer = Trainer(cfg)
+        try:
+            return trainer.sft(steps=FIRST_LOSSES if steps is None else steps)["sft/first_losses"]
+        finally:
+            trainer.close()
+
+
 def sft_folder(name: str, seed: int, max_steps: int | None = None) -> str:
     """The folder :func:`sft_policy` saves recipe ``name``'s SFT start of ``seed`` in (under its ceiling ``max_steps``)."""
     return f"{name}_sft_seed{seed}" + (f"_max{int(max_steps)}" if max_steps is not None else "")
@@ -212,9 +240,51 @@ def _saved_start(root: Path, recipe: dict[str, Any]) -> tuple[str, dict[str, Any
     policy_dir, meta_file = root / "policy", root / "sft.json"
     if (policy_dir / "config.json").exists() and meta_file.exists():
         meta = json.loads(meta_file.read_text())
-        if meta.get("recipe") == recipe:
+        if same_settings(meta.get("recipe"), recipe):
             return str(policy_dir), meta
     return None
+
+
+def start_settings(cfg: Any) -> dict[str, Any]:
+    """The settings an SFT start made with config ``cfg`` is saved with (and looked up by): every field but RL's
+    (``algo``, the budget, evaluations), the output folders and the progress bar."""
+    import json
+
+    recipe = json.loads(json.dumps({k: v for k, v in cfg.to_dict().items() if k != "algo"}, default=str))
+    recipe["model"].pop("tiny_dir", None)
+    for key in ("out", "iterations", "eval_every", "progress"):  # RL's budget, evaluations, a bar: no part of the SFT
+        recipe["train"].pop(key, None)
+    return recipe
+
+
+def suite_start_settings(name: str) -> dict[str, Any]:
+    """:func:`start_settings` of the suite's start of recipe ``name`` (:func:`suite_sft_policy`)."""
+    steps = RECIPES[name].suite_sft_steps
+    return start_settings(RECIPES[name].build(seed=0, out="unused", **({"sft_steps": steps} if steps else {})))
+
+
+def same_settings(saved: dict[str, Any] | None, recipe: dict[str, Any]) -> bool:
+    """Whether a start saved with settings ``saved`` was made with ``recipe``: equal, except that a config field
+    added since (absent from ``saved``) must hold its default, which keeps what the start was made with."""
+    import json
+
+    from ..config import Config
+
+    if not isinstance(saved, dict) or saved.keys() != recipe.keys():
+        return False
+    defaults = json.loads(json.dumps(Config().to_dict(), default=str))
+    for section, fields in recipe.items():
+        old = saved[section]
+        if not isinstance(fields, dict) or not isinstance(old, dict):
+            if old != fields:
+                return False
+            continue
+        added = set(fields) - set(old)
+        if set(old) - set(fields) or any(old[k] != fields[k] for k in old):
+            return False
+        if any(k not in defaults.get(section, {}) or defaults[section][k] != fields[k] for k in added):
+            return False
+    return True
 
 
 #: The keys of :func:`sft_policy`'s meta that hold its after-SFT evaluation whole (per-task outcomes).
@@ -232,7 +302,18 @@ def sft_start(meta: dict[str, Any]) -> tuple[tuple[dict, dict] | None, dict[str,
 def suite_sft_policy(name: str, work: str) -> tuple[str, dict[str, Any]]:
     """The suite's SFT start of recipe ``name``: :func:`sft_policy`, seed 0, under :attr:`Recipe.suite_sft_steps`."""
 
-    return sft_policy(name, work, max_steps=RECIPES[name].suite_sft_steps)
+    return sft_policy(name, work, max_steps=RECIPES[name].suite_sft_steps, starts=(SHIPPED_STARTS,))
+
+
+def suite_start(name: str, work: str) -> dict[str, Any]:
+    """The suite's SFT start of recipe ``name`` (:func:`suite_sft_policy`: the shipped one when its settings are the
+    suite's) with the evidence that the code still makes it: the first SFT losses it recorded and, for a shipped
+    start, the same steps retrained now (:func:`first_sft_losses`; a start trained here is its own evidence)."""
+    policy_dir, meta = suite_sft_policy(name, work)
+    shipped = Path(policy_dir).resolve().is_relative_to(SHIPPED_STARTS.resolve())
+    recorded = meta.get("first_losses")
+    retrained = first_sft_losses(name, 0, RECIPES[name].suite_sft_steps) if shipped else recorded
+    return {"policy_dir": policy_dir, "shipped": shipped, "first_losses": recorded, "retrained_first_losses": retrained}
 
 
 def learn(job: tuple) -> dict[str, Any]:

@@ -190,7 +190,11 @@ def _one_episode(**over):
         success=T([True]),
         group_ids=T([0]),
     )
-    return SimpleNamespace(**{**fields, **over})
+    fields = {**fields, **over}
+    B = len(fields["scores"])
+    fields.setdefault("episode_index", torch.arange(B))
+    fields.setdefault("ends_episode", fields["turn_mask"].any(1))
+    return SimpleNamespace(**fields)
 
 
 VALUES = T([[0.1, 0.2, 0.3, 0.4, 0.6, 0.7]])
@@ -234,6 +238,68 @@ def test_estimators__grpo_spreads_the_group_advantage_over_action_tokens_without
     a = 0.5 / math.sqrt(0.5)  # (1 - 0.5) / unbiased std of {1, 0}
     assert torch.allclose(est.advantages, T([[a, a], [0.0, -a], [0.0, 0.0], [0.0, 0.0]]), atol=1e-6)
     assert not est.value_mask.any() and not est.value_targets.any()
+
+
+def _two_windows():
+    """The episode of :func:`_one_episode` trained in two rows, as under ``history_window=1``: row 0 holds
+    ``[obs, obs, a, a]`` (turn 0 trained, V(s_1) at 1), row 1 ``[obs, a]`` (turn 1 trained, V(s_2) at 0)."""
+    return _one_episode(
+        action_mask=T([[0, 0, 1, 1], [0, 1, 0, 0]], dtype=torch.bool),
+        turn_ids=T([[0, 0, 0, 0], [1, 1, -1, -1]]),
+        turn_mask=T([[1, 0], [0, 1]], dtype=torch.bool),
+        value_pos=T([[1, 0], [0, 0]]),
+        bootstrap_pos=T([-1, -1]),
+        turn_rewards=T([[0.5, 0.0], [0.0, 1.0]]),
+        token_rewards=T([[0.0, 0.0, 0.0, 0.5], [0.0, 1.0, 0.0, 0.0]]),
+        scores=T([1.5, 1.5]),
+        success=T([True, True]),
+        group_ids=T([0, 0]),
+        episode_index=T([0, 0]),
+        ends_episode=T([False, True]),
+    )
+
+
+def test_turn_gae_across_a_window_boundary_equals_the_whole_episode():
+    """The same values read in the rows that train each turn give the whole episode's advantages and targets."""
+    batch = _two_windows()
+    values = T([[0.1, 0.2, 0.3, 0.4], [0.6, 0.7, 0.0, 0.0]])  # V(s_1) = 0.2 in row 0, V(s_2) = 0.6 in row 1
+    est = ESTIMATORS["turn_gae"].estimate(batch, values, batch_rewards(batch), SimpleNamespace(gamma=0.5, lam=0.5))
+    # as in the whole episode: A_1 = 0.7 on turn 0's tokens, A_2 = 0.4 on turn 1's; G = 0.9 at (0, 1), 1.0 at (1, 0)
+    assert torch.allclose(est.advantages, T([[0.0, 0.0, 0.7, 0.7], [0.0, 0.4, 0.0, 0.0]]), atol=1e-6)
+    assert torch.allclose(est.value_targets, T([[0.0, 0.9, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]), atol=1e-6)
+    assert est.value_mask.tolist() == [[False, True, False, False], [True, False, False, False]]
+    truncated = _two_windows()
+    truncated.bootstrap_pos = T([-1, 1])  # the final state's last token in row 1 (V = 0.7): A_2 = 1 + 0.35 - 0.6
+    est = ESTIMATORS["turn_gae"].estimate(
+        truncated, values, batch_rewards(truncated), SimpleNamespace(gamma=0.5, lam=0.5)
+    )
+    assert torch.allclose(est.advantages[1, 1], T(0.75)) and torch.allclose(est.advantages[0, 2], T(0.6 + 0.25 * 0.75))
+    with pytest.raises(ValueError, match="turn-level"):
+        ESTIMATORS["token_gae"].estimate(batch, values, batch_rewards(batch), SimpleNamespace(gamma=1.0, lam=1.0))
+
+
+def test_windowed_rows__outcome_rewards_and_grpo_count_each_episode_once():
+    batch = _two_windows()
+    success = batch_rewards(batch, "success", 1.0)
+    assert success.turn.tolist() == [[0.0, 0.0], [0.0, 1.0]]  # on the episode's last turn only, not each row's
+    rows = _two_windows()  # plus a second episode, one row, in the same group: scores 1.5 and 0.5
+    for name, extra in [
+        ("scores", T([0.5])),
+        ("success", T([False])),
+        ("group_ids", T([0])),
+        ("episode_index", T([1])),
+    ]:
+        setattr(rows, name, torch.cat([getattr(rows, name), extra]))
+    rows.action_mask = torch.cat([rows.action_mask, T([[1, 0, 0, 0]], dtype=torch.bool)])
+    est = ESTIMATORS["grpo"].estimate(
+        rows, torch.zeros(3, 4), batch_rewards(rows), SimpleNamespace(grpo_eps=0.0, grpo_scale_by_std=True)
+    )
+    a = 0.5 / math.sqrt(0.5)  # two episodes (1.5, 0.5), not three rows (1.5, 1.5, 0.5)
+    assert torch.allclose(est.advantages[:, :2], T([[0.0, 0.0], [0.0, a], [-a, 0.0]]), atol=1e-6)
+    from reference_trainer.advantages import shuffled_rows
+
+    drawn = {tuple(shuffled_rows(rows.episode_index, torch.Generator().manual_seed(s)).tolist()) for s in range(20)}
+    assert drawn == {(0, 0, 2), (2, 2, 0)}  # a permutation of the two episodes, the same for both rows of one
 
 
 def test_batch_rewards__scale_the_turn_and_token_rewards_not_the_episode_score():
