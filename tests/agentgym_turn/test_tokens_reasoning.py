@@ -13,12 +13,15 @@ import zlib
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
 import agentgym_turn  # noqa: F401 - registers the env ids
 from agentgym_turn.chat import ChatView
+from agentgym_turn.pools import SerialPool
 from agentgym_turn.tokens import ROLE_ACTION, ChatFormat, ChatTemplateError, TokenEpisode, audit_template
+from reference_trainer.rollout import collect
 from support import chat_templates as ct
 from support.paths import ROOT
 from support.real_model import smollm2_tokenizer
@@ -92,6 +95,68 @@ class ThinkingPolicy:
 
 def _rows(samples):
     return [(s.ids, s.mask, s.roles, s.turn_ids, s.first_turn, s.sequence_start) for s in samples]
+
+
+#: 1,000 episodes per template and policy: (env id, history policy, episodes), seeds from 0; Sokoban's short messages
+#: keep the count affordable, WebShop's pages and search QA's passages are in it too.
+CASES = [
+    ("TurnSokoban-v0", None, 400),
+    ("TurnSokoban-v0", 2, 250),
+    ("TurnSokoban-v0", "compact", 200),
+    ("TurnWebShop-v0", None, 100),
+    ("TurnSearchQA-v0", 2, 50),
+]
+
+
+@pytest.mark.parametrize("reasoning", POLICIES)
+@pytest.mark.parametrize("template", list(MAKERS))
+def test_chat_view_sequences_equal_the_trainers_over_a_thousand_episodes(base, template, reasoning):
+    """ChatView and the trainer's rollout (``collect``), given the same policy, give the same sequences to train on
+    (ids, mask, roles, turn ids, where each starts) for 1,000 episodes; every fifth splits the system prompt off."""
+    tokenizer = MAKERS[template](base)
+    mismatches = episodes = sequences = turns = 0
+    for env_id, history, count in CASES:
+        kwargs = {"max_episode_steps": MAX_TURNS}
+        for split in (False, True):
+            seeds = [s for s in range(count) if (s % 5 == 0) == split]
+            view = ChatView(
+                gym.make(env_id, **kwargs),
+                tokenizer=tokenizer,
+                split_system_prompt=split,
+                history_window=history,
+                reasoning=reasoning,
+            )
+            policy = ThinkingPolicy(view.format)
+            envs = SerialPool([gym.make(env_id, **kwargs) for _ in range(8)])
+            played = collect(
+                policy,
+                view.format,
+                envs,
+                seeds,
+                generator=torch.Generator(),
+                max_new_tokens=MAX_NEW,
+                max_context_tokens=10**7,
+                split_system_prompt=split,
+                history=history,
+                reasoning=reasoning,
+            )
+            envs.close()
+            for seed, ep in zip(seeds, played):
+                view.reset(seed=seed)
+                while True:
+                    _, _, terminated, truncated, _ = view.step(policy.respond(view.tokens().ids, MAX_NEW))
+                    if terminated or truncated:
+                        break
+                mine = _rows(view.samples())
+                mismatches += mine != _rows(ep.tokens.samples())
+                episodes += 1
+                sequences += len(mine)
+                turns += ep.num_turns
+            view.close()
+    assert episodes == 1000 and mismatches == 0
+    assert turns >= 2 * episodes  # episodes went on past their first turn
+    if reasoning == "strip" and template in REWRITING:
+        assert sequences > 1.5 * episodes  # rewrites started new sequences
 
 
 # ---------------------------------------------------------------------- for any response ids
