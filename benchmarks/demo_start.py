@@ -1,11 +1,13 @@
-"""Make the SFT start that ``make demo`` ships (``reference_trainer/recipes/starts/``).
+"""Make the SFT starts that ``make demo`` and the suite's learning runs start from (``reference_trainer/recipes/starts/``).
 
     .venv/bin/python benchmarks/demo_start.py                  # sokoban, SFT seed 0: about 6 minutes on one thread
+    .venv/bin/python benchmarks/demo_start.py --recipe webshop # and searchqa: each recipe the suite learns on
 
 Trains the recipe's SFT start exactly as the suite's learning run does (``sft_policy``: seed 0, one thread, the best
 validated step under the suite's ceiling) in a temporary folder, then copies its ``policy/`` and ``sft.json`` into
-``SHIPPED_STARTS``, replacing what was there. ``make demo`` then starts RL from it; the suite's learning test compares
-the start it trains itself with the shipped one (settings exactly, test success within a tolerance).
+``SHIPPED_STARTS``, replacing what was there. ``make demo`` and the suite then start RL from it; the suite checks that
+the code still makes it (the same settings, and its first SFT losses, retrained, within a float tolerance). Rerun it
+when that check fails (a change to the recipe, the model, the demonstrations or SFT).
 """
 
 from __future__ import annotations

@@ -34,11 +34,12 @@ class LearningJobs:
         tasks: tuple | None = None,
         controls: tuple[str, ...] = (),
     ):
-        from reference_trainer.recipes import RECIPES, learn, suite_sft_policy
+        from reference_trainer.recipes import RECIPES, learn
+        from reference_trainer.recipes.runs import suite_start
 
         self.recipes = {name: (recipes or RECIPES)[name] for name in names}
         #: What the two tasks of a recipe run: ``sft(name, work)``, then ``rl((name, algo, seed, iterations, eval_every, work))``.
-        self.sft, self.rl = tasks or (suite_sft_policy, learn)
+        self.sft, self.rl = tasks or (suite_start, learn)
         self.work = work
         self.controls = set(controls)
         self.workers = workers
@@ -102,6 +103,7 @@ class LearningJobs:
             if exc is not None:
                 self.error = self.error or (task, exc)
             elif kind == "sft":
+                self.done[f"{name}/start"] = result
                 self.ready.append(("rl", name))
                 if name in self.controls:
                     self.ready.append(("control", name))

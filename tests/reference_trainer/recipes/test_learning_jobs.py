@@ -30,7 +30,10 @@ def test_each_recipe_runs_its_sft_then_its_rl_and_a_free_worker_takes_the_longes
         results = jobs.results()
     finally:
         jobs.stop()
-    assert results == {n: {"recipe": n, "algo": "turn-ppo", "seed": 0} for n in MINUTES}
+    assert {k: v for k, v in results.items() if "/" not in k} == {
+        n: {"recipe": n, "algo": "turn-ppo", "seed": 0} for n in MINUTES
+    }
+    assert {k: v for k, v in results.items() if "/" in k} == {f"{n}/start": fake_sft(n, str(tmp_path)) for n in MINUTES}
     # chains: a 11, b 10, c 9.5; once a's SFT is done its RL (6) is ready beside b's and c's SFTs (10, 9.5)
     assert jobs.order == [("sft", "a"), ("sft", "b"), ("sft", "c"), ("rl", "c"), ("rl", "a"), ("rl", "b")]
     # one worker: the timeline holds every task in that order, each starting after the previous one ended
