@@ -126,10 +126,16 @@ def _finite_float(text: str) -> float:
     return value
 
 
+#: ``json.loads`` with hooks builds a new decoder a call; a served session decodes every message with this one.
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+
+
 def loads_strict(text: str | bytes) -> Any:
     """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity`` (Python reads them; JSON has
     none) and numbers a float cannot hold (``1e400`` reads as infinity), so that nothing the server echoes
     back is invalid JSON."""
+    if isinstance(text, str) and not text.startswith("\ufeff"):  # json.loads's own check of a str, then its decode
+        return _STRICT_DECODER.decode(text)
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
 
 

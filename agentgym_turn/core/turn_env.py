@@ -136,6 +136,10 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
     #: Reset options that may carry content the env must process (a level text it solves) rather than an
     #: index into its own tasks: a served env accepts them only when its server opts in (``--client-content``).
     content_reset_options: ClassVar[frozenset[str]] = frozenset()
+    #: The methods (``"reset"``, ``"step"``, ``"render"``) whose every call is a few milliseconds of CPU at most and
+    #: waits on no I/O (a step's action of ordinary length): a served env runs them on its server's event loop, where
+    #: handing them to a worker thread and back would cost more than the call (``agentgym_turn.remote.sessions``).
+    quick_calls: ClassVar[frozenset[str]] = frozenset()
     #: Keywords that build the env's task source (``source=`` replaces them): taken through ``**kwargs``, accepted
     #: like named parameters (a misspelt one is refused with the accepted keywords).
     source_keywords: ClassVar[tuple[str, ...]] = ()

@@ -85,9 +85,13 @@ class ProtocolError(Exception):
         return error_frame(self.code, self.message, **self.extra)
 
 
+#: ``json.dumps`` with these arguments builds a new encoder a call; one made once encodes the same.
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
+
+
 def dumps(obj: Any) -> str:
     """Compact JSON; ASCII-escaped so lone surrogates and every other character round-trip exactly."""
-    return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+    return _ENCODER.encode(obj)
 
 
 def error_frame(code: str, message: str, **extra: Any) -> dict[str, Any]:
@@ -235,6 +239,13 @@ def _check_step(data: dict[str, Any]) -> dict[str, Any]:
     return {ACTION_FIELD: data[ACTION_FIELD], "metadata": metadata}
 
 
+_JSON_SCALARS = frozenset({str, bool, int, float, type(None)})
+
+
+def _json_key(key: Any) -> str:
+    return key if isinstance(key, str) else str(key)
+
+
 def json_safe(value: Any) -> Any:
     """``value`` as JSON-native data: dicts with string keys, lists, str, int, float, bool, None.
 
@@ -242,10 +253,21 @@ def json_safe(value: Any) -> Any:
     Tuples become lists, NumPy scalars and arrays their Python values, non-string keys strings,
     anything else its ``str``.
     """
+    # Every served turn's info passes here: exact built-in types take a path without isinstance chains.
+    kind = type(value)
+    if kind in _JSON_SCALARS:
+        return value
+    if kind is dict:
+        return {
+            (k if type(k) is str else _json_key(k)): (v if type(v) in _JSON_SCALARS else json_safe(v))
+            for k, v in value.items()
+        }
+    if kind is list or kind is tuple:
+        return [v if type(v) in _JSON_SCALARS else json_safe(v) for v in value]
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, dict):
-        return {k if isinstance(k, str) else str(k): json_safe(v) for k, v in value.items()}
+        return {_json_key(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     item = getattr(value, "tolist", None)  # NumPy scalars and arrays

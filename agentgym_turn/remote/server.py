@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import sys
 from typing import Any, Sequence
 
@@ -118,6 +119,49 @@ def _openapi_document(env_id: str, version: str) -> dict[str, Any]:
             "/mcp": op("post", "MCP, streamable HTTP (JSON-RPC 2.0): the env's tools, one env per MCP session"),
         },
     }
+
+
+class _IdleTimer:
+    """Ends a ``/ws`` session that has waited ``timeout`` seconds for a message, by cancelling its task while it waits.
+
+    One timer a session, re-armed only when it fires: a message costs two attribute writes (``asyncio.wait_for``
+    around each receive made a task a message)."""
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        self.loop = asyncio.get_running_loop()
+        self.task = asyncio.current_task()
+        self.since: float | None = None  # when the session began to wait for a message; None while it works
+        self.fired = False
+        self.handle = self.loop.call_later(timeout, self._check)
+
+    def waiting(self) -> None:
+        self.since = self.loop.time()
+
+    def busy(self) -> None:
+        self.since = None
+
+    def _check(self) -> None:
+        start = self.loop.time() if self.since is None else self.since
+        left = start + self.timeout - self.loop.time()
+        if self.since is not None and left <= 1e-3:  # a timer may fire a clock tick early
+            self.fired = True
+            assert self.task is not None
+            self.task.cancel()
+        else:
+            self.handle = self.loop.call_later(left, self._check)
+
+    def consume_cancel(self) -> bool:
+        """After a ``CancelledError``: whether this timer sent it (then it is consumed, and the session closes)."""
+        if not self.fired:
+            return False
+        uncancel = getattr(self.task, "uncancel", None)  # Python 3.11+ counts a task's pending cancellations
+        if uncancel is not None:
+            uncancel()
+        return True
+
+    def stop(self) -> None:
+        self.handle.cancel()
 
 
 def _validation_detail(err: ProtocolError) -> Any:
@@ -271,15 +315,22 @@ def build_app(
             await websocket.send_text(dumps(error_frame(ErrorCode.FACTORY_ERROR, str(err), factory_name=spec.env_id)))
             await websocket.close(code=CLOSE_FACTORY, reason="the env could not be made")
             return
+        idle = _IdleTimer(idle_timeout) if idle_timeout is not None else None
         try:
             while True:
                 try:
-                    message = await asyncio.wait_for(websocket.receive(), timeout=idle_timeout)
-                except asyncio.TimeoutError:
+                    if idle is not None:
+                        idle.waiting()
+                    message = await websocket.receive()
+                except asyncio.CancelledError:
+                    if idle is None or not idle.consume_cancel():
+                        raise
                     note = f"the session was idle for more than {idle_timeout:g} s and is closed with its env; reconnect and reset"
                     await websocket.send_text(dumps(error_frame(ErrorCode.SESSION_ERROR, note)))
                     await websocket.close(code=CLOSE_IDLE, reason=f"idle for more than {idle_timeout:g} s")
                     return
+                if idle is not None:
+                    idle.busy()
                 if message["type"] == "websocket.disconnect":
                     return
                 raw = message.get("text")
@@ -297,6 +348,8 @@ def build_app(
         except (WebSocketDisconnect, RuntimeError):  # the client left (RuntimeError: sent after it closed)
             pass
         finally:
+            if idle is not None:
+                idle.stop()
             await sessions.close(session)
 
     routes = [
@@ -502,6 +555,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CliError, OSError, ValueError, TypeError) as err:
         print(f"agentgym-turn serve env: {err}", file=sys.stderr)
         return 2
+    # The env's world (levels, a catalog, an index) lives as long as the server: a full collection need not walk it
+    # (one took 30-70 ms of the event loop, every session waiting).
+    gc.freeze()
     return server.run_until_interrupted(
         f"Serving {env_id} at {server.base_url} (sessions: {server.ws_url}, at most {args.max_sessions}; Ctrl-C stops)"
     )

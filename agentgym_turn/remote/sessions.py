@@ -36,6 +36,9 @@ DEFAULT_IDLE_TIMEOUT = 300.0
 DEFAULT_WORKERS = 16
 #: WebSocket close codes: going away (idle), try again later (capacity), internal error (factory).
 CLOSE_IDLE, CLOSE_CAPACITY, CLOSE_FACTORY = 1001, 1013, 1011
+#: Longest action (characters) a quick env's step runs on the event loop: a turn's CPU grows with its text, and the
+#: worst responses of this length cost the suite's envs about a millisecond (``benchmarks/parsers.py`` times 65,536).
+INLINE_MAX_CHARS = 4096
 #: Seconds a refused client is told to wait (``Retry-After``, ``retry_after_s``): sessions last whole episodes,
 #: so a place rarely frees sooner; the client adds its own backoff and jitter.
 CAPACITY_RETRY_AFTER_S = 1
@@ -120,6 +123,10 @@ def describe_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> Serve
         env.close()
 
 
+def _without(info: dict[str, Any], hidden: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in info.items() if k not in hidden} if hidden else info
+
+
 class SessionCapacityError(Exception):
     """All ``max_sessions`` slots are taken."""
 
@@ -165,10 +172,24 @@ class Session:
     episode_id: str | None = None
     step_count: int = 0
     was_reset: bool = False
+    #: ``info`` keys the client does not see (the env's oracle keys, unless the server serves the expert).
+    hidden: tuple[str, ...] = ()
+    #: The env's ``shown_reward(reward, terminated, truncated, info)``, or ``None`` (the reward is shown as it is).
+    shown_reward: Callable[..., float] | None = None
+    #: The env's ``quick_calls``: the methods that run on the event loop (see :class:`EnvSessions`).
+    quick: frozenset[str] = frozenset()
 
 
 class EnvSessions:
     """The served env's sessions: bounded in number, each with its own env, env calls in a thread pool.
+
+    The methods an env's ``unwrapped`` names in ``quick_calls`` (``reset``, ``step``, ``render``: each call a few
+    milliseconds of CPU at most, with no I/O, as this suite's envs with their in-process worlds declare) run on the
+    event loop, a step only with a string action of at most :data:`INLINE_MAX_CHARS` characters and a reset only
+    without content to process: handing a sub-millisecond turn to a thread and back cost the server more than the
+    turn, and queued it behind the interpreter lock's switch interval. Every other call (``gymnasium.make``,
+    ``close``, the expert, a longer action, any call an env does not name) runs in the pool, so that a slow one
+    blocks no other session.
 
     Args:
         spec: The served env (see :func:`describe_env`).
@@ -243,15 +264,22 @@ class EnvSessions:
                 "with --client-content (EnvServer(..., client_content=True)) where clients are trusted."
             )
 
+    def hidden_keys(self, env: Any) -> tuple[str, ...]:
+        """The ``info`` keys a client of ``env`` does not see: its oracle keys, unless the server serves the expert."""
+        return () if self.expert else tuple(getattr(env.unwrapped, "oracle_info_keys", ()))
+
     def client_info(self, env: Any, info: dict[str, Any]) -> dict[str, Any]:
         """``info`` as a client may see it: without the env's oracle keys unless the server serves the expert."""
-        hidden = () if self.expert else getattr(env.unwrapped, "oracle_info_keys", ())
-        return {k: v for k, v in info.items() if k not in hidden} if hidden else info
+        return _without(info, self.hidden_keys(env))
 
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` in the env thread pool."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+
+    async def _turn(self, inline: bool, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` on the event loop if ``inline``, else in the pool."""
+        return fn(*args, **kwargs) if inline else await self.call(fn, *args, **kwargs)
 
     async def open(self) -> Session:
         """Reserve a slot and make the session's env; :class:`SessionCapacityError` when full,
@@ -266,6 +294,11 @@ class EnvSessions:
         except Exception as err:
             self._sessions.pop(session.session_id, None)
             raise EnvFactoryError(f"gymnasium.make({self.spec.env_id!r}) failed: {type(err).__name__}: {err}") from err
+        # read once a session, not once a turn (each read of `unwrapped` walks the wrappers)
+        session.hidden = self.hidden_keys(session.env)
+        shown = getattr(session.env.unwrapped, "shown_reward", None)
+        session.shown_reward = shown if callable(shown) else None
+        session.quick = frozenset(getattr(session.env.unwrapped, "quick_calls", ()))
         return session
 
     async def close(self, session: Session) -> None:
@@ -288,23 +321,26 @@ class EnvSessions:
         env = session.env
         try:
             if kind == "reset":
-                self.check_reset_options(env, data.get("options"))
-                text, info = await self.call(env.reset, seed=reset_seed(data), options=data.get("options"))
+                options = data.get("options")
+                self.check_reset_options(env, options)
+                content = getattr(env.unwrapped, "content_reset_options", ()) if options else ()
+                inline = "reset" in session.quick and not any(name in options for name in content)
+                text, info = await self._turn(inline, env.reset, seed=reset_seed(data), options=options)
                 session.was_reset, session.step_count = True, 0
                 session.episode_id = data.get("episode_id") or uuid.uuid4().hex
                 return {
                     "type": "observation",
-                    "data": observation_payload(text, None, False, False, self.client_info(env, info)),
+                    "data": observation_payload(text, None, False, False, _without(info, session.hidden)),
                 }
             if kind == "step":
-                text, reward, terminated, truncated, info = await self.call(env.step, data[ACTION_FIELD])
+                action = data[ACTION_FIELD]
+                inline = "step" in session.quick and isinstance(action, str) and len(action) <= INLINE_MAX_CHARS
+                text, reward, terminated, truncated, info = await self._turn(inline, env.step, action)
                 session.step_count += 1
-                shown = getattr(env.unwrapped, "shown_reward", None)  # what a chat view may show the agent (ChatView)
+                shown = session.shown_reward  # what a chat view may show the agent (ChatView)
                 info = {
-                    **self.client_info(env, info),
-                    SHOWN_REWARD_KEY: float(shown(reward, terminated, truncated, info))
-                    if callable(shown)
-                    else float(reward),
+                    **_without(info, session.hidden),
+                    SHOWN_REWARD_KEY: float(shown(reward, terminated, truncated, info) if shown else reward),
                 }
                 return {"type": "observation", "data": observation_payload(text, reward, terminated, truncated, info)}
             if kind == "state":
@@ -326,7 +362,7 @@ class EnvSessions:
         """OpenEnv's state (``episode_id``, ``step_count``) plus the env id and the ansi render."""
         render = None
         if session is not None and session.was_reset and session.env.render_mode == "ansi":
-            frame = await self.call(session.env.render)
+            frame = await self._turn("render" in session.quick, session.env.render)
             render = frame if isinstance(frame, str) else None
         return {
             "episode_id": session.episode_id if session else None,

@@ -334,6 +334,19 @@ def test_a_slow_env_blocks_neither_the_server_nor_other_sessions(servers, blocki
     fast.close()
 
 
+def test_a_turn_longer_than_the_idle_timeout_is_answered_not_cut_as_idle(servers, blocking_id):
+    server = _server(servers, blocking_id, idle_timeout=0.2)  # the idle clock runs only while a session waits
+    remote = _remote(server)
+    remote.reset(seed=0)
+    _BlockingGuessEnv.release.clear()
+    releaser = threading.Timer(0.7, _BlockingGuessEnv.release.set)
+    releaser.start()
+    observation, _, _, truncated, info = remote.step("<wait>")
+    releaser.join()
+    assert info["exit_status"] == "invalid_action" and not truncated and remote.unwrapped.resumed == 0, observation
+    remote.close()
+
+
 def test_a_server_that_does_not_answer_is_a_timeout_not_a_hang(servers, blocking_id):
     server = _server(servers, blocking_id)
     remote = gym.make(REMOTE_ENV_ID, base_url=server.base_url, message_timeout=0.3, resume_wait_s=0)
