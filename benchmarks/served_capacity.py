@@ -43,20 +43,22 @@ RESULTS = common.RESULTS / "served_capacity.json"
 IDS = ("TurnSokoban-v0", "TurnWebShop-v0", "TurnSearchQA-v0")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def start_server(env_id: str, core: int | None) -> tuple[subprocess.Popen, str]:
-    """``agentgym-turn serve env ID`` in its own process (pinned to ``core``); returns it and its ws URL once it answers."""
-    port = _free_port()
-    cmd = [sys.executable, "-m", "agentgym_turn", "serve", "env", env_id, "--port", str(port), "--max-sessions", "1024"]
+def launch(
+    cmd: list[str], port: int, core: int | None, what: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, str]:
+    """Start ``cmd`` (a server that listens on ``port``) in its own process pinned to ``core``; return it and its
+    ws URL once it answers. ``what`` names it in errors."""
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=env,
         preexec_fn=(lambda: os.sched_setaffinity(0, {core})) if core is not None else None,
     )
     deadline = time.monotonic() + 60
@@ -66,16 +68,39 @@ def start_server(env_id: str, core: int | None) -> tuple[subprocess.Popen, str]:
                 return proc, f"ws://127.0.0.1:{port}/ws"
         except OSError:
             if proc.poll() is not None:
-                raise RuntimeError(f"the {env_id} server exited ({proc.returncode}) before it answered")
+                raise RuntimeError(f"{what} exited ({proc.returncode}) before it answered")
             time.sleep(0.1)
     proc.kill()
-    raise RuntimeError(f"the {env_id} server did not answer within 60 s")
+    raise RuntimeError(f"{what} did not answer within 60 s")
+
+
+def start_server(env_id: str, core: int | None) -> tuple[subprocess.Popen, str]:
+    """``agentgym-turn serve env ID`` in its own process (pinned to ``core``); returns it and its ws URL once it answers."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "agentgym_turn", "serve", "env", env_id, "--port", str(port), "--max-sessions", "1024"]
+    return launch(cmd, port, core, f"the {env_id} server")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a server started by :func:`launch`."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 async def _session(
-    url: str, episodes: list[tuple[int, list[str]]], offset: int, stop_at: float, latencies: list[float]
+    url: str,
+    episodes: list[tuple[int, list[str]]],
+    offset: int,
+    stop_at: float,
+    latencies: list[float],
+    errors: list[str],
 ) -> int:
-    """One session playing the episodes from ``offset`` round until ``stop_at``; step latencies go to ``latencies``."""
+    """One session playing the episodes from ``offset`` round until ``stop_at``; step latencies go to ``latencies``,
+    the code of each answer that is not an observation to ``errors``."""
     from websockets.asyncio.client import connect
 
     steps = 0
@@ -85,14 +110,20 @@ async def _session(
             seed, actions = episodes[k % len(episodes)]
             k += 1
             await ws.send(json.dumps({"type": "reset", "data": {"seed": seed}}))
-            json.loads(await ws.recv())
+            frame = json.loads(await ws.recv())
+            if frame.get("type") != "observation":
+                errors.append(str(frame.get("data", {}).get("code")))
+                continue
             for action in actions:
                 t0 = time.perf_counter()
                 await ws.send(json.dumps({"type": "step", "data": {"message": action}}))
                 frame = json.loads(await ws.recv())
                 latencies.append(time.perf_counter() - t0)
                 steps += 1
-                if frame.get("type") != "observation" or frame["data"].get("done"):
+                if frame.get("type") != "observation":
+                    errors.append(str(frame.get("data", {}).get("code")))
+                    break
+                if frame["data"].get("done"):
                     break
                 if time.monotonic() >= stop_at:
                     break
@@ -105,13 +136,16 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _level(
+async def measure_level(
     url: str, episodes: list[tuple[int, list[str]]], sessions: int, seconds: float, server_pid: int
 ) -> dict[str, Any]:
+    """``sessions`` sessions playing ``episodes`` against the server at ``url`` (process ``server_pid``) for
+    ``seconds``: steps, steps/s, step latency quantiles (ms), and the share of its core each side kept busy."""
     latencies: list[float] = []
+    errors: list[str] = []
     t0, server0, client0 = time.monotonic(), _cpu_seconds(server_pid), time.process_time()
     stop_at = t0 + seconds
-    steps = await asyncio.gather(*(_session(url, episodes, i, stop_at, latencies) for i in range(sessions)))
+    steps = await asyncio.gather(*(_session(url, episodes, i, stop_at, latencies, errors) for i in range(sessions)))
     wall = time.monotonic() - t0
     server_busy, client_busy = (_cpu_seconds(server_pid) - server0) / wall, (time.process_time() - client0) / wall
     latencies.sort()
@@ -123,6 +157,7 @@ async def _level(
         "p50_ms": q(0.50),
         "p99_ms": q(0.99),
         "mean_ms": statistics.fmean(latencies) * 1e3 if latencies else float("nan"),
+        "errors": len(errors),  # answers that were error frames (a level with any is not within the SLO)
         # the share of its core each side kept busy: the side near 1.0 is the one that limits the level
         "server_cpu": server_busy,
         "client_cpu": client_busy,
@@ -139,12 +174,11 @@ def measure(env_id: str, levels: list[int], seconds: float, slo_ms: float, pin: 
     try:
         if two:
             os.sched_setaffinity(0, {cores[1]})
-        rows = [asyncio.run(_level(url, episodes, n, seconds, proc.pid)) for n in levels]
+        rows = [asyncio.run(measure_level(url, episodes, n, seconds, proc.pid)) for n in levels]
     finally:
         os.sched_setaffinity(0, saved)
-        proc.terminate()
-        proc.wait(timeout=30)
-    within = [r for r in rows if r["p99_ms"] <= slo_ms]
+        stop(proc)
+    within = [r for r in rows if r["p99_ms"] <= slo_ms and not r["errors"]]
     best = max(within, key=lambda r: r["sessions"]) if within else None
     return {
         "levels": rows,
