@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ESTIMATORS",
+    "estimator",
     "Estimator",
     "Estimate",
     "Rewards",
@@ -381,3 +382,16 @@ ESTIMATORS: dict[str, Estimator] = {
     "turn_gae": Estimator(turn_gae_estimate, uses_critic=True),
     "grpo": Estimator(grpo_estimate, uses_critic=False, min_group=2),  # a baseline needs two rollouts
 }
+
+
+def estimator(name: str, *, windowed: bool = False) -> Estimator:
+    """The estimator ``--advantage name`` names; ``windowed``: responses train in the sequences they were sampled in
+    (a history window or stripped reasoning), where token GAE, which runs along one sequence, does not apply."""
+    if name not in ESTIMATORS:
+        raise ValueError(f"advantage={name!r} is not an estimator; choose one of {sorted(ESTIMATORS)}.")
+    if name == "token_gae" and windowed:
+        raise ValueError(
+            "--history-window/--reasoning strip train each response in the sequence it was sampled in, and "
+            "token GAE runs along one sequence: use a turn-level preset (turn-ppo, st-ppo) or grpo."
+        )
+    return ESTIMATORS[name]

@@ -9,7 +9,7 @@ One PPO iteration, top to bottom (:meth:`Trainer.train_iteration`):
 1. :meth:`Trainer.rollout` plays ``tasks_per_iteration * group_size`` episodes, padded into a
    :class:`~reference_trainer.rollout.RolloutBatch` (episodes a fault ended are masked out of every loss);
 2. :meth:`Trainer.prepare` scores them (old log-probs, values) and calls the estimator of
-   :data:`~reference_trainer.advantages.ESTIMATORS` named by ``--advantage``;
+   :func:`~reference_trainer.advantages.estimator` named by ``--advantage``;
 3. :meth:`Trainer.update`: for each epoch, for each minibatch: forward, the loss terms of
    :data:`~reference_trainer.losses.LOSSES` that apply, backward, step;
 4. the weight average moves (``--ema-decay``); :meth:`Trainer.fit` logs, evaluates and checkpoints.
@@ -33,9 +33,9 @@ from agentgym_turn import pools
 
 from . import checkpoint, distributed, models, tiny
 from .advantages import (
-    ESTIMATORS,
     batch_rewards,
     episode_weights,
+    estimator,
     masked_mean,
     masked_whiten,
     shuffled_rows,
@@ -96,14 +96,7 @@ class Trainer:
     def __init__(self, cfg: Config, policy: Policy | None = None, tokenizer: Any = None):
         self.cfg = cfg
         m, r, a, t = cfg.model, cfg.rollout, cfg.algo, cfg.train
-        if a.advantage not in ESTIMATORS:
-            raise ValueError(f"advantage={a.advantage!r} is not an estimator; choose one of {sorted(ESTIMATORS)}.")
-        self.estimator = ESTIMATORS[a.advantage]
-        if a.advantage == "token_gae" and is_windowed(r.history, r.reasoning):
-            raise ValueError(
-                "--history-window/--reasoning strip train each response in the sequence it was sampled in, and "
-                "token GAE runs along one sequence: use a turn-level preset (turn-ppo, st-ppo) or grpo."
-            )
+        self.estimator = estimator(a.advantage, windowed=is_windowed(r.history, r.reasoning))
         if a.kl_reference == "average" and a.kl_coef > 0 and not a.ema_decay > 0:
             raise ValueError(
                 "--kl-reference average anchors the KL penalty to the weight average: set --ema-decay "
@@ -278,8 +271,10 @@ class Trainer:
         everyone = distributed.gather_episodes(episodes, self.dist)  # all ranks' episodes (token lists left out)
         metrics = {f"rollout/{k}": v for k, v in episode_metrics(everyone).items()}
         rows = [batch.attention_mask.sum().float(), torch.tensor(float(len(batch)), device=batch.ids.device)]
-        rows = self.sums(*rows) if self.sums is not None else rows  # every rank's rows: what the update runs through
-        metrics["rollout/train_tokens"], metrics["rollout/train_rows"] = (float(x) for x in rows)
+        # every rank's rows and tokens: what the update runs through
+        metrics["rollout/train_tokens"], metrics["rollout/train_rows"] = map(
+            float, self.sums(*rows) if self.sums else rows
+        )
         if r.step_timeout_s > 0:  # share of episodes whose env overran the step timeout
             metrics["rollout/step_timeouts"] = sum(e.truncation == "timeout" for e in everyone) / max(len(everyone), 1)
         if self.cfg.algo.recompute_old_logp:

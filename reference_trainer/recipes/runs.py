@@ -11,7 +11,7 @@ from .registry import RECIPES
 #: SFT starts shipped with the package, in :func:`sft_policy`'s layout (``<recipe>_sft_seed<s>_max<steps>/``: ``policy/``
 #: and ``sft.json``): ``make demo`` and the suite's learning runs start RL from one instead of spending minutes on SFT
 #: first. Made by ``benchmarks/demo_start.py``; the suite checks that the code still makes each (the same settings, and
-#: its first SFT losses retrained: ``tests/reference_trainer/recipes/test_shipped_starts.py``).
+#: its first SFT losses retrained: ``tests/reference_trainer/recipes/test_runs_shipped_starts.py``).
 SHIPPED_STARTS = Path(__file__).parent / "starts"
 
 

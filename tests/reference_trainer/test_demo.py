@@ -35,7 +35,9 @@ def test_demo_says_what_it_will_run_and_how_long_before_it_starts():
     assert "shipped with the package" in shipped and "about 5 min in all" in shipped, shipped
     trained = plan(build_parser().parse_args(["demo", "--sft", "--iterations", "24"]))
     assert "SFT on the env's expert, up to 900 steps (about 6 min" in trained and "about 8 min in all" in trained
-    assert "shipped" not in plan(build_parser().parse_args(["demo", "--recipe", "webshop"]))
+    webshop = plan(build_parser().parse_args(["demo", "--recipe", "webshop"]))
+    assert "shipped with the package (webshop_sft_seed0_max150" in webshop, webshop
+    assert "shipped" not in plan(build_parser().parse_args(["demo", "--recipe", "webshop", "--sft-seed", "1"]))
 
 
 def test_demo_starts_rl_from_the_shipped_sft_start_without_training(monkeypatch, tmp_path):
