@@ -30,8 +30,9 @@ and ``POST /step`` get HTTP 503 with a ``Retry-After`` header (seconds) and a JS
 do. A session with no message for ``idle_timeout`` seconds is closed and its env released; a message
 over ``max_message_bytes`` gets a ``VALIDATION_ERROR`` (one over four times that closes the
 connection, code 1009); env calls run in a pool of ``workers`` threads, so a slow env never blocks
-the event loop or other sessions. Built on the project's one server stack
-(:mod:`agentgym_turn.serving`); binds ``127.0.0.1`` unless told otherwise. With ``--token`` (or
+the event loop or other sessions, but for the calls an env declares quick (``quick_calls``: this suite's envs'
+turns), which run on the event loop (:class:`~agentgym_turn.remote.sessions.EnvSessions`). Built on the project's one
+server stack (:mod:`agentgym_turn.serving`); binds ``127.0.0.1`` unless told otherwise. With ``--token`` (or
 ``AGENTGYM_TOKEN``) every request and ``/ws`` handshake but ``GET /health`` must carry ``Authorization: Bearer
 <token>`` (a handshake without it is refused with 401, before a session is made); each client beyond this machine
 is rate-limited (``--rate-limit``; 429 with ``Retry-After``).
@@ -378,7 +379,7 @@ class EnvServer(AppServer):
         max_sessions: Most ``/ws`` sessions at once; one more gets ``CAPACITY_REACHED``.
         idle_timeout: Seconds without a message after which a session is closed (``None``: never).
         max_message_bytes: Largest message (default: room for the longest legal action, >= 1 MiB).
-        workers: Threads running env calls.
+        workers: Threads running env calls (but those the env declares quick, which run on the event loop).
         expert: Serve the oracles (the ``expert`` message, search QA's gold answers in ``info``); off by default.
         client_content: Accept reset options that carry content to process (a Sokoban level text); off by default.
         verbose: Log every request.
@@ -487,7 +488,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest message (default: room for the env's longest action, at least 1 MiB)",
     )
     p.add_argument(
-        "--workers", type=int, default=DEFAULT_WORKERS, help=f"threads running env calls (default {DEFAULT_WORKERS})"
+        "--workers",
+        type=int,
+        default=DEFAULT_WORKERS,
+        help=f"threads running env calls but the env's quick ones (default {DEFAULT_WORKERS})",
     )
     p.add_argument(
         "--kwarg",

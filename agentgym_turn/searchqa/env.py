@@ -336,6 +336,14 @@ class TurnSearchQAEnv(TurnEnv):
         self._clear_episode()
 
     @property
+    def quick_calls(self) -> frozenset[str]:  # type: ignore[override]
+        """Resets and renders are quick; steps too when they search this process's BM25 index (p95 under 6 ms a
+        query at a million passages), not a retriever server (the network) or a dense retriever (a model)."""
+        c = self._retrieval
+        in_process = isinstance(c["retriever"], str) and c["retriever"] == "bm25" and c["retriever_url"] is None
+        return frozenset({"reset", "step", "render"} if in_process else {"reset", "render"})
+
+    @property
     def split(self) -> str:
         """The generated world's split the questions come from (:attr:`QuestionSource.split`)."""
         return self.source.split

@@ -259,6 +259,9 @@ class TurnWebShopEnv(TurnEnv):
     #: Keys of :meth:`_extra_info`, in every ``info``.
     #: Sent by a served env only with --expert: the goal's index gives the goal's attributes, options and price away.
     oracle_info_keys = ("goal_index",)
+    #: The catalog, its index and the pages are this process's: a step is under a millisecond (a search of a
+    #: catalog of a million products about one).
+    quick_calls = frozenset({"reset", "step", "render"})
     EXTRA_INFO_KEYS = ("page", "goal_index", "has_search_bar", "purchased_asin", "reward_breakdown")
 
     def __init__(
