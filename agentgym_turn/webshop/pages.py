@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from html import escape
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
@@ -72,9 +73,17 @@ class Fragment(str):
         return (Fragment, (self.template, *self.values))
 
 
-def _u(text: object) -> str:
+def _u(text: str) -> str:
+    # a page quotes its session, product and keywords in every link: short ones are cached
+    return _quote_short(text) if len(text) <= 256 else _quote(text)
+
+
+def _quote(text: str) -> str:
     # surrogatepass: any agent string is a legal search, lone surrogates included
-    return quote(str(text).encode("utf-8", errors="surrogatepass"), safe="")
+    return quote(text.encode("utf-8", errors="surrogatepass"), safe="")
+
+
+_quote_short = lru_cache(maxsize=4096)(_quote)
 
 
 def _instruction(instruction: str, *, search_page: bool = False) -> Fragment:
