@@ -13,9 +13,15 @@ task runs in a fresh spawned process (``maxtasksperchild=1``).
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import threading
 import time
 from typing import Any
+
+
+#: The jobs' niceness: below the foreground tests, which would otherwise run on two thirds of a core until the jobs end
+#: and then alone on one of the two cores.
+NICE = 10
 
 
 class LearningJobs:
@@ -59,7 +65,11 @@ class LearningJobs:
 
     def start(self) -> "LearningJobs":
         self._t0 = time.monotonic()
-        self.pool = mp.get_context("spawn").Pool(self.workers, maxtasksperchild=1)
+        # niced: the foreground tests take a core whenever they need one, the jobs fill the time they leave (a job's
+        # result does not depend on its speed: no learning job has a time budget)
+        self.pool = mp.get_context("spawn").Pool(
+            self.workers, initializer=os.nice, initargs=(NICE,), maxtasksperchild=1
+        )
         self._dispatch()
         return self
 
