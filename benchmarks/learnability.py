@@ -2,6 +2,7 @@
 
     python benchmarks/learnability.py                            # every id, the check's default budget
     python benchmarks/learnability.py --ids TurnSokoban-v0 --iterations 20
+    python benchmarks/learnability.py --ids TurnSokoban-8x8-v0 --merge   # rerun some ids, keep the other rows
     python benchmarks/learnability.py --markdown                 # the docs table of the saved results
 
 Each id runs ``agentgym_turn.testing.learnability.check_learnability`` (one thread): SFT from the expert until sampled
@@ -68,13 +69,29 @@ def run(args: argparse.Namespace) -> dict:
     over = {} if args.iterations is None else {"iterations": args.iterations}
     jobs = [(i, args.seed, over) for i in (args.ids or _ids()) if "Browser" not in i]
     result = {"seed": args.seed, "workers": args.workers, "machine": common.machine(), "envs": []}
+    saved = common.read_json(args.out) if args.merge and args.out.exists() else None
+    if saved is not None and saved["seed"] != args.seed:
+        raise SystemExit(f"--merge: {args.out} holds seed {saved['seed']}, not {args.seed}")
+    kept = saved["envs"] if saved is not None else []  # --merge: the saved rows of the ids not run now stay
     with mp.get_context("spawn").Pool(args.workers, maxtasksperchild=1) as pool:
         for row in tqdm(pool.imap_unordered(_one, jobs), total=len(jobs), desc="learnability"):
             result["envs"].append(row)
-            common.write_json(args.out, result)
-    order = [i for i, _, _ in jobs]
-    result["envs"].sort(key=lambda row: order.index(row["env"].split(" ")[0]))
+            common.write_json(args.out, {**result, "envs": merged(kept, result["envs"])})
+    result["envs"] = merged(kept, result["envs"])
     return result
+
+
+def _row_id(row: dict) -> str:
+    """The id a result row is about (the remote client's row names the id it serves after it)."""
+    return row["env"].split(" ")[0]
+
+
+def merged(saved: list[dict], new: list[dict], order: list[str] | None = None) -> list[dict]:
+    """``new``'s rows and those of ``saved`` about other ids, in ``order`` (the registry's; ids not in it last)."""
+    order = order if order is not None else [i for i in _ids() if "Browser" not in i]
+    ran = {_row_id(row) for row in new}
+    rows = [row for row in saved if _row_id(row) not in ran] + new
+    return sorted(rows, key=lambda row: order.index(_row_id(row)) if _row_id(row) in order else len(order))
 
 
 def markdown(result: dict) -> str:
@@ -102,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2, help="ids checked at once, each on one thread in its own process")
     ap.add_argument("--out", type=Path, default=common.RESULTS / "learnability.json")
+    ap.add_argument("--merge", action="store_true", help="keep the saved rows of the ids not run now (same seed)")
     ap.add_argument("--markdown", action="store_true", help="only print the table of the saved results")
     return common.run_and_report(ap.parse_args(argv), run, markdown)
 

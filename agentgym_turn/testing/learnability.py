@@ -74,11 +74,24 @@ def trainer_env(spec: str | None) -> tuple[str | None, dict[str, Any], str]:
     return spec, {}, ""
 
 
+def family_recipe(env_id: str) -> Any:
+    """The tiny-model recipe the hill-climb of ``env_id`` takes: the id's own, else that of a registered id made by
+    the same env class (``TurnSokoban-8x8-v0`` takes ``TurnSokoban-v0``'s settings, chosen on that id's validation
+    split, with its own levels); ``None`` where no recipe's env is of its class."""
+    from reference_trainer.recipes import RECIPES
+
+    suite = [r for r in RECIPES.values() if r.suite_learning]
+    own = next((r for r in suite if r.env_id == env_id), None)
+    if own is not None or env_id not in gym.registry:
+        return own
+    entry = gym.spec(env_id).entry_point
+    return next((r for r in suite if r.env_id in gym.registry and gym.spec(r.env_id).entry_point == entry), None)
+
+
 def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: int, out: Path) -> tuple[Any, str, int]:
     """The run's config, the held-out metric and the most SFT steps: the env's recipe (its RL settings and budget) where one exists, else
     the Turn-PPO preset with the recipes' shared settings against one iteration's noise, at :data:`GENERIC`'s size."""
     from reference_trainer.config import Config
-    from reference_trainer.recipes import RECIPES
     from reference_trainer.recipes.base import NOISE_CONTROL
 
     given = {
@@ -89,10 +102,10 @@ def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: 
         "eval_episodes": budget.eval_tasks,
     }
     run = dict(sft_validate_every=0, eval_every=0, progress=False, threads=1, out=str(out))
-    recipe = next((r for r in RECIPES.values() if r.env_id == env_id and r.suite_learning and not env_kwargs), None)
+    recipe = family_recipe(env_id) if not env_kwargs else None
     if recipe is not None:
         over = {k: v for k, v in given.items() if v is not None}
-        cfg = recipe.build(budget.algo, seed=seed, **run, **over, **budget.settings)
+        cfg = recipe.build(budget.algo, seed=seed, **run, **over, **budget.settings, env=env_id)
         return cfg, recipe.metric, budget.sft_max_steps or recipe.suite_sft_steps or cfg.train.sft_steps
     size = {**GENERIC, **{k: v for k, v in vars(budget).items() if k in GENERIC and v is not None}}
     cfg = Config.from_preset(
@@ -180,6 +193,7 @@ def check_learnability(
         "iterations": cfg.train.iterations,
         "tasks_per_iteration": cfg.rollout.tasks_per_iteration,
         "env_id": env_id,
+        "recipe": getattr(family_recipe(env_id) if not env_kwargs else None, "name", None),
         "seconds": round(seconds, 1),
         **run,
         "gain": ci.to_dict(),

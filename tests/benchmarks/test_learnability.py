@@ -33,3 +33,16 @@ def test_the_docs_table_is_the_committed_run():
 
             ci = paired_ci([b for b, _ in row["evidence"]["per_task"]], [a for _, a in row["evidence"]["per_task"]])
             assert abs(ci.low - row["evidence"]["gain"]["low"]) < 1e-9 and (ci.low > 0) == (row["status"] == "pass")
+
+
+def test_a_merged_rerun_replaces_the_rows_of_the_ids_it_ran_and_keeps_the_rest_in_registry_order():
+    row = lambda env, status: {"env": env, "status": status, "summary": "", "evidence": {}}  # noqa: E731
+    saved = [row("A-v0", "pass"), row("Remote-v0 (serving A-v0)", "fail"), row("C-v0", "error")]
+    new = [row("C-v0", "pass"), row("B-v0", "fail")]
+    rows = learnability.merged(saved, new, order=["A-v0", "B-v0", "C-v0", "Remote-v0"])
+    assert [(r["env"], r["status"]) for r in rows] == [
+        ("A-v0", "pass"),
+        ("B-v0", "fail"),
+        ("C-v0", "pass"),
+        ("Remote-v0 (serving A-v0)", "fail"),
+    ]
