@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from support import trainer_envs
 from agentgym_turn.pools import SerialPool
 from agentgym_turn.tokens import ChatFormat
-from reference_trainer.config import history_policy, preset
+from reference_trainer.config import history_policy
 from reference_trainer.policy import load_policy
 from reference_trainer.rollout import collect, expert_episodes, make_batch
 from reference_trainer.trainer import Trainer
@@ -100,33 +100,12 @@ def test_history_window_accepts_k_none_and_compact_and_refuses_the_rest():
             history_policy(bad)
 
 
-def _config(tiny_dir, out, algo, **over):
-    group = 4 if algo == "grpo" else 1
-    return preset(
-        algo,
-        **{
-            "model": tiny_dir,
-            "tasks_per_iteration": 8 // group,
-            "group_size": group,
-            "num_envs": 8,
-            "max_new_tokens": 3,
-            "minibatch_size": 4,
-            "lr": 3e-3,
-            "env": trainer_envs.ENV_ID,
-            "iterations": 2,
-            "eval_episodes": 8,
-            "eval_every": 0,
-            "out": str(out),
-            "progress": False,
-            **over,
-        },
-    )
-
-
 @pytest.mark.parametrize("algo", ["turn-ppo", "st-ppo", "grpo"])
 @pytest.mark.parametrize("history", ["1", "compact"])
 def test_a_windowed_run_trains_rows_per_sequence_and_reports_its_tokens(tiny_dir, tmp_path, algo, history):
-    trainer = Trainer(_config(tiny_dir, tmp_path, algo, history_window=history, sft_episodes=8, sft_steps=2))
+    trainer = Trainer(
+        trainer_envs.toy_config(tiny_dir, tmp_path, algo, history_window=history, sft_episodes=8, sft_steps=2)
+    )
     try:
         trainer.sft()
         metrics = [trainer.train_iteration() for _ in range(2)]
@@ -141,7 +120,7 @@ def test_a_windowed_run_trains_rows_per_sequence_and_reports_its_tokens(tiny_dir
 
 def test_token_gae_with_a_window_says_which_presets_to_use(tiny_dir, tmp_path):
     with pytest.raises(ValueError, match="turn-level preset"):
-        Trainer(_config(tiny_dir, tmp_path, "ppo", history_window="2"))
+        Trainer(trainer_envs.toy_config(tiny_dir, tmp_path, "ppo", history_window="2"))
 
 
 def test_sft_demos_under_compact_are_one_row_per_turn(tiny):

@@ -31,27 +31,7 @@ def tiny_dir(tmp_path_factory):
 
 
 def _config(tiny_dir, out, algo="turn-ppo", **algo_kw):
-    group = 4 if algo == "grpo" else 1
-    return preset(
-        algo,
-        **{
-            "model": tiny_dir,
-            "tasks_per_iteration": 8 // group,
-            "group_size": group,
-            "num_envs": 8,
-            "max_new_tokens": 3,
-            "minibatch_size": 4,
-            "epochs": 2,
-            "lr": 3e-3,
-            **algo_kw,
-            "env": trainer_envs.ENV_ID,
-            "iterations": 2,
-            "eval_episodes": 8,
-            "eval_every": 0,
-            "out": str(out),
-            "progress": False,
-        },
-    )
+    return trainer_envs.toy_config(tiny_dir, out, algo, **{"epochs": 2, **algo_kw})
 
 
 def _scripted_batch(trainer, texts, seeds, env_id=trainer_envs.ENV_ID):

@@ -109,3 +109,30 @@ def build_toy_tiny(directory, seed: int = 0):
     from reference_trainer.tiny import TinySpec, build_tiny
 
     return build_tiny([ENV_ID, GUESS_ID], directory, seed=seed, spec=TinySpec(corpus_episodes=32))
+
+
+def toy_config(tiny_dir, out, algo="turn-ppo", **over):
+    """A small run of ``algo`` on the toy corridor with the tiny model at ``tiny_dir``: 8 episodes an iteration (GRPO:
+    2 tasks x 4), 2 iterations, 3 new tokens, no evaluation during the run; ``over`` sets any other field."""
+    from reference_trainer.config import preset
+
+    group = 4 if algo == "grpo" else 1
+    return preset(
+        algo,
+        **{
+            "model": tiny_dir,
+            "tasks_per_iteration": 8 // group,
+            "group_size": group,
+            "num_envs": 8,
+            "max_new_tokens": 3,
+            "minibatch_size": 4,
+            "lr": 3e-3,
+            "env": ENV_ID,
+            "iterations": 2,
+            "eval_episodes": 8,
+            "eval_every": 0,
+            "out": str(out),
+            "progress": False,
+            **over,
+        },
+    )
