@@ -268,3 +268,15 @@ def test_the_trainer_recipes_observation_settings_keep_the_turn_contract():
         fuzz_actions=16,
     )
     assert report.ok and report.expert_successes == 2
+
+
+def test_quick_calls__a_reset_that_may_generate_many_levels_is_not_quick():
+    """A served env runs the calls its env declares quick on the event loop: never one that can take tens of ms."""
+
+    def quick(env_id, **kw):
+        return gym.make(env_id, **kw).unwrapped.quick_calls
+
+    assert quick("TurnSokoban-v0") == quick("TurnSokoban-v0", split="train") == {"reset", "step", "render"}
+    assert "reset" in quick("TurnSokoban-8x8-v0")
+    for slow in (quick("TurnSokoban-v0", split="test"), quick("TurnSokoban-10x10-v0")):
+        assert slow == {"step", "render"}
