@@ -19,6 +19,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 import pytest  # noqa: E402
 
 
+#: Seconds a test that needs the learning jobs may take, its wait for them included (the others: pyproject's 900).
+LEARNING_TIMEOUT_S = 2700
+
 #: The background learning jobs of this session (``tests/support/learning_jobs.py``) and their work dir.
 _LEARNING: dict = {}
 
@@ -34,6 +37,8 @@ def pytest_collection_modifyitems(session, config, items):
     The jobs take minutes of one core each; started when collection ends, they overlap with the
     rest of the suite instead of leaving a core idle while the session waits for them."""
     learning = [item for item in items if _uses_learning_runs(item)]
+    for item in learning:  # the first waits for the jobs, which (niced) may end minutes after the other tests
+        item.add_marker(pytest.mark.timeout(LEARNING_TIMEOUT_S))
     if not learning or config.option.collectonly:
         return
     items[:] = [item for item in items if not _uses_learning_runs(item)] + learning
