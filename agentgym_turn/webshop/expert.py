@@ -102,24 +102,23 @@ def expert_queries(goal: Goal, style: str = "instruction") -> list[str]:
 
 
 def best_options(product: Product, goal: Goal) -> dict[str, str]:
-    """For every option of ``product``, the first value that matches a goal option value (the
-    reward's rule: exact for ``size``, token-set ratio above 85 otherwise); groups with no
-    matching value are left unchosen."""
+    """For every option of ``product``, the value a goal option asks for: an exact match first, else
+    the first value the reward's rule accepts (exact for ``size``, token-set ratio above 85 otherwise:
+    ``apple cinnamon`` passes for ``cinnamon``, but is not what was asked); groups with no matching
+    value are left unchosen."""
     wanted = [normalize_color(v) for v in goal.goal_options.values()]
     chosen: dict[str, str] = {}
     if not wanted:
         return chosen
     for name, values in product.options.items():
-        for value in values:
-            v = normalize_color(value)
-            hit = (
-                v in wanted
-                if name.lower() in EXACT_MATCH_OPTIONS
-                else any(token_set_ratio(w, v) > FUZZY_THRESHOLD for w in wanted)
-            )
-            if hit:
-                chosen[name] = value
-                break
+        exact = [value for value in values if normalize_color(value) in wanted]
+        if exact or name.lower() in EXACT_MATCH_OPTIONS:  # the value asked for, before one that only resembles it
+            if exact:
+                chosen[name] = exact[0]
+            continue
+        fuzzy = [v for v in values if any(token_set_ratio(w, normalize_color(v)) > FUZZY_THRESHOLD for w in wanted)]
+        if fuzzy:
+            chosen[name] = fuzzy[0]
     return chosen
 
 

@@ -5,7 +5,7 @@ earns ``R = 1``) until its validation score stops improving, then RL. Goals are 
 instruction (``content_split=``): training plays ``"train"`` goals (as do the tokenizer's catalogs),
 choices are made on the 199 ``"validation"`` goals, results are reported on the 187 ``"test"`` goals,
 each played once. The suite's one run stops SFT at ``suite_sft_steps``, the step of the plateau run's best validated
-weights (150 of 300). Why each setting: ``docs/experiments.md``; what it
+weights (SFT seed 0: step 200 of 350). Why each setting: ``docs/experiments.md``; what it
 measures: ``docs/benchmarks.md``.
 """
 
@@ -107,5 +107,5 @@ RECIPE = Recipe(
     sft_minutes=4.5,
     rl_minutes=4.5,
     control_minutes=5.5,
-    suite_sft_steps=150,
+    suite_sft_steps=200,
 )

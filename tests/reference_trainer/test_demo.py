@@ -36,7 +36,7 @@ def test_demo_says_what_it_will_run_and_how_long_before_it_starts():
     trained = plan(build_parser().parse_args(["demo", "--sft", "--iterations", "24"]))
     assert "SFT on the env's expert, up to 900 steps (about 6 min" in trained and "about 8 min in all" in trained
     webshop = plan(build_parser().parse_args(["demo", "--recipe", "webshop"]))
-    assert "shipped with the package (webshop_sft_seed0_max150" in webshop, webshop
+    assert "shipped with the package (webshop_sft_seed0_max200" in webshop, webshop
     assert "shipped" not in plan(build_parser().parse_args(["demo", "--recipe", "webshop", "--sft-seed", "1"]))
 
 
