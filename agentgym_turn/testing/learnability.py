@@ -58,6 +58,37 @@ class LearnBudget:
 #: The hill-climb's size for an env without a recipe (see :class:`LearnBudget`).
 GENERIC = {"sft_episodes": 256, "sft_max_steps": 200, "iterations": 50, "tasks_per_iteration": 64, "eval_tasks": 128}
 PROBE_TASKS = 64
+#: The most context the generic climb raises itself to: the tiny model's rotary positions set no limit, its attention
+#: cost (and a rollout's memory) grows with the context.
+MAX_GENERIC_CONTEXT = 4096
+
+
+def fitting_context(longest_demo: int, max_new_tokens: int, default: int, cap: int = MAX_GENERIC_CONTEXT) -> int:
+    """The generic climb's ``max_context_tokens``: ``default``, raised (to a multiple of 256, at most ``cap``) to hold
+    the longest expert episode and one more reply. Left at the default, an env whose expert talks longer than it would
+    train on its shorter tasks only and count every long one a failure (or, none fitting, not start)."""
+    need = int(longest_demo) + int(max_new_tokens)
+    return int(default) if need <= default else min(int(cap), -(-need // 256) * 256)
+
+
+def _demo_context(trainer: Any) -> int:
+    """:func:`fitting_context` for the SFT demonstrations ``trainer`` will imitate (played here once to measure them)."""
+    from reference_trainer.rollout import expert_episodes, longest_input
+    from reference_trainer.tasks import demo_env_kwargs, sft_seeds
+
+    cfg = trainer.cfg
+    t, r = cfg.train, cfg.rollout
+    demos = expert_episodes(
+        t.env,
+        trainer.fmt,
+        sft_seeds(t.seed, t.eval_seed, t.sft_episodes),
+        demo_env_kwargs(cfg),
+        r.split_system_prompt,
+        history=r.history,
+        reasoning=r.reasoning,
+    )
+    longest = max((longest_input(d) for d in demos), default=0)
+    return fitting_context(longest, r.max_new_tokens, r.max_context_tokens)
 
 
 def trainer_env(spec: str | None) -> tuple[str | None, dict[str, Any], str]:
@@ -179,6 +210,14 @@ def check_learnability(
         cfg.model.tiny.dir = str(out / "tiny")  # a target registered under TARGET_ID must never share a cached build
         t0 = time.perf_counter()
         trainer = Trainer(cfg)
+        sized = family_recipe(env_id) is None or bool(env_kwargs)  # a recipe's context was chosen with its settings
+        if sized and "max_context_tokens" not in budget.settings:
+            context = _demo_context(trainer)
+            # the same tiny model (built once under out), a longer context
+            if context != cfg.rollout.max_context_tokens:
+                trainer.close()
+                cfg.rollout.max_context_tokens = context
+                trainer = Trainer(cfg)
         try:
             run = _climb(trainer, budget, metric, sft_max_steps)
         finally:
@@ -194,6 +233,7 @@ def check_learnability(
         "tasks_per_iteration": cfg.rollout.tasks_per_iteration,
         "env_id": env_id,
         "recipe": getattr(family_recipe(env_id) if not env_kwargs else None, "name", None),
+        "max_context_tokens": cfg.rollout.max_context_tokens,
         "seconds": round(seconds, 1),
         **run,
         "gain": ci.to_dict(),

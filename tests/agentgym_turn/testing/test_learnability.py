@@ -32,3 +32,37 @@ def test_a_family_recipe_plays_the_ids_own_levels_with_the_recipes_settings(tmp_
         k: v for k, v in theirs["train"].items() if k != "env"
     }
     assert mine["rollout"] == theirs["rollout"] and mine["algo"] == theirs["algo"]
+
+
+def test_the_generic_climb_raises_its_context_to_hold_the_longest_expert_episode_and_a_reply():
+    from agentgym_turn.testing.learnability import MAX_GENERIC_CONTEXT, fitting_context
+
+    assert fitting_context(700, 32, 1024) == 1024  # fits: the default stays
+    assert fitting_context(992, 32, 1024) == 1024  # exactly: 992 + 32 = 1024
+    assert fitting_context(993, 32, 1024) == 1280  # one token over: the next multiple of 256
+    assert fitting_context(3051, 32, 1024) == 3328  # the dialog env's longest expert episode (3,083 with a reply)
+    assert fitting_context(9000, 32, 1024) == MAX_GENERIC_CONTEXT == 4096  # never past the cap
+
+
+def test_the_generic_climb_measures_the_demonstrations_it_will_imitate(tmp_path):
+    """The dialog env's expert episodes run past the default 1,024 tokens: the measured context holds the longest one
+    the climb's SFT will see (its own demonstrations, in the tiny model's tokens) and one more reply."""
+    from agentgym_turn.testing.learnability import LearnBudget, _demo_context
+    from reference_trainer.rollout import expert_episodes, longest_input
+    from reference_trainer.tasks import demo_env_kwargs, sft_seeds
+    from reference_trainer.trainer import Trainer
+
+    cfg, _, _ = _config("TurnWebShopDialog-v0", {}, LearnBudget(sft_episodes=8), 0, tmp_path / "run")
+    cfg.model.tiny.dir = str(tmp_path / "tiny")
+    trainer = Trainer(cfg)
+    try:
+        context = _demo_context(trainer)
+        t, r = cfg.train, cfg.rollout
+        demos = expert_episodes(
+            t.env, trainer.fmt, sft_seeds(t.seed, t.eval_seed, 8), demo_env_kwargs(cfg), r.split_system_prompt
+        )
+    finally:
+        trainer.close()
+    longest = max(longest_input(d) for d in demos)
+    assert r.max_context_tokens == 1024 < longest
+    assert context % 256 == 0 and longest + r.max_new_tokens <= context < longest + r.max_new_tokens + 256
