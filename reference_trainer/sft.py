@@ -39,11 +39,11 @@ def _state_copy(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
-def expert_demos(cfg: Config, fmt: Any, episodes: int, dist: distributed.DistContext) -> tuple[list[Episode], int]:
-    """``episodes`` expert episodes of ``cfg``'s env on the SFT seeds (disjoint from every held-out seed), those
-    that fit ``max_context_tokens``, and how many did not (logged once, by the main rank)."""
+def sft_demonstrations(cfg: Config, fmt: Any, episodes: int) -> list[Episode]:
+    """``episodes`` expert episodes of ``cfg``'s env on the SFT seeds (disjoint from every held-out seed), in ``fmt``'s
+    tokens and ``cfg``'s history policy: every one SFT would imitate, before those too long are left out."""
     t, r = cfg.train, cfg.rollout
-    demos = expert_episodes(
+    return expert_episodes(
         t.env,
         fmt,
         sft_seeds(t.seed, t.eval_seed, episodes),
@@ -52,7 +52,13 @@ def expert_demos(cfg: Config, fmt: Any, episodes: int, dist: distributed.DistCon
         history=r.history,
         reasoning=r.reasoning,
     )
-    demos, too_long = fitting_demos(demos, r.max_context_tokens)
+
+
+def expert_demos(cfg: Config, fmt: Any, episodes: int, dist: distributed.DistContext) -> tuple[list[Episode], int]:
+    """:func:`sft_demonstrations`: those that fit ``max_context_tokens``, and how many did not (logged once, by the
+    main rank)."""
+    r = cfg.rollout
+    demos, too_long = fitting_demos(sft_demonstrations(cfg, fmt, episodes), r.max_context_tokens)
     if too_long and dist.is_main:  # every rank leaves out the same ones
         log.warning(
             "SFT: %d of %d expert episodes are longer than max_context_tokens=%d and are left out",

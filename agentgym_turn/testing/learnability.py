@@ -73,22 +73,13 @@ def fitting_context(longest_demo: int, max_new_tokens: int, default: int, cap: i
 
 def _demo_context(trainer: Any) -> int:
     """:func:`fitting_context` for the SFT demonstrations ``trainer`` will imitate (played here once to measure them)."""
-    from reference_trainer.rollout import expert_episodes, longest_input
-    from reference_trainer.tasks import demo_env_kwargs, sft_seeds
+    from reference_trainer.rollout import longest_input
+    from reference_trainer.sft import sft_demonstrations
 
     cfg = trainer.cfg
-    t, r = cfg.train, cfg.rollout
-    demos = expert_episodes(
-        t.env,
-        trainer.fmt,
-        sft_seeds(t.seed, t.eval_seed, t.sft_episodes),
-        demo_env_kwargs(cfg),
-        r.split_system_prompt,
-        history=r.history,
-        reasoning=r.reasoning,
-    )
+    demos = sft_demonstrations(cfg, trainer.fmt, cfg.train.sft_episodes)
     longest = max((longest_input(d) for d in demos), default=0)
-    return fitting_context(longest, r.max_new_tokens, r.max_context_tokens)
+    return fitting_context(longest, cfg.rollout.max_new_tokens, cfg.rollout.max_context_tokens)
 
 
 def trainer_env(spec: str | None) -> tuple[str | None, dict[str, Any], str]:

@@ -48,8 +48,8 @@ def test_the_generic_climb_measures_the_demonstrations_it_will_imitate(tmp_path)
     """The dialog env's expert episodes run past the default 1,024 tokens: the measured context holds the longest one
     the climb's SFT will see (its own demonstrations, in the tiny model's tokens) and one more reply."""
     from agentgym_turn.testing.learnability import LearnBudget, _demo_context
-    from reference_trainer.rollout import expert_episodes, longest_input
-    from reference_trainer.tasks import demo_env_kwargs, sft_seeds
+    from reference_trainer.rollout import longest_input
+    from reference_trainer.sft import sft_demonstrations
     from reference_trainer.trainer import Trainer
 
     cfg, _, _ = _config("TurnWebShopDialog-v0", {}, LearnBudget(sft_episodes=8), 0, tmp_path / "run")
@@ -57,10 +57,7 @@ def test_the_generic_climb_measures_the_demonstrations_it_will_imitate(tmp_path)
     trainer = Trainer(cfg)
     try:
         context = _demo_context(trainer)
-        t, r = cfg.train, cfg.rollout
-        demos = expert_episodes(
-            t.env, trainer.fmt, sft_seeds(t.seed, t.eval_seed, 8), demo_env_kwargs(cfg), r.split_system_prompt
-        )
+        demos, r = sft_demonstrations(cfg, trainer.fmt, 8), cfg.rollout
     finally:
         trainer.close()
     longest = max(longest_input(d) for d in demos)
