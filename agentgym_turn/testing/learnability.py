@@ -110,6 +110,12 @@ def family_recipe(env_id: str) -> Any:
     return next((r for r in suite if r.env_id in gym.registry and gym.spec(r.env_id).entry_point == entry), None)
 
 
+def climb_recipe(env_id: str, env_kwargs: dict[str, Any]) -> Any:
+    """The recipe the climb of ``env_id`` made with ``env_kwargs`` takes (:func:`family_recipe`); ``None`` (the generic
+    climb) where kwargs are given: a recipe's settings were chosen for its env as registered."""
+    return family_recipe(env_id) if not env_kwargs else None
+
+
 def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: int, out: Path) -> tuple[Any, str, int]:
     """The run's config, the held-out metric and the most SFT steps: the env's recipe (its RL settings and budget) where one exists, else
     the Turn-PPO preset with the recipes' shared settings against one iteration's noise, at :data:`GENERIC`'s size."""
@@ -124,7 +130,7 @@ def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: 
         "eval_episodes": budget.eval_tasks,
     }
     run = dict(sft_validate_every=0, eval_every=0, progress=False, threads=1, out=str(out))
-    recipe = family_recipe(env_id) if not env_kwargs else None
+    recipe = climb_recipe(env_id, env_kwargs)
     if recipe is not None:
         over = {k: v for k, v in given.items() if v is not None}
         cfg = recipe.build(budget.algo, seed=seed, **run, **over, **budget.settings, env=env_id)
@@ -201,8 +207,9 @@ def check_learnability(
         cfg.model.tiny.dir = str(out / "tiny")  # a target registered under TARGET_ID must never share a cached build
         t0 = time.perf_counter()
         trainer = Trainer(cfg)
-        sized = family_recipe(env_id) is None or bool(env_kwargs)  # a recipe's context was chosen with its settings
-        if sized and "max_context_tokens" not in budget.settings:
+        recipe = climb_recipe(env_id, env_kwargs)
+        # a recipe's context was chosen with its settings; the generic climb sizes its own
+        if recipe is None and "max_context_tokens" not in budget.settings:
             context = _demo_context(trainer)
             # the same tiny model (built once under out), a longer context
             if context != cfg.rollout.max_context_tokens:
@@ -223,7 +230,7 @@ def check_learnability(
         "iterations": cfg.train.iterations,
         "tasks_per_iteration": cfg.rollout.tasks_per_iteration,
         "env_id": env_id,
-        "recipe": getattr(family_recipe(env_id) if not env_kwargs else None, "name", None),
+        "recipe": getattr(recipe, "name", None),
         "max_context_tokens": cfg.rollout.max_context_tokens,
         "seconds": round(seconds, 1),
         **run,
