@@ -242,6 +242,9 @@ class RemoteTurnEnv(gym.Env[str, str]):
             given both), checks the replay ends on the observation it last returned, and sends the step again. Only
             then, or for an episode begun with ``reset(seed=None)`` outside a group, does the turn end as an
             ``infra_error``. ``0``: no resume.
+        reset_options: Options every ``reset`` sends to the served env, under the call's own (e.g. TurnSokoban's
+            ``{"split": "test"}``: one served env plays a trainer's training and held-out tasks, each client made
+            with its split); not group options.
 
     Reset options ``group_id`` (a string) and ``task_id`` (an integer >= 0, 0 unless given) make the episode task
     ``task_id`` of that group: every member plays the same task, whichever server serves it. A later ``reset()``
@@ -272,7 +275,17 @@ class RemoteTurnEnv(gym.Env[str, str]):
         token: str | None = None,
         capacity_wait_s: float = 30.0,
         resume_wait_s: float = 30.0,
+        reset_options: dict[str, Any] | None = None,
     ):
+        if reset_options is not None and (
+            not isinstance(reset_options, dict) or any(name in reset_options for name in _GROUP_OPTIONS)
+        ):
+            raise ValueError(
+                f"reset_options must be a dict of the served env's reset options (not {sorted(_GROUP_OPTIONS)}), "
+                f"got {reset_options!r}."
+            )
+        #: Options every reset sends, under the call's own.
+        self.reset_options: dict[str, Any] = dict(reset_options or {})
         _check_client_settings(
             connect_timeout=connect_timeout,
             message_timeout=message_timeout,
@@ -291,6 +304,7 @@ class RemoteTurnEnv(gym.Env[str, str]):
             token=token,
             capacity_wait_s=capacity_wait_s,
             resume_wait_s=resume_wait_s,
+            reset_options=reset_options,
         )
         self._headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
         self.connect_timeout, self.message_timeout = float(connect_timeout), float(message_timeout)
@@ -513,7 +527,10 @@ class RemoteTurnEnv(gym.Env[str, str]):
     # ------------------------------------------------------------------ Gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode (opening a session first if none is open). ``options`` may hold ``group_id`` and
-        ``task_id`` (see the class docstring); the other options go to the served env's ``reset``."""
+        ``task_id`` (see the class docstring); the other options, over ``reset_options``, go to the served env's
+        ``reset``."""
+        if self.reset_options:
+            options = {**self.reset_options, **(options or {})}
         env_options, group = self._group_of(seed, options)
         super().reset(seed=seed)
         data: dict[str, Any] = {"seed": seed}

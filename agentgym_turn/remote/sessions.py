@@ -186,7 +186,7 @@ class EnvSessions:
     The methods an env's ``unwrapped`` names in ``quick_calls`` (``reset``, ``step``, ``render``: each call a few
     milliseconds of CPU at most, with no I/O, as this suite's envs with their in-process worlds declare) run on the
     event loop, a step only with a string action of at most :data:`INLINE_MAX_CHARS` characters and a reset only
-    without content to process: handing a sub-millisecond turn to a thread and back cost the server more than the
+    without options (a level text to solve, a held-out split to draw): handing a sub-millisecond turn to a thread and back cost the server more than the
     turn, and queued it behind the interpreter lock's switch interval. Every other call (``gymnasium.make``,
     ``close``, the expert, a longer action, any call an env does not name) runs in the pool, so that a slow one
     blocks no other session.
@@ -323,8 +323,9 @@ class EnvSessions:
             if kind == "reset":
                 options = data.get("options")
                 self.check_reset_options(env, options)
-                content = getattr(env.unwrapped, "content_reset_options", ()) if options else ()
-                inline = "reset" in session.quick and not any(name in options for name in content)
+                # options can ask for work ``quick_calls`` does not cover (a level text to solve, a held-out split
+                # drawn ten levels at a time): such a reset runs in the pool
+                inline = "reset" in session.quick and not options
                 text, info = await self._turn(inline, env.reset, seed=reset_seed(data), options=options)
                 session.was_reset, session.step_count = True, 0
                 session.episode_id = data.get("episode_id") or uuid.uuid4().hex

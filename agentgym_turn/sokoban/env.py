@@ -220,7 +220,10 @@ class TurnSokobanEnv(TurnEnv):
       `solver_budget` still bounds `expert_action()`.
     * `split`: `None` (every level, the default), `"train"`, `"validation"` or `"test"`: play
       only levels of that split, disjoint by content (see Starting State). A level given in
-      `reset(options={"level": ...})` is played whatever its split.
+      `reset(options={"level": ...})` is played whatever its split; `reset(options={"split": ...})`
+      draws one episode's level from another split (the same level as an env made with that
+      `split` draws from the same seed), so one served env can play a trainer's training and
+      held-out levels.
     * `format_penalty`: reward of an invalid turn (-0.1).
     * `show_border`: `False` leaves the outer ring of the grid out of observations when it is all
       wall (every generated level's is), e.g. a 6x6 level shows its 4x4 inside: 20 fewer tokens
@@ -234,14 +237,15 @@ class TurnSokobanEnv(TurnEnv):
     * v0: Initial version. Later in v0 (levels and observations of the registered ids unchanged):
       `prompt_style="ragen"`, `info["solution_moves"]`, `verify_levels`; `optimal_moves` is -1
       unless proven; `max_moves` defaults to 10 rather than the episode's move cap; level files
-      are checked at load; `split` (train, validation and test levels disjoint by content).
+      are checked at load; `split` (train, validation and test levels disjoint by content), also as a
+      reset option.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4, "reward_components": REWARD_COMPONENTS}
     #: The level source and its loaded levels: read-only, shared by forks and left out of snapshots.
-    shared_attributes = ("source", "levels")
+    shared_attributes = ("source", "levels", "_levels_by_split")
     derived_attributes = ("_board", "_grid_style", "_key_board")
-    reset_options = frozenset({"level"})
+    reset_options = frozenset({"level", "split"})
     content_reset_options = frozenset({"level"})  # a level text is solved on reset
     external_kwargs = frozenset({"levels"})  # a Boxoban file or folder
     source_keywords = tuple(LEVEL_KEYWORDS)
@@ -286,7 +290,8 @@ class TurnSokobanEnv(TurnEnv):
         #: Only levels of this split are drawn (None: every level).
         self.split = check_split(split)
         #: The loaded levels (a :class:`LevelFile`'s, those of ``split`` when one is set), or None for generated levels.
-        self.levels = self._split_levels()
+        self._levels_by_split: dict[str | None, list[Level] | None] = {}
+        self.levels = self._split_levels(self.split)
         self._sep = " " if prompt_style == "full" else ""
         self._clear_episode()
 
@@ -301,15 +306,18 @@ class TurnSokobanEnv(TurnEnv):
         quick_reset = small and self.split in (None, "train")
         return frozenset({"reset", "step", "render"} if quick_reset else {"step", "render"})
 
-    def _split_levels(self) -> list[Level] | None:
+    def _split_levels(self, split: str | None) -> list[Level] | None:
+        """The loaded levels of ``split`` (computed once per split), or None for generated levels."""
         if not isinstance(self.source, LevelFile):
             return None
-        levels = [level for level in self.source.levels if self.split is None or level_split(level) == self.split]
-        if not levels:
-            raise ValueError(
-                f"split={self.split!r}: none of the {len(self.source.levels)} levels of levels= is in that split."
-            )
-        return levels
+        if split not in self._levels_by_split:
+            levels = [level for level in self.source.levels if split is None or level_split(level) == split]
+            if not levels:
+                raise ValueError(
+                    f"split={split!r}: none of the {len(self.source.levels)} levels of levels= is in that split."
+                )
+            self._levels_by_split[split] = levels
+        return self._levels_by_split[split]
 
     def _clear_episode(self) -> None:
         """The episode's state before the first reset."""
@@ -337,18 +345,21 @@ class TurnSokobanEnv(TurnEnv):
     def _pick_level(self, options: dict[str, Any]) -> tuple[Level, tuple[int, ...] | None, bool]:
         """The level to play, its best known plan (or None) and whether that plan is optimal."""
         choice = options.get("level")
+        split = check_split(options["split"]) if "split" in options else self.split
         if choice is None and isinstance(self.source, SokobanGenerator):
             for _ in range(_SPLIT_DRAWS):
                 level_seed = int(self.np_random.integers(0, 2**63 - 1))
-                if self.split is None or self.source.split_of(level_seed) == self.split:
+                if split is None or self.source.split_of(level_seed) == split:
                     gen = self.source.level(level_seed)
                     return gen.level, gen.solution, gen.certified
             raise RuntimeError(
-                f"split={self.split!r}: {_SPLIT_DRAWS} generated levels in a row fell in other splits; "
+                f"split={split!r}: {_SPLIT_DRAWS} generated levels in a row fell in other splits; "
                 "this generator's settings leave too few distinct levels to split."
             )
         if choice is None:
-            level = self.levels[int(self.np_random.integers(len(self.levels)))]
+            levels = self._split_levels(split)
+            assert levels is not None
+            level = levels[int(self.np_random.integers(len(levels)))]
         elif isinstance(choice, Level):
             level = choice
         elif is_int(choice, numpy=True):

@@ -147,6 +147,22 @@ def test_reset_options_errors_are_raised_by_the_client_as_the_local_env_raises_t
     remote.close()
 
 
+def test_reset_options_of_the_client_go_with_every_reset_under_the_calls_own(servers):
+    """One served env, two clients made with their splits: each plays what a local env of its split plays."""
+    server = _server(servers, "TurnSokoban-v0")
+    held_out = gym.make(REMOTE_ENV_ID, base_url=server.base_url, reset_options={"split": "test"})
+    for seed in range(3):
+        local = gym.make("TurnSokoban-v0", split="test")
+        assert held_out.reset(seed=seed) == local.reset(seed=seed)
+        action = local.unwrapped.expert_action()
+        assert held_out.step(action)[:4] == local.step(action)[:4]
+        train = gym.make("TurnSokoban-v0", split="train")
+        assert held_out.reset(seed=seed, options={"split": "train"}) == train.reset(seed=seed)
+    held_out.close()
+    with pytest.raises(ValueError, match="not group options|not \\['group_id'"):
+        gym.make(REMOTE_ENV_ID, base_url=server.base_url, reset_options={"group_id": "g"})
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_vector_env_of_served_envs_steps_as_a_vector_env_of_local_ones(servers, mode):
     server = _server(servers, "TurnSokoban-v0")

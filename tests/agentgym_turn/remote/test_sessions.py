@@ -21,7 +21,7 @@ from support.toy_envs import GuessNumberEnv
 class _RecordingGuessEnv(GuessNumberEnv):
     """GuessNumber that records the thread of each reset, step and render; declares nothing quick."""
 
-    reset_options = frozenset({"level"})
+    reset_options = frozenset({"level", "split"})
     content_reset_options = frozenset({"level"})
     calls: ClassVar[list[tuple[str, str]]] = []
 
@@ -69,19 +69,23 @@ def _threads_of(servers, env_id: str, play) -> list[tuple[str, str]]:
     ]
 
 
-def test_a_quick_envs_turns_run_on_the_event_loop_but_long_actions_and_content_resets_in_the_pool(servers, env_ids):
+def test_a_quick_envs_turns_run_on_the_event_loop_but_long_actions_and_resets_with_options_in_the_pool(
+    servers, env_ids
+):
     def play(remote):
         remote.reset(seed=0)
         remote.step("<answer>1</answer>")
         remote.render()
         remote.step("<answer>1</answer>" + " " * INLINE_MAX_CHARS)  # past the limit: a turn's CPU grows with its text
         remote.reset(seed=0, options={"level": "a text the env would have to process"})
+        remote.reset(seed=0, options={"split": "test"})  # not content, yet it may cost more than quick_calls covers
 
     assert _threads_of(servers, env_ids["quick"], play) == [
         ("reset", "loop"),
         ("step", "loop"),
         ("render", "loop"),
         ("step", "pool"),
+        ("reset", "pool"),
         ("reset", "pool"),
     ]
 

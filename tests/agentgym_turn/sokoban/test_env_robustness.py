@@ -173,11 +173,11 @@ def test_info__the_same_keys_on_reset_valid_invalid_and_finished_turns():
         assert infos[-1]["executed_moves"] == [] and infos[-1]["moves"] == infos[2]["moves"]
 
 
-def test_info__reset_accepts_only_the_level_option():
+def test_info__reset_accepts_only_the_level_and_split_options():
     env = gym.make("TurnSokoban-v0")
     with pytest.raises(ValueError, match="lvl"):
         env.reset(options={"lvl": 0})
-    assert TurnSokobanEnv.reset_options == frozenset({"level"})
+    assert TurnSokobanEnv.reset_options == frozenset({"level", "split"})
 
 
 # ---------------------------------------------------------------------- the expert in dead states

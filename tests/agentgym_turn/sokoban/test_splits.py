@@ -87,3 +87,32 @@ def test_a_level_given_in_options_is_played_whatever_its_split():
 def test_an_unknown_split_fails_at_make_naming_the_splits():
     with pytest.raises(ValueError, match="'test', 'validation', 'train'"):
         gym.make("TurnSokoban-v0", split="eval")
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from([None, *SPLITS]), st.sampled_from([None, *SPLITS]), st.integers(0, 2**32 - 1))
+def test_a_split_in_reset_options_draws_the_level_an_env_of_that_split_draws(made, asked, seed):
+    """One env (a served one) plays a trainer's training and held-out levels: its transcript for one reset is the
+    transcript of an env made with the split asked for."""
+    env, twin = gym.make("TurnSokoban-v0", split=made), gym.make("TurnSokoban-v0", split=asked)
+    first, _ = env.reset(seed=seed, options={"split": asked})
+    assert (first, env.unwrapped.level) == (twin.reset(seed=seed)[0], twin.unwrapped.level)
+    response = env.unwrapped.expert_action()
+    assert env.step(response)[:4] == twin.step(response)[:4]
+    env.reset(seed=seed)  # without the option: the env's own split again
+    assert made is None or level_split(env.unwrapped.level) == made
+    env.close(), twin.close()
+
+
+def test_a_split_in_reset_options_picks_a_level_files_levels_of_that_split():
+    path = builtin_levels_path()
+    kept = {lv for lv in load_levels(path) if level_split(lv) == "train"}
+    env = gym.make("TurnSokoban-v0", levels=path, split="test")  # the built-in file: 1 test level, 5 training ones
+    drawn = set()
+    for seed in range(40):
+        env.reset(seed=seed, options={"split": "train"})
+        drawn.add(env.unwrapped.level)
+    assert drawn == kept
+    with pytest.raises(ValueError, match="'test', 'validation', 'train'"):
+        env.reset(options={"split": "eval"})
+    env.close()
