@@ -112,8 +112,50 @@ def family_recipe(env_id: str) -> Any:
 
 def climb_recipe(env_id: str, env_kwargs: dict[str, Any]) -> Any:
     """The recipe the climb of ``env_id`` made with ``env_kwargs`` takes (:func:`family_recipe`); ``None`` (the generic
-    climb) where kwargs are given: a recipe's settings were chosen for its env as registered."""
+    climb) where kwargs are given: a recipe's settings were chosen for its env as registered. A served env takes
+    the recipe of the id it serves when it serves it as the recipe plays it (:func:`served_phases`)."""
+    if env_id == REMOTE_ENV_ID and set(env_kwargs) == {"base_url"}:
+        served = served_phases(env_kwargs["base_url"])
+        return None if served is None else served[0]
     return family_recipe(env_id) if not env_kwargs else None
+
+
+#: The recipe's env options of each phase: training rollouts, SFT's expert play, held-out test and validation tasks.
+_PHASES = {"train": None, "sft": "sft_env_kwargs", "test": "eval_env_kwargs", "validation": "val_env_kwargs"}
+
+
+def served_phases(base_url: str) -> tuple[Any, dict[str, dict[str, Any]]] | None:
+    """``(recipe, {phase: reset options})`` when the server at ``base_url`` serves a recipe's env as the recipe plays
+    it, else None. A recipe plays its phases (training, SFT, test, validation tasks) on envs made with different
+    kwargs; one served env can play them all when every kwarg that differs is a reset option of the env (Sokoban's
+    ``split``) and the server serves the rest: the same id, kwargs and turn limit, compared by the configuration
+    digest its ``/schema`` publishes. Each phase's client then sends its options with every reset."""
+    from ..remote.client import RemoteTurnEnv
+    from ..remote.sessions import describe_env
+
+    client = RemoteTurnEnv(base_url)
+    try:
+        served_id, digest = client.served_env_id, client._config_digest
+    finally:
+        client.close()
+    recipe = family_recipe(served_id)
+    if recipe is None:
+        return None
+    cfg = recipe.build("turn-ppo", out="unused")
+    kwargs = dict(cfg.rollout.env_kwargs)
+    probe = gym.make(served_id, **kwargs)
+    per_episode = frozenset(getattr(probe.unwrapped, "reset_options", ()))
+    probe.close()
+    overs = {phase: {} if field is None else dict(getattr(cfg.train, field) or {}) for phase, field in _PHASES.items()}
+    if any(set(over) - per_episode for over in overs.values()):
+        return None  # a phase needs another env (another world), not other episodes of this one
+    if describe_env(served_id, {k: v for k, v in kwargs.items() if k not in per_episode}).config_digest != digest:
+        return None
+    phases = {}
+    for phase, over in overs.items():
+        merged = {**kwargs, **over}
+        phases[phase] = {k: merged[k] for k in sorted(per_episode) if k in merged}
+    return recipe, phases
 
 
 def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: int, out: Path) -> tuple[Any, str, int]:
@@ -133,6 +175,13 @@ def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: 
     recipe = climb_recipe(env_id, env_kwargs)
     if recipe is not None:
         over = {k: v for k, v in given.items() if v is not None}
+        if env_id == REMOTE_ENV_ID:  # the served env, each phase's tasks chosen by its reset options
+            _, phases = served_phases(env_kwargs["base_url"])
+            client = lambda phase: {"reset_options": phases[phase]}  # noqa: E731
+            over.update(
+                env_kwargs={**env_kwargs, **client("train")},
+                **{field: client(phase) for phase, field in _PHASES.items() if field is not None},
+            )
         cfg = recipe.build(budget.algo, seed=seed, **run, **over, **budget.settings, env=env_id)
         return cfg, recipe.metric, budget.sft_max_steps or recipe.suite_sft_steps or cfg.train.sft_steps
     size = {**GENERIC, **{k: v for k, v in vars(budget).items() if k in GENERIC and v is not None}}

@@ -63,3 +63,42 @@ def test_the_generic_climb_measures_the_demonstrations_it_will_imitate(tmp_path)
     longest = max(longest_input(d) for d in demos)
     assert r.max_context_tokens == 1024 < longest
     assert context % 256 == 0 and longest + r.max_new_tokens <= context < longest + r.max_new_tokens + 256
+
+
+def test_a_served_env_climbs_with_its_recipe_only_when_served_as_the_recipe_plays_it(tmp_path):
+    """One served Sokoban plays the recipe's training, SFT and held-out levels, each client with its split; served
+    otherwise (its default prompt), the recipe's settings do not apply and the generic climb runs."""
+    from agentgym_turn.remote import REMOTE_ENV_ID
+    from agentgym_turn.remote.server import EnvServer
+    from agentgym_turn.testing.learnability import LearnBudget, served_phases
+    from reference_trainer.recipes.sokoban import SOKOBAN_ENV_KWARGS
+
+    as_played = {k: v for k, v in SOKOBAN_ENV_KWARGS.items() if k != "split"}
+    recipe_server = EnvServer("TurnSokoban-v0", env_kwargs=as_played, expert=True).start()
+    plain_server = EnvServer("TurnSokoban-v0", expert=True).start()
+    try:
+        recipe, phases = served_phases(recipe_server.base_url)
+        assert recipe.name == "sokoban"
+        assert phases == {
+            "train": {"split": "train"},
+            "sft": {"split": "train"},
+            "test": {"split": "test"},
+            "validation": {"split": "validation"},
+        }
+        assert served_phases(plain_server.base_url) is None
+        url = recipe_server.base_url
+        cfg, metric, sft_max_steps = _config(REMOTE_ENV_ID, {"base_url": url}, LearnBudget(), 0, tmp_path)
+        own, _, _ = _config("TurnSokoban-v0", {}, LearnBudget(), 0, tmp_path)
+        assert (metric, sft_max_steps) == ("success", 900)
+        assert cfg.rollout.env_kwargs == {"base_url": url, "reset_options": {"split": "train"}}
+        assert cfg.train.eval_env_kwargs == {"reset_options": {"split": "test"}}
+        held_out = gym.make(REMOTE_ENV_ID, **{**cfg.rollout.env_kwargs, **cfg.train.eval_env_kwargs})
+        local = gym.make("TurnSokoban-v0", **{**own.rollout.env_kwargs, **own.train.eval_env_kwargs})
+        assert held_out.reset(seed=10**9) == local.reset(seed=10**9)  # the recipe's first test level, served
+        held_out.close()
+        mine, theirs = cfg.to_dict(), own.to_dict()
+        assert mine["algo"] == theirs["algo"]
+        plain, _, _ = _config(REMOTE_ENV_ID, {"base_url": plain_server.base_url}, LearnBudget(), 0, tmp_path)
+        assert plain.rollout.tasks_per_iteration == 64  # the generic climb's
+    finally:
+        recipe_server.stop(), plain_server.stop()
