@@ -2,6 +2,7 @@
 
     python benchmarks/learnability.py                            # every id, the check's default budget
     python benchmarks/learnability.py --ids TurnSokoban-v0 --iterations 20
+    python benchmarks/learnability.py --ids TurnSearchQA-MCQ-v0 --sft-max-steps 600 --out /tmp/mcq600.json
     python benchmarks/learnability.py --ids TurnSokoban-8x8-v0 --merge   # rerun some ids, keep the other rows
     python benchmarks/learnability.py --markdown                 # the docs table of the saved results
 
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> dict:
 
     from tqdm.auto import tqdm
 
-    over = {} if args.iterations is None else {"iterations": args.iterations}
+    over = {k: v for k, v in (("iterations", args.iterations), ("sft_max_steps", args.sft_max_steps)) if v is not None}
     jobs = [(i, args.seed, over) for i in (args.ids or _ids()) if "Browser" not in i]
     result = {"seed": args.seed, "workers": args.workers, "machine": common.machine(), "envs": []}
     saved = common.read_json(args.out) if args.merge and args.out.exists() else None
@@ -120,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ids", nargs="+", help="registered ids (default: every one but the browser env)")
     ap.add_argument("--iterations", type=int, help="RL iterations (default: the check's own)")
+    ap.add_argument("--sft-max-steps", type=int, help="SFT's ceiling (default: the check's own); with --out elsewhere")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2, help="ids checked at once, each on one thread in its own process")
     ap.add_argument("--out", type=Path, default=common.RESULTS / "learnability.json")
