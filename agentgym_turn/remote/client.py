@@ -349,7 +349,8 @@ class RemoteTurnEnv(gym.Env[str, str]):
                 f"render_mode={render_mode!r} is not supported by the served {self.served_env_id}; choose one of {self.metadata['render_modes']} or None."
             )
         self.render_mode = render_mode
-        self._config_digest: str | None = spec["config_digest"]
+        #: The server's digest of its id, kwargs and turn limit (``/schema``): equal digests, the same configuration.
+        self.config_digest: str | None = spec["config_digest"]
         self._resume_note = ""  # why the last resume was refused (another configuration), for the fault turn
         self.action_space = TurnText(spec["max_action_length"])
         self.observation_space = TurnText(spec["max_observation_length"])
@@ -715,7 +716,7 @@ class RemoteTurnEnv(gym.Env[str, str]):
                     except ValueError:  # not an env server of this protocol any more
                         digest = "?"
                     if (
-                        self._config_digest is not None and digest != self._config_digest
+                        self.config_digest is not None and digest != self.config_digest
                     ):  # never continue under other rules
                         self._resume_note = (
                             f"the env server at {self.base_url} came back with another configuration (its id, "

@@ -135,7 +135,7 @@ def served_phases(base_url: str) -> tuple[Any, dict[str, dict[str, Any]]] | None
 
     client = RemoteTurnEnv(base_url)
     try:
-        served_id, digest = client.served_env_id, client._config_digest
+        served_id, digest = client.served_env_id, client.config_digest
     finally:
         client.close()
     recipe = family_recipe(served_id)
