@@ -24,44 +24,7 @@ from agentgym_turn.webshop.reward import (
     webshop_reward,
 )
 from support.paths import DATA, ROOT
-
-
-def product(**kw) -> Product:
-    base = dict(
-        asin="B000000001",
-        name="",
-        title="",
-        category="c",
-        query="q",
-        product_category="a › b › c",
-        description="",
-        bullet_points=(),
-        attributes=(),
-        pricing=(10.0,),
-        price_tag="$10.0",
-        price=10.0,
-    )
-    base.update(kw)
-    if "title" not in kw and "name" in kw:
-        base["title"] = kw["name"]
-    return Product(**base)
-
-
-def goal(**kw) -> Goal:
-    base = dict(
-        index=0,
-        asin="B000000001",
-        instruction_text="",
-        attributes=(),
-        goal_options={},
-        price_upper=40.0,
-        query="q",
-        category="c",
-        product_category="a › b › c",
-        name="",
-    )
-    base.update(kw)
-    return Goal(**base)
+from support.webshop_items import goal, product
 
 
 def test_normalize_color__first_colour_of_webshop_list_wins():  # WebShop
