@@ -186,10 +186,10 @@ class EnvSessions:
     The methods an env's ``unwrapped`` names in ``quick_calls`` (``reset``, ``step``, ``render``: each call a few
     milliseconds of CPU at most, with no I/O, as this suite's envs with their in-process worlds declare) run on the
     event loop, a step only with a string action of at most :data:`INLINE_MAX_CHARS` characters and a reset only
-    without options (a level text to solve, a held-out split to draw): handing a sub-millisecond turn to a thread and back cost the server more than the
-    turn, and queued it behind the interpreter lock's switch interval. Every other call (``gymnasium.make``,
-    ``close``, the expert, a longer action, any call an env does not name) runs in the pool, so that a slow one
-    blocks no other session.
+    without options (a level text to solve, a held-out split to draw): handing a sub-millisecond turn to a thread
+    and back cost the server more than the turn, and queued it behind the interpreter lock's switch interval. Every
+    other call (``gymnasium.make``, ``close``, the expert, a longer action, any call an env does not name) runs in
+    the pool, so that a slow one blocks no other session.
 
     Args:
         spec: The served env (see :func:`describe_env`).
