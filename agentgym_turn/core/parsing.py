@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 #: Longest piece of the agent's own text quoted back in an error message.
 SNIPPET_CHARS = 60
@@ -44,9 +44,8 @@ class InvalidAction:
     message: str
 
 
-@dataclass(frozen=True)
-class TagMatch:
-    """The first complete ``<tag>content</tag>`` pair of a response."""
+class TagMatch(NamedTuple):
+    """The first complete ``<tag>content</tag>`` pair of a response (a named tuple: made on every turn's path)."""
 
     tag: str  # lower-case tag name
     content: str  # stripped
@@ -195,6 +194,11 @@ def strip_think(text: str) -> str:
     return "".join(pieces)
 
 
+@lru_cache(maxsize=64)
+def _lower_tags(tags: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(t.lower() for t in tags)
+
+
 def _format_tags(tags: Sequence[str]) -> str:
     return " or ".join(f"<{t}>...</{t}>" for t in tags)
 
@@ -207,7 +211,7 @@ def find_tagged(
     Returns a :class:`TagMatch` or an :class:`InvalidAction` saying what is missing
     (no tag, an unclosed tag, nesting, a mismatched closing tag, empty content).
     """
-    tags = tuple(t.lower() for t in tags)
+    tags = _lower_tags(tags) if type(tags) is tuple else tuple(t.lower() for t in tags)
     for tag in tags:  # the common answer: one pair of lower-case tags and no other "<" (nothing to strip or doubt)
         m = _lone_pair(tag).fullmatch(text) if not (strip_thinking and tag == "think") else None
         content = m.group(1).strip() if m is not None else ""

@@ -71,6 +71,8 @@ _TRUNCATION_MARK = "\n…[observation truncated]"
 #: Attributes every snapshot leaves out: the spaces and spec (set once when the env is made, never by a turn) and
 #: the last fault's exception (a traceback does not pickle, and is not state).
 _NOT_SNAPSHOTTED = ("action_space", "observation_space", "spec", "last_error")
+#: Each env class's name as the state key's JSON, written once per class.
+_CLASS_JSON: dict[type, str] = {}
 
 
 class TurnOutcome:
@@ -227,7 +229,10 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         if fields is None:
             return None
         over = "true" if self._episode_over else "false"
-        return digest_text(f"[{key_json(type(self).__name__)},{int(self.turn)},{over},{fields}]")
+        name = _CLASS_JSON.get(type(self))
+        if name is None:
+            name = _CLASS_JSON[type(self)] = key_json(type(self).__name__)
+        return digest_text(f"[{name},{int(self.turn)},{over},{fields}]")
 
     def shown_reward(self, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]) -> float:
         """The reward a chat view may show the agent after this turn (``ChatView(reward_template=...)``): the
@@ -395,9 +400,10 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
     def _components(self, outcome: TurnOutcome, valid: bool) -> dict[str, float]:
         """The declared components of ``outcome``'s reward, every name present (0.0 where it does not apply)."""
         names = self.metadata.get("reward_components", ("task", "format"))
-        out = {name: 0.0 for name in names}
+        out = dict.fromkeys(names, 0.0)
         if outcome.components is not None:
-            out.update({k: float(v) for k, v in outcome.components.items()})
+            for k, v in outcome.components.items():
+                out[k] = float(v)
         elif outcome.reward:
             where = "format" if not valid and "format" in out else "task" if "task" in out else names[0]
             out[where] = float(outcome.reward)

@@ -444,7 +444,7 @@ class TurnSokobanEnv(TurnEnv):
         executed: list[str] = []
         move_tenths: list[int] = []
         terms = [0, 0, 0]  # box_on_target, box_off_target, finish (tenths)
-        on_before = bin(self._boxes & board.target_mask).count("1")
+        on_before = (self._boxes & board.target_mask).bit_count()
         start_state = (self._boxes, self._player)
         for i, move in enumerate(moves):
             if self.max_actions_per_episode is not None and self._moves >= self.max_actions_per_episode:
@@ -495,7 +495,7 @@ class TurnSokobanEnv(TurnEnv):
                 self.turn + 1, self._grid(), self._ragen_left()
             )
         else:
-            on_after = bin(self._boxes & board.target_mask).count("1")
+            on_after = (self._boxes & board.target_mask).bit_count()
             observation = self._turn_message(executed, tenths, on_after - on_before, notes, out_of_moves)
         effective = (self._boxes, self._player) != start_state
         return TurnOutcome(observation, reward, terminated, effective, {"executed_moves": list(executed)}, components)
@@ -539,7 +539,7 @@ class TurnSokobanEnv(TurnEnv):
         if self.prompt_style == "compact":
             header = f"turn {self.turn + 1}" + (f" moves {left}" if left >= 0 else "")
             return f"{header}\n{self._grid()}"
-        on = bin(self._boxes & self._board.target_mask).count("1")
+        on = (self._boxes & self._board.target_mask).bit_count()
         budget = f"Moves left: {left}. " if left >= 0 else ""
         return f"Turn {self.turn + 1}. {budget}Boxes on targets: {on}/{self.level.num_boxes}.\n{self._grid()}"
 
@@ -618,7 +618,7 @@ class TurnSokobanEnv(TurnEnv):
         if self._board is None or self.level is None:  # before the first reset
             return dict(_INFO_BEFORE_RESET)
         return {
-            "boxes_on_target": bin(self._boxes & self._board.target_mask).count("1"),
+            "boxes_on_target": (self._boxes & self._board.target_mask).bit_count(),
             "moves": self._moves,
             "moves_left": self._moves_left(),
             # A turn's own moves come with its outcome; any other call (reset, a step after the

@@ -56,6 +56,10 @@ def _shown(board: Board, crop_border: bool) -> tuple[int, int, int, int]:
     return 0, rows, 0, cols
 
 
+#: Positions a :class:`GridStyle` remembers the text of (at most a few hundred KB for the largest boards).
+GRID_MEMO = 1024
+
+
 class GridStyle:
     """One board drawn with one symbol table, separator and crop (as :func:`grid_rows`): the walls, floor and
     targets are drawn once, as rows of symbols; :meth:`text` redraws only the rows that hold a box or the player."""
@@ -70,9 +74,20 @@ class GridStyle:
         #: per shown row, its symbols; a cropped ring holds only walls, so no box or player is ever there
         self.row_chars = [chars[r * cols + c0 : r * cols + c1] for r in range(r0, r1)]
         self.rows = [sep.join(row) for row in self.row_chars]
+        self._memo: dict[tuple[int, int], str] = {}
 
     def text(self, boxes: int, player: int) -> str:
-        """The grid with ``boxes`` (a bitmask) and ``player`` on it, rows joined by newlines."""
+        """The grid with ``boxes`` (a bitmask) and ``player`` on it, rows joined by newlines (remembered for the
+        last :data:`GRID_MEMO` positions drawn: an episode revisits few)."""
+        key = (boxes, player)
+        text = self._memo.get(key)
+        if text is None:
+            if len(self._memo) >= GRID_MEMO:
+                self._memo.clear()
+            text = self._memo[key] = self._draw(boxes, player)
+        return text
+
+    def _draw(self, boxes: int, player: int) -> str:
         table, tm, cols, r0, c0 = self.table, self.board.target_mask, self.board.cols, self.r0, self.c0
         edited: dict[int, list[str]] = {}
         for cell, code in [(b, BOX_ON_TARGET if (tm >> b) & 1 else BOX) for b in cells_of(boxes)] + [
