@@ -33,7 +33,8 @@ What is measured:
   (rendering and discarding the RGB frame), then RAGEN's grid-to-text with its symbols,
   the effectiveness check and the info dict; one move per step. Ours:
   ``gymnasium.make(id).step(response)`` (wrappers included), one response per turn, with
-  one move or ``max_actions_per_turn`` moves, in both prompt styles. Resets are not timed.
+  one move or ``max_actions_per_turn`` moves, in both prompt styles. Resets are not timed; every
+  timed batch, on either side, follows ``STEP_WARMUP`` untimed steps of the same case.
   A round's ratio is our rate in that round over RAGEN's text step (6x6) in that round.
 * **Level quality**: the peer's levels are checked by our solver (solvable? shortest plan?).
 * **Solver** (also alone with ``--solver-only``, stored under ``"solver"``): how many of the
@@ -65,6 +66,9 @@ except ModuleNotFoundError:  # python benchmarks/sokoban.py: this folder comes f
 
 RESULTS = common.RESULTS / "sokoban.json"
 PEER_VENV = common.BENCHMARKS / ".peer-venv"
+#: Untimed steps before each timed batch of steps, on both sides: the first case timed after the other side's
+#: batch otherwise pays for the cold caches alone.
+STEP_WARMUP = 50
 PEER_PACKAGES = ["gym==0.26.2", "gym-sokoban==0.0.6", "numpy<2"]
 VARIANTS = {
     # id: (dim, boxes)
@@ -156,7 +160,7 @@ def step_env(name, dim, boxes):
     return envs[name]
 
 
-def steps(name, dim, boxes, n, seed):
+def steps(name, dim, boxes, n, seed, warmup):
     env, start_state, start_player = step_env(name, dim, boxes)
 
     def restore():
@@ -172,6 +176,10 @@ def steps(name, dim, boxes, n, seed):
         ("game_logic_only", lambda a: logic_step(env, a)),
     ):
         seq = acts if label != "game_logic_only" else acts * 20
+        restore()
+        for a in acts[:warmup]:  # untimed, as before each of our cases
+            if fn(a):
+                restore()
         restore()
         spent = 0.0
         for a in seq:
@@ -198,7 +206,7 @@ for line in sys.stdin:
                 first_level.setdefault(cmd["name"], level)
         print(json.dumps({"times_s": times, "generate_room_calls": calls, "levels": levels}), flush=True)
     elif cmd["op"] == "steps":
-        print(json.dumps(steps(cmd["name"], cmd["dim"], cmd["boxes"], cmd["n"], cmd["seed"])), flush=True)
+        print(json.dumps(steps(cmd["name"], cmd["dim"], cmd["boxes"], cmd["n"], cmd["seed"], cmd["warmup"])), flush=True)
 """
 
 
@@ -405,12 +413,14 @@ class OursSteps:
                     }
 
     def batch(self, n: int) -> dict:
-        """``n`` turns of every case; return this batch's rates."""
+        """``n`` turns of every case, each after :data:`STEP_WARMUP` untimed ones; return this batch's rates."""
         out = {}
         for key, case in self.cases.items():
             env, responses = case["env"], case["responses"]
             spent, moves = 0.0, 0
-            for _ in range(n):
+            for k in range(STEP_WARMUP + n):
+                if k == STEP_WARMUP:
+                    spent, moves = 0.0, 0
                 response = responses[case["i"] % 512]
                 case["i"] += 1
                 t = time.perf_counter()
@@ -544,7 +554,7 @@ def interleaved_steps(peer: Peer, rounds: int, peer_steps: dict, our_turns: int)
         ours_first = r % 2 == 1
         mine = ours.batch(our_turns) if ours_first else None
         theirs = {
-            name: peer.ask(op="steps", name=name, dim=dim, boxes=boxes, n=n, seed=r)
+            name: peer.ask(op="steps", name=name, dim=dim, boxes=boxes, n=n, seed=r, warmup=STEP_WARMUP)
             for name, (dim, boxes, n) in peer_steps.items()
         }
         if not ours_first:
@@ -847,7 +857,8 @@ def main(argv: list[str] | None = None) -> int:
         "machine": common.machine(load_average_before=load_before, load_average_after=load_after),
         "method": "peer and ours alternate in rounds (order swapped every other round); each ratio is the median of "
         "per-round ratios with min/max over rounds and an order-statistic interval for the median "
-        "(coverage >= 95% where the number of rounds allows); 'pooled' is the ratio over all samples",
+        "(coverage >= 95% where the number of rounds allows); 'pooled' is the ratio over all samples; "
+        f"each timed batch of steps follows {STEP_WARMUP} untimed steps of the same case, on both sides",
         "wall_s": wall,
         "peer": {"packages": PEER_PACKAGES, "generation": peer_gen, "steps": peer_steps_out},
         "ours": {"generation": ours_gen, "steps": ours_steps},
