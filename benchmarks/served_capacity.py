@@ -74,10 +74,12 @@ def launch(
     raise RuntimeError(f"{what} did not answer within 60 s")
 
 
-def start_server(env_id: str, core: int | None) -> tuple[subprocess.Popen, str]:
-    """``agentgym-turn serve env ID`` in its own process (pinned to ``core``); returns it and its ws URL once it answers."""
+def start_server(env_id: str, core: int | None, compression: bool = False) -> tuple[subprocess.Popen, str]:
+    """``agentgym-turn serve env ID`` in its own process (pinned to ``core``); returns it and its ws URL once it answers.
+    ``compression``: the server accepts the clients' offer of per-message deflate (``--ws-compression``)."""
     port = free_port()
     cmd = [sys.executable, "-m", "agentgym_turn", "serve", "env", env_id, "--port", str(port), "--max-sessions", "1024"]
+    cmd += ["--ws-compression"] if compression else []
     return launch(cmd, port, core, f"the {env_id} server")
 
 
@@ -164,12 +166,14 @@ async def measure_level(
     }
 
 
-def measure(env_id: str, levels: list[int], seconds: float, slo_ms: float, pin: bool) -> dict[str, Any]:
+def measure(
+    env_id: str, levels: list[int], seconds: float, slo_ms: float, pin: bool, compression: bool = False
+) -> dict[str, Any]:
     """Every concurrency level of one id against one pinned server process."""
     episodes = record_episodes(env_id, list(range(32)))  # the expert's episodes, played in process
     cores = sorted(os.sched_getaffinity(0))
     two = pin and len(cores) >= 2
-    proc, url = start_server(env_id, cores[0] if two else None)
+    proc, url = start_server(env_id, cores[0] if two else None, compression)
     saved = os.sched_getaffinity(0)
     try:
         if two:
@@ -223,6 +227,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--only", nargs="*", default=None, help="measure only these ids")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the server and the clients to separate cores")
+    parser.add_argument(
+        "--ws-compression",
+        action="store_true",
+        help="serve with --ws-compression (the clients offer per-message deflate; by default the server declines)",
+    )
     parser.add_argument("--out", default=str(RESULTS), help=f"results file (default {common.shown(RESULTS)})")
     parser.add_argument("--markdown", action="store_true", help="only print the docs table of the saved results")
     args = parser.parse_args(argv)
@@ -232,10 +241,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": common.machine(load_average=common.load_average()),
         "slo_ms": args.slo_ms,
         "seconds": args.seconds,
+        "ws_compression": args.ws_compression,
         "ids": {},
     }
     for env_id in args.only or IDS:
-        results["ids"][env_id] = measure(env_id, sorted(args.sessions), args.seconds, args.slo_ms, not args.no_pin)
+        results["ids"][env_id] = measure(
+            env_id, sorted(args.sessions), args.seconds, args.slo_ms, not args.no_pin, args.ws_compression
+        )
         r = results["ids"][env_id]
         print(
             f"{env_id}: {r['sessions_per_core']} sessions per core under {args.slo_ms:.0f} ms p99 "

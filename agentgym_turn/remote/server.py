@@ -388,6 +388,9 @@ class EnvServer(AppServer):
             Bearer <token>`` (``Remote-v0``: ``token=...``); ``None``: none.
         rate_limit: Requests (and ``/ws`` handshakes) per client IP beyond this machine
             (:class:`~agentgym_turn.serving.RateLimit`); ``None``: no limit.
+        compression: Accept a client's offer of per-message deflate on ``/ws``. Off by default: compressing every
+            observation took an eighth of the server's core serving WebShop pages at capacity, to save bandwidth a
+            loopback or cluster link does not need; turn it on for clients on slow links.
 
     Example::
 
@@ -412,6 +415,7 @@ class EnvServer(AppServer):
         allowed_hosts: Sequence[str] = (),
         token: str | None = None,
         rate_limit: RateLimit | None = RateLimit(),
+        compression: bool = False,
     ):
         if idle_timeout is not None and not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be a positive number of seconds or None, got {idle_timeout!r}.")
@@ -443,6 +447,7 @@ class EnvServer(AppServer):
         # A frame over the app's limit still arrives whole (and gets an error frame); beyond 4x it,
         # uvicorn's WebSocket protocol refuses it unread (close code 1009).
         self._server.config.ws_max_size = 4 * self.max_message_bytes
+        self._server.config.ws_per_message_deflate = bool(compression)
 
     @property
     def ws_url(self) -> str:
@@ -511,6 +516,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept reset options that carry content the server must process (a Sokoban level text, which it "
         "solves: seconds of CPU a request); off: only indexes into the env's own tasks",
     )
+    p.add_argument(
+        "--ws-compression",
+        action="store_true",
+        help="accept per-message deflate on /ws (off: it costs server CPU on every observation, for bandwidth a "
+        "local or cluster link does not need)",
+    )
     add_allow_host_argument(p)
     add_access_arguments(p)
     p.add_argument("--verbose", action="store_true", help="log every request")
@@ -554,6 +565,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             client_content=args.client_content,
             verbose=args.verbose,
             allowed_hosts=args.allow_host,
+            compression=args.ws_compression,
             **access,
         )
     except (CliError, OSError, ValueError, TypeError) as err:

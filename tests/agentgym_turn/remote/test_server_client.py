@@ -306,6 +306,16 @@ def test_a_session_outlives_the_servers_request_head_deadline():
     sessions.shutdown()
 
 
+@pytest.mark.parametrize("compression", [False, True])
+def test_per_message_deflate_is_declined_unless_the_server_is_started_with_it(compression):
+    with EnvServer("TurnSokoban-v0", max_sessions=1, compression=compression) as server:
+        with connect(server.ws_url, compression="deflate") as ws:  # the offer most WebSocket clients make
+            accepted = ws.response.headers.get("Sec-WebSocket-Extensions", "")
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+    assert ("permessage-deflate" in accepted) is compression
+
+
 class _BlockingGuessEnv(GuessNumberEnv):
     """GuessNumber whose ``<wait>`` turn blocks until the test releases it."""
 
@@ -484,10 +494,13 @@ def test_bad_messages_get_openenv_error_frames_and_the_session_survives(servers)
 def test_a_frame_far_over_the_limit_closes_only_its_own_connection(servers):
     server = _server(servers, "TurnSokoban-v0")
     with connect(server.ws_url, proxy=None, max_size=None) as ws:
-        ws.send("x" * (4 * server.max_message_bytes + 1))
         with pytest.raises(ConnectionClosed) as err:
+            ws.send("x" * (4 * server.max_message_bytes + 1))
             ws.recv(timeout=30)
-        assert err.value.rcvd is not None and err.value.rcvd.code == 1009
+        # The server refuses the frame unread (close code 1009) and closes, the client maybe still sending it; with
+        # most of the frame unread on the server's side, the kernel may reset the connection before the close frame
+        # reaches the client.
+        assert err.value.rcvd is None or err.value.rcvd.code == 1009
     remote = _remote(server)
     assert remote.reset(seed=0)[1]["turn"] == 0
     remote.close()
