@@ -56,7 +56,8 @@ def _shown(board: Board, crop_border: bool) -> tuple[int, int, int, int]:
     return 0, rows, 0, cols
 
 
-#: Positions a :class:`GridStyle` remembers the text of (at most a few hundred KB for the largest boards).
+#: Most positions a :class:`GridStyle` remembers the text of. An env keeps one style per board (a new level makes a
+#: new one), so it holds the positions of that level's episodes: tens, and this bound only on long user levels.
 GRID_MEMO = 1024
 
 
