@@ -31,6 +31,7 @@ The turn limit is not the env's business: it is the registered ``max_episode_ste
 from __future__ import annotations
 
 import abc
+import functools
 import inspect
 import logging
 import math
@@ -71,8 +72,12 @@ _TRUNCATION_MARK = "\n…[observation truncated]"
 #: Attributes every snapshot leaves out: the spaces and spec (set once when the env is made, never by a turn) and
 #: the last fault's exception (a traceback does not pickle, and is not state).
 _NOT_SNAPSHOTTED = ("action_space", "observation_space", "spec", "last_error")
-#: Each env class's name as the state key's JSON, written once per class.
-_CLASS_JSON: dict[type, str] = {}
+
+
+@functools.cache
+def _class_json(cls: type) -> str:
+    """``cls``'s name as the state key's JSON, written once per class (it is on every turn's path)."""
+    return key_json(cls.__name__)
 
 
 class TurnOutcome:
@@ -229,10 +234,7 @@ class TurnEnv(gym.Env[str, str], abc.ABC):
         if fields is None:
             return None
         over = "true" if self._episode_over else "false"
-        name = _CLASS_JSON.get(type(self))
-        if name is None:
-            name = _CLASS_JSON[type(self)] = key_json(type(self).__name__)
-        return digest_text(f"[{name},{int(self.turn)},{over},{fields}]")
+        return digest_text(f"[{_class_json(type(self))},{int(self.turn)},{over},{fields}]")
 
     def shown_reward(self, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]) -> float:
         """The reward a chat view may show the agent after this turn (``ChatView(reward_template=...)``): the
