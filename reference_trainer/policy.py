@@ -41,6 +41,7 @@ __all__ = [
     "nucleus_logits",
     "needs_grad_scaler",
     "sampling_generator",
+    "trunk_inputs",
 ]
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -56,6 +57,19 @@ class PolicyOutput:
     logp: torch.Tensor
     entropy: torch.Tensor
     values: torch.Tensor | None
+
+
+def trunk_inputs(attention_mask: torch.Tensor) -> dict[str, torch.Tensor | None]:
+    """The ``attention_mask`` and ``position_ids`` a scoring or training forward of a ``[B, L]`` batch passes: none at
+    all where every row is right-padded (its real tokens, then padding), else the mask and positions counted over the
+    real tokens. Without them a real token sees the same context at the same position, to the bit, and SDPA takes its
+    causal kernel, which skips the blocks above the diagonal instead of masking them (Transformers builds a full mask
+    whenever positions stall, as they do over padding). Padding positions see other padding then; nothing reads them."""
+    n = attention_mask.shape[-1]
+    lengths = attention_mask.sum(-1, keepdim=True)
+    if torch.equal(attention_mask.bool(), torch.arange(n, device=attention_mask.device) < lengths):
+        return {"attention_mask": torch.ones_like(attention_mask), "position_ids": None}
+    return {"attention_mask": attention_mask, "position_ids": (attention_mask.long().cumsum(-1) - 1).clamp(min=0)}
 
 
 def _cache_kwarg(model: nn.Module) -> str:
@@ -332,12 +346,8 @@ class Policy(nn.Module):
             self.critic_trunk.load_state_dict(self.actor_trunk.state_dict())
 
     def _trunk(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        base = self.actor_trunk
-        position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
         # no KV cache in a scoring pass (nothing reads it; HF warns when checkpointing layers see one)
-        return base(
-            input_ids=ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
-        ).last_hidden_state
+        return self.actor_trunk(input_ids=ids, use_cache=False, **trunk_inputs(attention_mask)).last_hidden_state
 
     def logits_from_hidden(self, hidden: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
         """``[..., H] -> [..., V]`` float32 logits as sampled (see :meth:`_finish_logits`)."""
@@ -398,10 +408,7 @@ class Policy(nn.Module):
         return PolicyOutput(logp=logp, entropy=entropy, values=values)
 
     def _critic_hidden(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
-        return self.critic_trunk(
-            input_ids=ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
-        ).last_hidden_state
+        return self.critic_trunk(input_ids=ids, use_cache=False, **trunk_inputs(attention_mask)).last_hidden_state
 
     # ------------------------------------------------------------------ sampling
     @torch.no_grad()

@@ -132,6 +132,7 @@ def lm_pretrain(lm: Any, episodes: Sequence[Any], pad_id: int, spec: PretrainSpe
     mean loss (nats per token)."""
     import torch
 
+    from ..policy import trunk_inputs
     from ..rollout import make_batch
 
     if spec.steps <= 0:
@@ -151,7 +152,7 @@ def lm_pretrain(lm: Any, episodes: Sequence[Any], pad_id: int, spec: PretrainSpe
         m = mask[idx]
         n = int(m.sum(1).max())  # right-padded: cut the all-padding tail
         x, m, w = ids[idx, :n], m[:, :n], weight[idx, :n]
-        loss = weighted_next_token_loss(lm(input_ids=x, attention_mask=m).logits, x, w)
+        loss = weighted_next_token_loss(lm(input_ids=x, **trunk_inputs(m)).logits, x, w)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(lm.parameters(), 1.0)

@@ -125,6 +125,44 @@ def test_policy_evaluate_with_chunks_equals_without(arch):
     assert (lp0[positions] < 0).all() and (lp0[~positions] == 0).all()
 
 
+@pytest.mark.parametrize("arch", ["qwen2", "gpt2"])
+def test_a_right_padded_batch_runs_causal_and_scores_as_with_its_mask(arch, monkeypatch):
+    """Right-padded rows go through SDPA's causal kernel without a mask (:func:`trunk_inputs`); their log-probs,
+    values and gradients equal those of the masked forward (real tokens see the same context either way)."""
+    import reference_trainer.policy as policy_module
+
+    calls = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(*args, attn_mask=None, is_causal=False, **kw):
+        calls.append((attn_mask is None, is_causal))
+        return sdpa(*args, attn_mask=attn_mask, is_causal=is_causal, **kw)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
+    policy = Policy(random_lm(arch), vocab_limit=290)
+    ids, attn, positions = _batch(290)
+    masked = lambda m: {"attention_mask": m, "position_ids": (m.long().cumsum(-1) - 1).clamp(min=0)}  # noqa: E731
+    runs = []
+    for inputs in (masked, policy_module.trunk_inputs):
+        monkeypatch.setattr(policy_module, "trunk_inputs", inputs)
+        calls.clear()
+        policy.zero_grad(set_to_none=True)
+        out = policy.evaluate(ids, attn, positions, temperature=0.8)
+        real = attn.bool()
+        (out.logp.sum() + (out.values * real).sum()).backward()
+        runs.append((out.logp.detach(), out.values.detach()[real], _grads(policy), set(calls)))
+    (lp0, v0, g0, c0), (lp1, v1, g1, c1) = runs
+    assert c0 == {(False, False)} and c1 == {(True, True)}  # the mask, then the causal kernel alone
+    torch.testing.assert_close(lp1, lp0, **TOL)
+    torch.testing.assert_close(v1, v0, **TOL)
+    for a, b in zip(g1, g0):  # the two kernels' backward passes may add up in another order
+        torch.testing.assert_close(a, b, **GRAD_TOL)
+    holes = attn.clone()
+    holes[0, 3] = 0  # a gap inside a row: the mask and its positions are kept
+    assert policy_module.trunk_inputs(holes)["attention_mask"] is holes
+    assert policy_module.trunk_inputs(attn)["position_ids"] is None
+
+
 # ---------------------------------------------------------------------- sampling on the device
 @pytest.mark.parametrize("arch", ["qwen2", "gpt2"])
 @pytest.mark.parametrize("temperature", [1.0, 0.0])
