@@ -75,6 +75,8 @@ def rarity_weights(attribute_lists: Sequence[Sequence[str]]) -> np.ndarray:
 
 #: Goal weights by ``shop.key``, computed once per shop and process.
 GOAL_WEIGHTS: ProcessCache[np.ndarray] = ProcessCache("webshop goal weights", 16)
+#: The goals of a content split per ``(shop key, split, limit_goals, content split)``: every env of a shop shares them.
+SPLIT_GOALS: ProcessCache[tuple[int, ...]] = ProcessCache("webshop content-split goals", 64)
 
 
 def goal_weights(shop: Any) -> np.ndarray:
@@ -188,7 +190,14 @@ class GoalPool:
         positions = split_range(split, len(selected))
         self.indices: Sequence[int] = selected[positions.start : positions.stop]
         if content_split is not None:
-            self.indices = [i for i in self.indices if content_split_of(shop.goal(i).instruction_text) == content_split]
+            chosen = self.indices
+
+            def in_split() -> tuple[int, ...]:
+                return tuple(i for i in chosen if content_split_of(shop.goal(i).instruction_text) == content_split)
+
+            # every env of a shop would read the same instructions again; a filter function may not be pure
+            key = (shop.key, split, limit_goals, content_split)
+            self.indices = in_split() if filter_goals is not None else SPLIT_GOALS.get(key, in_split)
         if len(self.indices) == 0:
             raise ValueError(
                 f"goal_split={split!r}"

@@ -413,6 +413,26 @@ def test_goal_pool__splits_positions_of_the_selection_and_draws_by_weight():
     )  # same draws as before
 
 
+def test_goal_pool__a_content_split_reads_each_shops_instructions_once():
+    from agentgym_turn.core.splits import content_split
+    from agentgym_turn.webshop.goals import SPLIT_GOALS
+
+    SPLIT_GOALS.clear()
+    shop = GeneratedShop(100, seed=7, num_goals=900)
+    reads = []
+    goal = shop.goal
+    shop.goal = lambda i: reads.append(i) or goal(i)
+    first = GoalPool(shop, "all", content_split="test")
+    assert list(first.indices) == [i for i in range(900) if content_split(goal(i).instruction_text) == "test"]
+    assert len(reads) == 900
+    again = GoalPool(shop, "all", content_split="test")  # another env of the same shop
+    assert again.indices == first.indices and len(reads) == 900
+    filtered = GoalPool(shop, "all", content_split="test", filter_goals=lambda i, g: True)  # a filter is not cached
+    assert filtered.indices == first.indices and len(reads) > 900
+    assert GoalPool(shop, "test", content_split="test").indices == tuple(i for i in first.indices if i < 500)
+    SPLIT_GOALS.clear()
+
+
 def test_env__draws_only_the_goals_filter_and_limit_keep():
     import agentgym_turn  # noqa: F401
 
