@@ -279,10 +279,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     from . import distributed
+    from .memory import keep_freed_memory
 
     if not distributed.context_from_env().is_main:  # under torchrun: before anything loads and draws its progress bar
         distributed.quiet_console()
     _no_weight_bars()
+    keep_freed_memory()  # this process trains or plays a model until it exits
     sft_meta: dict[str, Any] | None = None
     if args.command == "demo":
         from . import demo

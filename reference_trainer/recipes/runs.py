@@ -15,6 +15,17 @@ from .registry import RECIPES
 SHIPPED_STARTS = Path(__file__).parent / "starts"
 
 
+def one_thread() -> None:
+    """How a recipe's job runs: on one torch thread (reproducible, two jobs on two cores), keeping the memory its
+    tensors free for the next step (:func:`~reference_trainer.memory.keep_freed_memory`)."""
+    import torch
+
+    from ..memory import keep_freed_memory
+
+    torch.set_num_threads(1)
+    keep_freed_memory()
+
+
 def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any]:
     """One RL run of a recipe from a saved policy, on one thread; a summary of its metrics.
 
@@ -28,8 +39,6 @@ def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any
     """
     import time
 
-    import torch
-
     from ..metrics import read_metrics
     from ..stats import paired_ci
     from ..tasks import training_groups
@@ -38,7 +47,7 @@ def rl_from(job: tuple, start: tuple[dict, dict] | None = None) -> dict[str, Any
     name, algo, seed, policy_dir, iterations, eval_every, out, *rest = job
     over: dict[str, Any] = dict(rest[0]) if rest else {}
     recipe = RECIPES[name]
-    torch.set_num_threads(1)
+    one_thread()
     tag = "_".join(f"{k}-{v}" for k, v in sorted(over.items()))
     cfg = recipe.build(
         algo,
@@ -134,13 +143,11 @@ def sft_policy(
     import json
     import time
 
-    import torch
-
     from ..policy import save_policy
     from ..tasks import training_groups
     from ..trainer import Trainer
 
-    torch.set_num_threads(1)
+    one_thread()
     continued = model is not None
     root = Path(work) / (
         sft_folder(name, seed, max_steps) if not continued else f"{name}_sft_more{seconds:.0f}s_seed{seed}"
@@ -209,12 +216,10 @@ def first_sft_losses(name: str, seed: int = 0, max_steps: int | None = None, ste
     validation, which never changes the steps before it): what its saved ``first_losses`` must match."""
     import tempfile
 
-    import torch
-
     from ..sft import FIRST_LOSSES
     from ..trainer import Trainer
 
-    torch.set_num_threads(1)
+    one_thread()
     over: dict[str, Any] = {"sft_validate_every": 0}
     if max_steps is not None:
         over["sft_steps"] = int(max_steps)
@@ -343,11 +348,9 @@ def zero_shot(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     import tempfile
     import time
 
-    import torch
-
     from ..trainer import Trainer
 
-    torch.set_num_threads(1)
+    one_thread()
     recipe = RECIPES[name]
     n = int(spec["tasks"])
     base = recipe.build(out="unused")
