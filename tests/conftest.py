@@ -30,18 +30,31 @@ def _uses_learning_runs(item) -> bool:
     return "learning_runs" in getattr(item, "fixturenames", ())
 
 
+def _background_task(item) -> tuple | None:
+    """``(function, args, minutes)`` of a test marked ``@pytest.mark.background(function, minutes=...)`` that takes
+    ``background_result``: ``function(*the test's parameters)`` runs in the learning jobs' pool, and the test asserts
+    on what it returned (its work done on the core the foreground would leave idle once the jobs end)."""
+    marker = item.get_closest_marker("background")
+    if marker is None or "background_result" not in getattr(item, "fixturenames", ()):
+        return None
+    params = getattr(item, "callspec", None)
+    return marker.args[0], tuple(params.params.values()) if params else (), float(marker.kwargs.get("minutes", 1.0))
+
+
 @pytest.hookimpl(trylast=True)  # after -k/-m deselection: only the tests that will run count
 def pytest_collection_modifyitems(session, config, items):
     """Start the learning jobs at once, in the background, and run the tests that need them last.
 
     The jobs take minutes of one core each; started when collection ends, they overlap with the
     rest of the suite instead of leaving a core idle while the session waits for them."""
-    learning = [item for item in items if _uses_learning_runs(item)]
+    extras = {item.nodeid: task for item in items if (task := _background_task(item)) is not None}
+    learning = [item for item in items if _uses_learning_runs(item) or item.nodeid in extras]
     for item in learning:  # the first waits for the jobs, which (niced) may end minutes after the other tests
         item.add_marker(pytest.mark.timeout(LEARNING_TIMEOUT_S))
     if not learning or config.option.collectonly:
         return
-    items[:] = [item for item in items if not _uses_learning_runs(item)] + learning
+    waiting = set(map(id, learning))
+    items[:] = [item for item in items if id(item) not in waiting] + learning
     import tempfile
 
     from support.learning_jobs import LearningJobs
@@ -55,7 +68,9 @@ def pytest_collection_modifyitems(session, config, items):
     # every recipe's learning test also asserts a negative control (Turn-PPO paid shuffled rewards, from the same
     # start): one RL budget more of one core each
     names = sorted(n for n, r in RECIPES.items() if r.suite_learning)  # a real model's recipes are benchmarks
-    _LEARNING.update(jobs=LearningJobs(names, work, workers=2, controls=tuple(names)).start(), work=work)
+    if not any(map(_uses_learning_runs, learning)):  # only background tests chosen: their work alone
+        names = []
+    _LEARNING.update(jobs=LearningJobs(names, work, workers=2, controls=tuple(names), extras=extras).start(), work=work)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -92,3 +107,16 @@ def learning_runs():
         )
     _LEARNING["jobs"].waited()
     return _LEARNING["jobs"].results()
+
+
+@pytest.fixture
+def background_result(request):
+    """What the function of this test's ``background`` marker returned, run in the learning jobs' pool (see
+    :func:`_background_task`)."""
+    if "jobs" not in _LEARNING:
+        pytest.fail("the background tasks were not started: the collection hook did not see this test")
+    _LEARNING["jobs"].waited()
+    result = _LEARNING["jobs"].results()[request.node.nodeid]
+    if isinstance(result, BaseException):
+        raise result
+    return result

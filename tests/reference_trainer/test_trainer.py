@@ -497,39 +497,13 @@ def test_cli_unknown_env_says_how_to_register_one(tiny_dir, tmp_path):
 
 # ---------------------------------------------------------------------- learning
 @pytest.mark.slow
+@pytest.mark.background(trainer_envs.corridor_from_random_start, minutes=0.5)
 @pytest.mark.parametrize("algo", PRESETS)
-def test_every_preset_learns_the_toy_corridor_from_a_random_start(tiny_dir, tmp_path, algo):
-    # A random-init model and three rooms, each with a sign to read: a greedy random model
-    # scores 0-19% and half its first replies are not even a door. Step counts, seeds and one
-    # thread make the run reproducible; evaluation is greedy on 100 held-out corridors. An
-    # entropy bonus keeps a run from collapsing onto one door (measured on seeds 0-3: PPO
-    # variants reach 100% in 40-100 iterations, GRPO in 50-150 with the larger bonus).
-    group = 8 if algo == "grpo" else 1
-    cfg = preset(
-        algo,
-        model=tiny_dir,
-        tasks_per_iteration=64 // group,
-        group_size=group,
-        num_envs=64,
-        max_new_tokens=2,
-        lr=3e-3,
-        minibatch_size=64,
-        ent_coef=0.03 if algo == "grpo" else 0.01,
-        env=trainer_envs.ENV_ID,
-        iterations=150,
-        eval_every=10,
-        eval_episodes=100,
-        target_success=0.95,
-        out=str(tmp_path),
-        progress=False,
-    )
-    trainer = Trainer(cfg)
-    try:
-        summary = trainer.fit()
-    finally:
-        trainer.close()
+def test_every_preset_learns_the_toy_corridor_from_a_random_start(background_result, algo):
+    # the run (support/trainer_envs.py) goes on beside the learning jobs; here, what it reached
+    summary = background_result
     assert summary["start"]["success"] < 0.5
-    assert summary["end"]["success"] > 0.9, (algo, summary["end"], trainer.iteration)
+    assert summary["end"]["success"] > 0.9, (algo, summary["end"], summary["iterations"])
 
 
 def test_sft_leaves_out_expert_episodes_longer_than_the_context_and_says_what_to_change_when_none_fit():

@@ -1,5 +1,6 @@
 """The suite's learning jobs: every recipe's SFT start, then its Turn-PPO run (and, for the recipes in
-``controls``, a negative control from the same start: Turn-PPO paid shuffled rewards), on two single-thread processes.
+``controls``, a negative control from the same start: Turn-PPO paid shuffled rewards), on two single-thread processes;
+and the work of the tests marked ``background`` (``extras``), which fills the workers' time after them.
 
 Each recipe is two tasks, ``suite_sft_policy`` and then ``learn`` (which reuses the saved SFT policy), so
 that two workers can share three recipes evenly: run whole, one worker would get two recipes and
@@ -39,17 +40,22 @@ class LearningJobs:
         recipes: dict | None = None,
         tasks: tuple | None = None,
         controls: tuple[str, ...] = (),
+        extras: dict[str, tuple[Any, tuple, float]] | None = None,
     ):
         from reference_trainer.recipes import RECIPES, learn
         from reference_trainer.recipes.runs import suite_start
 
         self.recipes = {name: (recipes or RECIPES)[name] for name in names}
+        #: Other tests' work, ``{key: (function, args, minutes)}``: ready at once, handed out by their minutes as the
+        #: recipes' tasks are, so that the workers fill the time the foreground tests would otherwise run alone. What
+        #: one returns (or the exception it raised) is its result under ``key``.
+        self.extras = dict(extras or {})
         #: What the two tasks of a recipe run: ``sft(name, work)``, then ``rl((name, algo, seed, iterations, eval_every, work))``.
         self.sft, self.rl = tasks or (suite_start, learn)
         self.work = work
         self.controls = set(controls)
         self.workers = workers
-        self.ready: list[tuple[str, str]] = [("sft", name) for name in names]
+        self.ready: list[tuple[str, str]] = [("sft", name) for name in names] + [("extra", key) for key in self.extras]
         self.order: list[tuple[str, str]] = []  # the tasks in the order they were handed out
         #: ``(kind, name, start_s, end_s)`` of every task that ended, seconds since :meth:`start` (the suite prints them)
         self.timeline: list[tuple[str, str, float, float]] = []
@@ -75,6 +81,8 @@ class LearningJobs:
 
     def priority(self, task: tuple[str, str]) -> float:
         kind, name = task
+        if kind == "extra":
+            return self.extras[name][2]
         recipe = self.recipes[name]
         control = getattr(recipe, "control_minutes", None) or recipe.rl_minutes
         if kind == "sft":  # what waits behind it: its RL run and its control
@@ -90,7 +98,9 @@ class LearningJobs:
                 self._began[task] = time.monotonic() - self._t0
                 self.running += 1
                 kind, name = task
-                if kind == "sft":
+                if kind == "extra":
+                    fn, args = self.extras[name][0], self.extras[name][1]
+                elif kind == "sft":
                     fn, args = self.sft, (name, self.work)
                 elif kind == "rl":
                     fn, args = self.rl, ((name, "turn-ppo", 0, 0, 0, self.work),)
@@ -110,14 +120,16 @@ class LearningJobs:
             self.running -= 1
             kind, name = task
             self.timeline.append((kind, name, self._began.get(task, 0.0), time.monotonic() - self._t0))
-            if exc is not None:
+            if exc is not None and kind == "extra":  # its test alone fails, raising it
+                self.done[name] = exc
+            elif exc is not None:
                 self.error = self.error or (task, exc)
             elif kind == "sft":
                 self.done[f"{name}/start"] = result
                 self.ready.append(("rl", name))
                 if name in self.controls:
                     self.ready.append(("control", name))
-            elif kind == "rl":
+            elif kind in ("rl", "extra"):
                 self.done[name] = result
             else:
                 self.done[f"{name}/shuffled"] = result
@@ -127,7 +139,8 @@ class LearningJobs:
         self.finished.wait()
         if self.error is not None:
             (kind, name), exc = self.error
-            raise RuntimeError(f"the {name} recipe's {kind.upper()} job failed: {exc!r}") from exc
+            what = f"the background task of {name}" if kind == "extra" else f"the {name} recipe's {kind.upper()} job"
+            raise RuntimeError(f"{what} failed: {exc!r}") from exc
         return dict(self.done)
 
     def waited(self) -> None:
@@ -137,7 +150,7 @@ class LearningJobs:
     def report(self) -> str:
         """One line per finished task, in the order they ended: ``kind name start-end s``; then when the suite's other
         tests were done (from then on, the suite waited for the jobs)."""
-        lines = [f"{kind:8s} {name:10s} {start:7.0f}-{end:.0f} s" for kind, name, start, end in self.timeline]
+        lines = [f"{kind:8s} {name[-40:]:10s} {start:7.0f}-{end:.0f} s" for kind, name, start, end in self.timeline]
         if self.waiting_since is not None:
             lines.append(f"{'tests':8s} {'the rest':10s} {0:7.0f}-{self.waiting_since:.0f} s")
         return "\n".join(lines)

@@ -97,3 +97,39 @@ def test_a_control_longer_than_its_rl_is_scheduled_by_its_own_minutes(tmp_path):
         jobs.stop()
     # chains: a 5 + 2 + 9 = 16, b 8 + 6 = 14; then the ready tasks longest first: a's control (9), b's RL (6), a's RL (2)
     assert jobs.order == [("sft", "a"), ("sft", "b"), ("control", "a"), ("rl", "b"), ("rl", "a")]
+
+
+def fake_extra(x, y):
+    if x < 0:
+        raise ValueError("a negative x")
+    return {"sum": x + y}
+
+
+def test_background_work_is_handed_out_by_its_minutes_after_the_recipes_longer_tasks(tmp_path):
+    extras = {"t[1]": (fake_extra, (1, 2), 0.5), "t[2]": (fake_extra, (3, 4), 4.0)}
+    jobs = LearningJobs(
+        sorted(MINUTES), str(tmp_path), workers=1, recipes=MINUTES, tasks=(fake_sft, fake_rl), extras=extras
+    ).start()
+    try:
+        results = jobs.results()
+    finally:
+        jobs.stop()
+    assert results["t[1]"] == {"sum": 3} and results["t[2]"] == {"sum": 7}
+    # chains a 11, b 10, c 9.5; c's RL (6.5) and a's (6) before the 4-minute task, b's RL (3) before the half-minute one
+    assert jobs.order == [
+        ("sft", "a"),
+        ("sft", "b"),
+        ("sft", "c"),
+        ("rl", "c"),
+        ("rl", "a"),
+        ("extra", "t[2]"),
+        ("rl", "b"),
+        ("extra", "t[1]"),
+    ]
+    # alone, and one raising: its exception is its result, the other tasks' results stand
+    alone = LearningJobs([], str(tmp_path), workers=1, extras={**extras, "t[3]": (fake_extra, (-1, 0), 9.0)}).start()
+    try:
+        results = alone.results()
+    finally:
+        alone.stop()
+    assert isinstance(results.pop("t[3]"), ValueError) and results == {"t[1]": {"sum": 3}, "t[2]": {"sum": 7}}
