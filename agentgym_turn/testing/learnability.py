@@ -208,15 +208,46 @@ def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: 
     return cfg, "success", size["sft_max_steps"]
 
 
-def _climb(trainer: Any, budget: LearnBudget, metric: str, sft_max_steps: int) -> dict[str, Any]:
-    """SFT to the start level, held-out evaluation, RL, held-out evaluation; what each step measured."""
+def probe_seeds(trainer: Any) -> list[int]:
+    """The training tasks SFT's sampled play is probed on: the :data:`PROBE_TASKS` seeds below the held-out ones."""
+    return list(range(trainer.cfg.train.eval_seed - PROBE_TASKS, trainer.cfg.train.eval_seed))
+
+
+def sft_to_start(trainer: Any, budget: LearnBudget, metric: str, sft_max_steps: int) -> list[float]:
+    """SFT, ``budget.sft_chunk`` steps at a time, until the sampled play on :func:`probe_seeds` reaches
+    ``budget.start_level`` of ``metric`` or ``sft_max_steps`` are done; the level after each chunk."""
     from reference_trainer.rollout import episode_metrics
 
-    probe_seeds = list(range(trainer.cfg.train.eval_seed - PROBE_TASKS, trainer.cfg.train.eval_seed))
     levels: list[float] = []
     while len(levels) * budget.sft_chunk < sft_max_steps and (not levels or levels[-1] < budget.start_level):
         trainer.sft(steps=budget.sft_chunk)
-        levels.append(episode_metrics(trainer.rollout(probe_seeds))[metric])
+        levels.append(episode_metrics(trainer.rollout(probe_seeds(trainer)))[metric])
+    return levels
+
+
+def climb_trainer(
+    env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: int, out: Path
+) -> tuple[Any, str, int]:
+    """``(trainer, metric, most SFT steps)`` of the climb (:func:`_config`), its tiny model built under ``out``; the
+    generic climb's context sized to its demonstrations (:func:`_demo_context`)."""
+    from reference_trainer.trainer import Trainer
+
+    cfg, metric, sft_max_steps = _config(env_id, env_kwargs, budget, seed, out / "run")
+    cfg.model.tiny.dir = str(out / "tiny")  # a target registered under TARGET_ID must never share a cached build
+    trainer = Trainer(cfg)
+    # a recipe's context was chosen with its settings; the generic climb sizes its own
+    if climb_recipe(env_id, env_kwargs) is None and "max_context_tokens" not in budget.settings:
+        context = _demo_context(trainer)
+        if context != cfg.rollout.max_context_tokens:  # the same tiny model (built once under out), a longer context
+            trainer.close()
+            cfg.rollout.max_context_tokens = context
+            trainer = Trainer(cfg)
+    return trainer, metric, sft_max_steps
+
+
+def _climb(trainer: Any, budget: LearnBudget, metric: str, sft_max_steps: int) -> dict[str, Any]:
+    """SFT to the start level, held-out evaluation, RL, held-out evaluation; what each step measured."""
+    levels = sft_to_start(trainer, budget, metric, sft_max_steps)
     start = trainer.evaluate()
     start_outcomes = trainer.last_eval_outcomes
     rollout_levels = [trainer.train_iteration()[f"rollout/{metric}"] for _ in range(trainer.cfg.train.iterations)]
@@ -238,7 +269,7 @@ def check_learnability(
     """Run the hill-climb on the env ``spec`` names; ``(status, summary, evidence)`` as :func:`validate` reports them."""
     try:
         from reference_trainer.stats import paired_ci
-        from reference_trainer.trainer import Trainer
+        from reference_trainer.trainer import Trainer  # noqa: F401 (the train extra: torch and transformers)
     except ImportError as e:
         return "skip", f"needs the reference trainer (pip install 'agentgym-turn[train]'): {e}", {}
     env_id, env_kwargs, why_not = trainer_env(spec)
@@ -251,20 +282,9 @@ def check_learnability(
     finally:
         probe.close()
     with tempfile.TemporaryDirectory(prefix="learnability-") as tmp:
-        out = Path(work_dir or tmp)
-        cfg, metric, sft_max_steps = _config(env_id, env_kwargs, budget, seed, out / "run")
-        cfg.model.tiny.dir = str(out / "tiny")  # a target registered under TARGET_ID must never share a cached build
         t0 = time.perf_counter()
-        trainer = Trainer(cfg)
-        recipe = climb_recipe(env_id, env_kwargs)
-        # a recipe's context was chosen with its settings; the generic climb sizes its own
-        if recipe is None and "max_context_tokens" not in budget.settings:
-            context = _demo_context(trainer)
-            # the same tiny model (built once under out), a longer context
-            if context != cfg.rollout.max_context_tokens:
-                trainer.close()
-                cfg.rollout.max_context_tokens = context
-                trainer = Trainer(cfg)
+        trainer, metric, sft_max_steps = climb_trainer(env_id, env_kwargs, budget, seed, Path(work_dir or tmp))
+        cfg, recipe = trainer.cfg, climb_recipe(env_id, env_kwargs)
         try:
             run = _climb(trainer, budget, metric, sft_max_steps)
         finally:
