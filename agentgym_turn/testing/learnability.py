@@ -49,18 +49,28 @@ class LearnBudget:
     tasks_per_iteration: int | None = None
     eval_tasks: int | None = None
     algo: str = "turn-ppo"
-    #: Longest response per turn, in tokens (a recipe's own setting wins).
-    max_new_tokens: int = 32
+    #: Longest response per turn, in tokens; ``None``: a recipe's own, else 32 raised to hold the expert's longest reply
+    #: (:func:`fitting_response`).
+    max_new_tokens: int | None = None
     #: Trainer config fields over the hill-climb's (e.g. ``{"lr": 1e-4}``).
     settings: dict = field(default_factory=dict)
 
 
 #: The hill-climb's size for an env without a recipe (see :class:`LearnBudget`).
-GENERIC = {"sft_episodes": 256, "sft_max_steps": 200, "iterations": 50, "tasks_per_iteration": 64, "eval_tasks": 128}
+GENERIC = {
+    "sft_episodes": 256,
+    "sft_max_steps": 200,
+    "iterations": 50,
+    "tasks_per_iteration": 64,
+    "eval_tasks": 128,
+    "max_new_tokens": 32,
+}
 PROBE_TASKS = 64
 #: The most context the generic climb raises itself to: the tiny model's rotary positions set no limit, its attention
 #: cost (and a rollout's memory) grows with the context.
 MAX_GENERIC_CONTEXT = 4096
+#: The longest reply the generic climb raises its response budget to.
+MAX_GENERIC_RESPONSE = 256
 
 
 def fitting_context(longest_demo: int, max_new_tokens: int, default: int, cap: int = MAX_GENERIC_CONTEXT) -> int:
@@ -71,15 +81,24 @@ def fitting_context(longest_demo: int, max_new_tokens: int, default: int, cap: i
     return int(default) if need <= default else min(int(cap), -(-need // 256) * 256)
 
 
-def _demo_context(trainer: Any) -> int:
-    """:func:`fitting_context` for the SFT demonstrations ``trainer`` will imitate (played here once to measure them)."""
+def fitting_response(longest_reply: int, default: int, cap: int = MAX_GENERIC_RESPONSE) -> int:
+    """The generic climb's ``max_new_tokens``: ``default``, raised (to a multiple of 8, at most ``cap``) to hold the
+    expert's longest reply. Left at the default, a reply the model imitates whole is cut when it samples it: an env
+    whose expert thinks aloud before it acts would see mostly unfinished, invalid actions."""
+    return int(default) if longest_reply <= default else min(int(cap), -(-int(longest_reply) // 8) * 8)
+
+
+def _demo_lengths(trainer: Any) -> tuple[int, int]:
+    """``(longest input, longest reply)`` in tokens of the SFT demonstrations ``trainer`` will imitate (played here
+    once to measure them)."""
     from reference_trainer.rollout import longest_input
     from reference_trainer.sft import sft_demonstrations
 
     cfg = trainer.cfg
     demos = sft_demonstrations(cfg, trainer.fmt, cfg.train.sft_episodes)
     longest = max((longest_input(d) for d in demos), default=0)
-    return fitting_context(longest, cfg.rollout.max_new_tokens, cfg.rollout.max_context_tokens)
+    reply = max((b - a for d in demos for a, b in d.conversation.action_spans), default=0)
+    return longest, reply
 
 
 def trainer_env(spec: str | None) -> tuple[str | None, dict[str, Any], str]:
@@ -191,7 +210,7 @@ def _config(env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: 
         env_kwargs=dict(env_kwargs),
         seed=seed,
         temperature=0.8,
-        max_new_tokens=budget.max_new_tokens,
+        max_new_tokens=size["max_new_tokens"],
         sft_episodes=size["sft_episodes"],
         **{
             "sft_batch_size": 32,
@@ -235,12 +254,17 @@ def climb_trainer(
     cfg, metric, sft_max_steps = _config(env_id, env_kwargs, budget, seed, out / "run")
     cfg.model.tiny.dir = str(out / "tiny")  # a target registered under TARGET_ID must never share a cached build
     trainer = Trainer(cfg)
-    # a recipe's context was chosen with its settings; the generic climb sizes its own
-    if climb_recipe(env_id, env_kwargs) is None and "max_context_tokens" not in budget.settings:
-        context = _demo_context(trainer)
-        if context != cfg.rollout.max_context_tokens:  # the same tiny model (built once under out), a longer context
+    # a recipe's reply and context budgets were chosen with its settings; the generic climb sizes its own
+    if climb_recipe(env_id, env_kwargs) is None:
+        r = cfg.rollout
+        longest, reply = _demo_lengths(trainer)
+        new_tokens = fitting_response(reply, r.max_new_tokens) if budget.max_new_tokens is None else r.max_new_tokens
+        context = r.max_context_tokens
+        if "max_context_tokens" not in budget.settings:
+            context = fitting_context(longest, new_tokens, r.max_context_tokens)
+        if (new_tokens, context) != (r.max_new_tokens, r.max_context_tokens):  # the same tiny model (built once)
             trainer.close()
-            cfg.rollout.max_context_tokens = context
+            r.max_new_tokens, r.max_context_tokens = new_tokens, context
             trainer = Trainer(cfg)
     return trainer, metric, sft_max_steps
 
@@ -301,6 +325,7 @@ def check_learnability(
         "env_id": env_id,
         "recipe": getattr(recipe, "name", None),
         "max_context_tokens": cfg.rollout.max_context_tokens,
+        "max_new_tokens": cfg.rollout.max_new_tokens,
         "seconds": round(seconds, 1),
         **run,
         "gain": ci.to_dict(),

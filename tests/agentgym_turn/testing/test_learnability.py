@@ -44,25 +44,33 @@ def test_the_generic_climb_raises_its_context_to_hold_the_longest_expert_episode
     assert fitting_context(9000, 32, 1024) == MAX_GENERIC_CONTEXT == 4096  # never past the cap
 
 
+def test_the_generic_climb_raises_its_reply_budget_to_hold_the_experts_longest_reply():
+    from agentgym_turn.testing.learnability import MAX_GENERIC_RESPONSE, fitting_response
+
+    assert fitting_response(20, 32) == fitting_response(32, 32) == 32  # fits: the default stays
+    assert fitting_response(33, 32) == 40  # one token over: the next multiple of 8
+    assert fitting_response(1000, 32) == MAX_GENERIC_RESPONSE == 256  # never past the cap
+
+
 def test_the_generic_climb_measures_the_demonstrations_it_will_imitate(tmp_path):
     """The dialog env's expert episodes run past the default 1,024 tokens: the measured context holds the longest one
-    the climb's SFT will see (its own demonstrations, in the tiny model's tokens) and one more reply."""
-    from agentgym_turn.testing.learnability import LearnBudget, _demo_context
+    the climb's SFT will see (its own demonstrations, in the tiny model's tokens) and one more of its longest reply,
+    which the reply budget holds too."""
+    from agentgym_turn.testing.learnability import LearnBudget, climb_trainer
     from reference_trainer.rollout import longest_input
     from reference_trainer.sft import sft_demonstrations
-    from reference_trainer.trainer import Trainer
 
-    cfg, _, _ = _config("TurnWebShopDialog-v0", {}, LearnBudget(sft_episodes=8), 0, tmp_path / "run")
-    cfg.model.tiny.dir = str(tmp_path / "tiny")
-    trainer = Trainer(cfg)
+    trainer, _, _ = climb_trainer("TurnWebShopDialog-v0", {}, LearnBudget(sft_episodes=8), 0, tmp_path)
     try:
-        context = _demo_context(trainer)
-        demos, r = sft_demonstrations(cfg, trainer.fmt, 8), cfg.rollout
+        demos, r = sft_demonstrations(trainer.cfg, trainer.fmt, 8), trainer.cfg.rollout
     finally:
         trainer.close()
     longest = max(longest_input(d) for d in demos)
-    assert r.max_context_tokens == 1024 < longest
-    assert context % 256 == 0 and longest + r.max_new_tokens <= context < longest + r.max_new_tokens + 256
+    reply = max(b - a for d in demos for a, b in d.conversation.action_spans)
+    assert r.max_new_tokens == max(32, -(-reply // 8) * 8)
+    assert r.max_context_tokens % 256 == 0 and 1024 < longest + r.max_new_tokens <= r.max_context_tokens
+    assert r.max_context_tokens < longest + r.max_new_tokens + 256
+    print(f"longest episode {longest}, longest reply {reply}: context {r.max_context_tokens}, reply {r.max_new_tokens}")
 
 
 def test_a_served_env_climbs_with_its_recipe_only_when_served_as_the_recipe_plays_it(tmp_path):
