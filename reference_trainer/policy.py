@@ -60,11 +60,12 @@ class PolicyOutput:
 
 
 def trunk_inputs(attention_mask: torch.Tensor) -> dict[str, torch.Tensor | None]:
-    """The ``attention_mask`` and ``position_ids`` a scoring or training forward of a ``[B, L]`` batch passes: none at
-    all where every row is right-padded (its real tokens, then padding), else the mask and positions counted over the
-    real tokens. Without them a real token sees the same context at the same position, to the bit, and SDPA takes its
-    causal kernel, which skips the blocks above the diagonal instead of masking them (Transformers builds a full mask
-    whenever positions stall, as they do over padding). Padding positions see other padding then; nothing reads them."""
+    """The ``attention_mask`` and ``position_ids`` a scoring or training forward of a ``[B, L]`` batch passes: an
+    all-ones mask and default positions where every row is right-padded (its real tokens, then padding), else the mask
+    and positions counted over the real tokens. With the former a real token sees the same context at the same
+    position, and SDPA takes its causal kernel, which skips the blocks above the diagonal instead of masking them
+    (Transformers builds a full mask whenever there is padding or positions stall over it). Padding positions see
+    other padding then; nothing reads them."""
     n = attention_mask.shape[-1]
     lengths = attention_mask.sum(-1, keepdim=True)
     if torch.equal(attention_mask.bool(), torch.arange(n, device=attention_mask.device) < lengths):

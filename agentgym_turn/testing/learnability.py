@@ -248,7 +248,8 @@ def climb_trainer(
     env_id: str, env_kwargs: dict[str, Any], budget: LearnBudget, seed: int, out: Path
 ) -> tuple[Any, str, int]:
     """``(trainer, metric, most SFT steps)`` of the climb (:func:`_config`), its tiny model built under ``out``; the
-    generic climb's context sized to its demonstrations (:func:`_demo_context`)."""
+    generic climb's reply budget and context sized to its demonstrations (:func:`fitting_response`,
+    :func:`fitting_context`)."""
     from reference_trainer.trainer import Trainer
 
     cfg, metric, sft_max_steps = _config(env_id, env_kwargs, budget, seed, out / "run")
